@@ -1,0 +1,47 @@
+"""instrumented-backend: a see-through ``torch.compile`` backend built on Inductor.
+
+``torch.compile(fn, backend="instrumented")`` compiles exactly as ``backend="inductor"`` does
+and records, for every AOT graph, the Dynamo graph, fx_graph_runnable, the post-grad graph,
+IR before and after fusion, and the output code with its kernels::
+
+    import instrumented_backend as ib
+    cap = ib.last_capture()
+    with ib.capture() as session:
+        compiled(x)
+    session.dump("dumps/run1"); ib.load("dumps/run1")
+"""
+
+from __future__ import annotations
+
+import torch as _torch
+
+from ._torch_support import SUPPORTED_TORCH, UnsupportedTorchError, check_torch_version
+
+check_torch_version(_torch.__version__)
+
+from . import report  # noqa: E402
+from .backend import instrumented  # noqa: E402
+from .diagnostics import InstrumentationWarning  # noqa: E402
+from .dump import load  # noqa: E402
+from .model import CaptureProblem, CaptureSession, GraphCapture, InputInfo, KernelInfo  # noqa: E402
+from .registry import capture, captures, clear, last_capture  # noqa: E402
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "instrumented",
+    "capture",
+    "captures",
+    "last_capture",
+    "clear",
+    "load",
+    "report",
+    "GraphCapture",
+    "KernelInfo",
+    "InputInfo",
+    "CaptureProblem",
+    "CaptureSession",
+    "InstrumentationWarning",
+    "UnsupportedTorchError",
+    "SUPPORTED_TORCH",
+]

@@ -1,0 +1,124 @@
+"""The ``instrumented`` Dynamo backend: Inductor, with every compiled graph captured.
+
+Registered through the ``torch_dynamo_backends`` entry point, so
+``torch.compile(fn, backend="instrumented")`` works without importing this package.
+
+What it guarantees:
+
+* The compiled program is Inductor's: the same config patches (``mode``/``options`` are
+  handled by Inductor's own option code) and byte-identical output code.
+* Instrumented compiles bypass the FX-graph and AOTAutograd caches, whose hits skip codegen
+  (nothing to capture) and whose keys do not see in-memory patches.
+* A failure inside instrumentation never breaks the program: capture steps are fail-soft; if a
+  compile fails while instrumentation had recorded a problem, the graph is recompiled with plain
+  Inductor from a copy taken beforehand, and one warning names what failed. A compile error
+  that is Inductor's own propagates unchanged (its partial capture is still recorded).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Mapping, Optional, Sequence
+
+import torch.fx
+
+from .capture import CaptureBuilder
+from .diagnostics import warn_once
+from .graph_copy import clone_graph_module, count_nodes
+from .model import GraphCapture
+from .options import BackendOptions, parse_options
+from .registry import open_sessions, record
+from .seams import ir_logging
+from .seams.caches import CACHE_BYPASS_PATCHES, autograd_cache_disabled
+from .seams.compile_entry import compile_fx, compile_fx_inner, current_compile_id
+
+__all__ = ["instrumented", "CompileJob"]
+
+
+class CompileJob:
+    """State shared by the AOT graphs of one Dynamo graph (its forward and lazy backward)."""
+
+    def __init__(self, gm: torch.fx.GraphModule, options: BackendOptions) -> None:
+        ir_logging.install()
+        self.options = options
+        self.compile_id = current_compile_id()
+        self.dynamo_graph = clone_graph_module(gm)
+        self.dynamo_graph_code = gm.print_readable(print_output=False)
+        self.dynamo_node_count = count_nodes(gm)
+        self.sessions = open_sessions()
+
+    def inner_compile(self, gm: torch.fx.GraphModule, example_inputs: Sequence[Any], *args: Any, **kwargs: Any) -> Any:
+        """Drop-in ``inner_compile`` for ``compile_fx``: compile one AOT graph and capture it."""
+        try:
+            builder = CaptureBuilder(job=self, aot_graph=gm, example_inputs=example_inputs, inner_kwargs=kwargs)
+        except Exception as exc:  # noqa: BLE001
+            warn_once("start_graph", f"could not start capturing an AOT graph ({exc!r}); compiled without capture")
+            return compile_fx_inner(gm, example_inputs, *args, **kwargs)
+
+        previous = ir_logging.set_listener(builder.on_ir)
+        try:
+            compiled = compile_fx_inner(gm, example_inputs, *args, **kwargs)
+        except Exception as exc:
+            ir_logging.set_listener(previous)
+            if builder.problems:
+                problem = builder.problems[0]
+                warn_once(
+                    f"compile:{problem.part}",
+                    f"compiling graph {builder.compile_id} ({builder.kind}) failed while its "
+                    f"{problem.part} capture had failed ({problem.error}); recompiled with plain Inductor",
+                )
+                return compile_fx_inner(builder.original_graph, example_inputs, *args, **kwargs)
+            self._publish(builder, None, exc)
+            raise
+        finally:
+            ir_logging.set_listener(previous)
+        self._publish(builder, compiled, None)
+        return compiled
+
+    def _publish(self, builder: CaptureBuilder, compiled: Any, error: Optional[BaseException]) -> None:
+        try:
+            graph = builder.build(compiled, error)
+        except Exception as exc:  # noqa: BLE001
+            warn_once("build", f"could not assemble the capture of graph {builder.compile_id}: {exc!r}")
+            return
+        for problem in graph.problems:
+            warn_once(
+                f"part:{problem.part}",
+                f"could not capture {problem.part} of graph {graph.label} ({problem.error}); "
+                "the compiled code is unaffected",
+            )
+        record(graph, self.sessions)
+        if self.options.dump_dir is not None:
+            _dump_quietly(graph, self.options.dump_dir)
+
+
+def _dump_quietly(graph: GraphCapture, directory: Any) -> None:
+    from .dump import append_to_dump
+
+    try:
+        append_to_dump(graph, directory)
+    except Exception as exc:  # noqa: BLE001
+        warn_once("dump", f"could not write the capture to {directory}: {exc!r}")
+
+
+def instrumented(
+    gm: torch.fx.GraphModule,
+    example_inputs: Sequence[Any],
+    *,
+    mode: Optional[str] = None,
+    options: Optional[Mapping[str, Any]] = None,
+) -> Callable[..., Any]:
+    """Dynamo backend: compile ``gm`` with Inductor and record every AOT graph it produces.
+
+    ``mode`` and ``options`` are those of ``torch.compile``; ``options`` takes Inductor config
+    keys plus this package's own (see :mod:`instrumented_backend.options`). Raises ValueError
+    for an unknown option.
+    """
+    settings = parse_options(mode, options)
+    try:
+        job = CompileJob(gm, settings)
+    except Exception as exc:  # noqa: BLE001
+        warn_once("start", f"could not start capturing ({exc!r}); compiling with plain Inductor")
+        return compile_fx(gm, example_inputs, config_patches=settings.inductor_patches)
+    patches = {**settings.inductor_patches, **CACHE_BYPASS_PATCHES}
+    with autograd_cache_disabled():
+        return compile_fx(gm, example_inputs, inner_compile=job.inner_compile, config_patches=patches)

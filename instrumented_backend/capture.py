@@ -1,0 +1,133 @@
+"""Build one :class:`GraphCapture` while Inductor compiles one AOT graph.
+
+Every capturing step runs through :meth:`CaptureBuilder.guard`, which records a failure as a
+:class:`CaptureProblem` instead of raising, so instrumentation can never crash a compile.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any, Callable, Mapping, Optional, Sequence
+
+import torch
+
+from .graph_copy import clone_graph_module, count_nodes
+from .kernels import find_kernels
+from .model import CaptureProblem, GraphCapture, InputInfo
+from .seams import ir_logging
+from .seams.compile_entry import current_compile_id, graph_kind
+from .seams.output_code import read_generated_code, runnable_graph_text
+
+__all__ = ["CaptureBuilder", "describe_inputs"]
+
+
+def _describe_input(value: Any) -> InputInfo:
+    if isinstance(value, torch.Tensor):
+        return InputInfo(
+            kind="tensor",
+            shape=[str(s) for s in value.shape],
+            stride=[str(s) for s in value.stride()],
+            dtype=str(value.dtype).replace("torch.", ""),
+            device=str(value.device),
+        )
+    if isinstance(value, torch.SymInt):
+        return InputInfo(kind="symint", value=str(value))
+    for kind in (bool, int, float):
+        if isinstance(value, kind):
+            return InputInfo(kind=kind.__name__, value=repr(value))
+    return InputInfo(kind="other", value=type(value).__name__)
+
+
+def describe_inputs(inputs: Sequence[Any]) -> list[InputInfo]:
+    """InputInfo for each example input (fake tensors and SymInts included)."""
+    return [_describe_input(v) for v in inputs]
+
+
+class CaptureBuilder:
+    """Collects the parts of one AOT graph's capture during ``compile_fx_inner``."""
+
+    def __init__(
+        self,
+        *,
+        job: Any,
+        aot_graph: torch.fx.GraphModule,
+        example_inputs: Sequence[Any],
+        inner_kwargs: Mapping[str, Any],
+    ) -> None:
+        self.job = job
+        self.kind = graph_kind(inner_kwargs)
+        self.graph_id = inner_kwargs.get("graph_id")
+        self.compile_id = current_compile_id() or job.compile_id
+        self.problems: list[CaptureProblem] = []
+        self.ir_pre_fusion: list[str] = []
+        self.ir_post_fusion: list[str] = []
+        # compile_fx_inner mutates aot_graph into the post-grad graph: keep the original.
+        self.original_graph = clone_graph_module(aot_graph)
+        self.aot_graph = aot_graph
+        self.example_inputs = list(example_inputs)
+        self.aot_node_count = count_nodes(aot_graph)
+        self.inputs = self.guard("inputs", lambda: describe_inputs(example_inputs)) or []
+        self._started = time.perf_counter()
+
+    def guard(self, part: str, step: Callable[[], Any]) -> Any:
+        """Run one capturing step; on failure record a problem and return None."""
+        try:
+            return step()
+        except Exception as exc:  # noqa: BLE001 - instrumentation must never raise
+            self.problems.append(CaptureProblem(part=part, error=f"{type(exc).__name__}: {exc}"))
+            return None
+
+    def on_ir(self, stage: str, nodes: Any) -> None:
+        """IR listener: called by the patched IR loggers on this thread."""
+        target = self.ir_pre_fusion if stage == "pre_fusion" else self.ir_post_fusion
+        self.guard(f"ir_{stage}", lambda: target.append(ir_logging.format_ir(nodes)))
+
+    def build(self, compiled: Optional[Any], error: Optional[BaseException] = None) -> GraphCapture:
+        """Assemble the record after compile_fx_inner returned ``compiled`` (or raised ``error``)."""
+        from .registry import next_index
+
+        elapsed = time.perf_counter() - self._started
+        generated = self.guard("output_code", lambda: read_generated_code(compiled)) if compiled is not None else None
+        output_code = generated.output_code if generated else ""
+        runnable = generated.runnable_graph if generated else ""
+        if not runnable:
+            runnable = self.guard(
+                "aot_graph", lambda: runnable_graph_text(self.original_graph, self.example_inputs)
+            ) or ""
+        post_grad_code = ""
+        post_grad_nodes = None
+        if error is None:
+            post_grad_code = self.guard(
+                "post_grad_graph", lambda: self.aot_graph.print_readable(print_output=False)
+            ) or ""
+            post_grad_nodes = count_nodes(self.aot_graph)
+        kernels = self.guard("kernels", lambda: find_kernels(output_code)) or []
+        node_counts = {"dynamo": self.job.dynamo_node_count, "aot": self.aot_node_count}
+        if post_grad_nodes is not None:
+            node_counts["post_grad"] = post_grad_nodes
+        return GraphCapture(
+            index=next_index(),
+            compile_id=self.compile_id,
+            kind=self.kind,
+            graph_id=self.graph_id if isinstance(self.graph_id, int) else None,
+            dynamo_graph_code=self.job.dynamo_graph_code,
+            aot_graph=runnable,
+            post_grad_graph_code=post_grad_code,
+            ir_pre_fusion="".join(self.ir_pre_fusion),
+            ir_post_fusion="".join(self.ir_post_fusion),
+            output_code=output_code,
+            kernels=kernels,
+            inputs=self.inputs,
+            node_counts=node_counts,
+            config_patches={k: repr(v) for k, v in self.job.options.inductor_patches.items()},
+            problems=list(self.problems),
+            compile_seconds=elapsed,
+            compile_error="" if error is None else f"{type(error).__name__}: {error}",
+            thread_name=threading.current_thread().name,
+            torch_version=torch.__version__,
+            dynamo_graph=self.job.dynamo_graph,
+            post_grad_graph=self.aot_graph if error is None else None,
+            compiled=compiled,
+        )
+

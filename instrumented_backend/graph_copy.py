@@ -1,0 +1,29 @@
+"""Cheap structural copies of FX GraphModules.
+
+``compile_fx`` and ``compile_fx_inner`` take ownership of the graph they are given and mutate
+it (pre-grad and post-grad passes). We keep a copy of the graph structure, sharing parameters
+and buffers with the original, both as the record of what Dynamo/AOTAutograd produced and as
+the input of a plain-Inductor retry when instrumentation fails.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import torch.fx
+
+__all__ = ["clone_graph_module", "count_nodes"]
+
+
+def clone_graph_module(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
+    """A new GraphModule with a copied graph (node meta shallow-copied), sharing submodules and tensors."""
+    graph = copy.deepcopy(gm.graph)
+    clone = torch.fx.GraphModule(gm, graph, class_name=type(gm).__name__)
+    clone.meta = dict(getattr(gm, "meta", {}) or {})
+    clone.shape_env = getattr(gm, "shape_env", None)
+    return clone
+
+
+def count_nodes(gm: torch.fx.GraphModule) -> int:
+    """Number of nodes in the graph, placeholders and output included (the minifier's count)."""
+    return len(gm.graph.nodes)

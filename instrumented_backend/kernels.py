@@ -1,0 +1,144 @@
+"""Find the kernels in a graph's output code (output_code.py), with their line positions.
+
+Pure text: this reads the generated Python wrapper, not Inductor objects, so it works on
+loaded dumps as well as live captures. Generated kernels are module-level assignments
+``NAME = async_compile.<cpp|cpp_pybinding|triton>(... '''SOURCE''' ...)``; extern kernels are
+calls in the wrapper's ``call()`` to ``extern_kernels.*`` or to ATen/custom ops
+(``torch.ops.ns.op.overload(...)``, ``aten.op.overload(...)``), which Inductor emits for
+fallbacks and library kernels (addmm, bmm, mkl/mkldnn linear, ...).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Optional
+
+from .model import KernelInfo
+
+__all__ = ["find_kernels"]
+
+_DEFINITION = re.compile(r"^(?P<name>[A-Za-z_]\w*) = async_compile\.(?P<api>\w+)\(")
+_OPEN_QUOTES = re.compile(r"[rR]?'''")
+_EXTERN_CALL = re.compile(
+    r"(?P<name>extern_kernels\.\w+|torch\.ops\.\w+\.\w+(?:\.\w+)?|aten\.\w+(?:\.\w+)?)\("
+)
+_CALL_DEF = re.compile(r"^(?P<indent>\s*)def (call|_call|partition_\d+)\(")
+_TEMPLATE_MARKERS = ("CppMicroGemm", "cpp_template", "template_kernel")
+
+
+def _classify(name: str, api: str, source: str) -> str:
+    if api.startswith("triton"):
+        return "template" if name.startswith("triton_tem_") else "triton"
+    if any(marker in source for marker in _TEMPLATE_MARKERS) or "template" in name:
+        return "template"
+    return "cpp"
+
+
+def _definition(lines: list[str], start: int) -> Optional[tuple[KernelInfo, int]]:
+    match = _DEFINITION.match(lines[start])
+    if match is None:
+        return None
+    name, api = match.group("name"), match.group("api")
+    if api not in ("cpp", "cpp_pybinding", "triton") and not api.startswith("triton"):
+        return None
+    # The source opens with ''' (or r''') on the definition line or the next one.
+    open_line = None
+    for offset in (0, 1):
+        index = start + offset
+        if index < len(lines):
+            quote = _OPEN_QUOTES.search(lines[index], match.end() if offset == 0 else 0)
+            if quote is not None:
+                open_line, open_col = index, quote.end()
+                break
+    if open_line is None:
+        return None
+    first = lines[open_line][open_col:]
+    body: list[str] = []
+    source_start = open_line + 1  # 0-based index of the first source line
+    if first.strip():
+        if "'''" in first:  # single-line source
+            text = first[: first.index("'''")]
+            kernel = KernelInfo(name, _classify(name, api, text), text, start + 1, open_line + 1, open_line + 1)
+            return kernel, open_line
+        body.append(first)
+        source_start = open_line
+    end = open_line + 1
+    while end < len(lines) and "'''" not in lines[end]:
+        body.append(lines[end])
+        end += 1
+    if end < len(lines):
+        tail = lines[end][: lines[end].index("'''")]
+        if tail:
+            body.append(tail)
+    source = "\n".join(body)
+    kernel = KernelInfo(
+        name=name,
+        kind=_classify(name, api, source),
+        source=source,
+        start_line=start + 1,
+        end_line=min(end, len(lines) - 1) + 1,
+        source_start_line=source_start + 1,
+    )
+    return kernel, end
+
+
+def _call_body_ranges(lines: list[str]) -> list[tuple[int, int]]:
+    """0-based [start, end) line ranges of the wrapper's call()/partition functions."""
+    ranges = []
+    index = 0
+    while index < len(lines):
+        match = _CALL_DEF.match(lines[index])
+        if match is None:
+            index += 1
+            continue
+        indent = len(match.group("indent"))
+        end = index + 1
+        while end < len(lines):
+            line = lines[end]
+            if line.strip() and (len(line) - len(line.lstrip())) <= indent:
+                break
+            end += 1
+        ranges.append((index + 1, end))
+        index = end
+    return ranges
+
+
+def find_kernels(output_code: str) -> list[KernelInfo]:
+    """Every generated and extern kernel in ``output_code``, in order of appearance."""
+    lines = output_code.splitlines()
+    kernels: list[KernelInfo] = []
+    generated: dict[str, KernelInfo] = {}
+    index = 0
+    while index < len(lines):
+        found = _definition(lines, index)
+        if found is None:
+            index += 1
+            continue
+        kernel, last = found
+        kernels.append(kernel)
+        generated[kernel.name] = kernel
+        index = last + 1
+
+    call_pattern = re.compile(r"\b(" + "|".join(map(re.escape, generated)) + r")\(") if generated else None
+    for start, end in _call_body_ranges(lines):
+        for index in range(start, end):
+            line = lines[index]
+            stripped = line.strip()
+            if not stripped or stripped.startswith("#"):
+                continue
+            if call_pattern is not None:
+                for match in call_pattern.finditer(line):
+                    generated[match.group(1)].call_lines.append(index + 1)
+            for match in _EXTERN_CALL.finditer(line):
+                kernels.append(
+                    KernelInfo(
+                        name=match.group("name"),
+                        kind="extern",
+                        source=stripped,
+                        start_line=index + 1,
+                        end_line=index + 1,
+                        source_start_line=index + 1,
+                        call_lines=[index + 1],
+                    )
+                )
+    return kernels

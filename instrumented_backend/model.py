@@ -1,0 +1,204 @@
+"""The data model: one record per compiled AOT graph, and the kernels in its output code.
+
+These dataclasses are what the API returns, what the CLI prints, what ``dump`` writes and
+``load`` reads back. Live objects (GraphModules, the compiled callable) are kept alongside
+for in-process use but are never serialized; after ``load`` they are ``None``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, Iterator, Optional, Sequence
+
+__all__ = [
+    "GRAPH_KINDS",
+    "KERNEL_KINDS",
+    "InputInfo",
+    "KernelInfo",
+    "CaptureProblem",
+    "GraphCapture",
+    "CaptureSession",
+]
+
+GRAPH_KINDS = ("inference", "forward", "backward")
+KERNEL_KINDS = ("cpp", "triton", "extern", "template")
+
+
+@dataclass
+class InputInfo:
+    """Shape, stride, dtype and device of one example input of an AOT graph (or a scalar)."""
+
+    kind: str  # "tensor", "symint", "int", "float", "bool", "other"
+    shape: Optional[list[str]] = None
+    stride: Optional[list[str]] = None
+    dtype: Optional[str] = None
+    device: Optional[str] = None
+    value: Optional[str] = None
+
+    def describe(self) -> str:
+        if self.kind == "tensor":
+            return f"{self.dtype}[{', '.join(self.shape or [])}]@{self.device}"
+        return f"{self.kind}={self.value}"
+
+
+@dataclass
+class KernelInfo:
+    """One kernel of a graph's output code.
+
+    ``start_line``/``end_line`` are 1-based line numbers in ``GraphCapture.output_code``:
+    for a generated kernel, the ``name = async_compile.<kind>(...`` line through the closing
+    quotes; for an extern kernel, the wrapper line that calls it. ``source_start_line`` is the
+    output-code line of the first line of ``source``. ``call_lines`` are the lines of the
+    wrapper's ``call()`` that launch the kernel.
+    """
+
+    name: str
+    kind: str
+    source: str
+    start_line: int
+    end_line: int
+    source_start_line: int
+    call_lines: list[int] = field(default_factory=list)
+
+    @property
+    def source_lines(self) -> list[str]:
+        return self.source.splitlines()
+
+
+@dataclass
+class CaptureProblem:
+    """A part of the capture that failed; the compile itself went on with plain Inductor."""
+
+    part: str
+    error: str
+
+
+@dataclass
+class GraphCapture:
+    """Everything recorded for one AOT graph compiled by the ``instrumented`` backend.
+
+    Text fields carry the same content TORCH_COMPILE_DEBUG writes: ``aot_graph`` is
+    fx_graph_runnable.py, ``post_grad_graph_code`` is fx_graph_transformed.py, ``ir_pre_fusion``
+    and ``ir_post_fusion`` are ir_pre_fusion.txt / ir_post_fusion.txt, ``output_code`` is
+    output_code.py.
+    """
+
+    index: int
+    compile_id: str
+    kind: str
+    graph_id: Optional[int]
+    dynamo_graph_code: str
+    aot_graph: str
+    post_grad_graph_code: str
+    ir_pre_fusion: str
+    ir_post_fusion: str
+    output_code: str
+    kernels: list[KernelInfo] = field(default_factory=list)
+    inputs: list[InputInfo] = field(default_factory=list)
+    node_counts: dict[str, int] = field(default_factory=dict)
+    config_patches: dict[str, str] = field(default_factory=dict)
+    problems: list[CaptureProblem] = field(default_factory=list)
+    compile_seconds: float = 0.0
+    compile_error: str = ""
+    thread_name: str = ""
+    torch_version: str = ""
+    # Live objects, in-process only: never serialized, None after load().
+    dynamo_graph: Any = field(default=None, repr=False, compare=False)
+    post_grad_graph: Any = field(default=None, repr=False, compare=False)
+    compiled: Any = field(default=None, repr=False, compare=False)
+
+    @property
+    def complete(self) -> bool:
+        """True when every part was captured (no problems recorded)."""
+        return not self.problems
+
+    @property
+    def failed(self) -> bool:
+        """True when Inductor failed to compile this graph (``compile_error`` says why)."""
+        return bool(self.compile_error)
+
+    @property
+    def label(self) -> str:
+        """A short unique name: ``#3 0/1 backward``."""
+        return f"#{self.index} {self.compile_id or '?'} {self.kind}"
+
+    def kernel(self, name: str) -> KernelInfo:
+        """The kernel called ``name``; raises KeyError naming the kernels there are."""
+        for kernel in self.kernels:
+            if kernel.name == name:
+                return kernel
+        names = ", ".join(k.name for k in self.kernels) or "none"
+        raise KeyError(f"no kernel {name!r} in graph {self.label}; kernels: {names}")
+
+    def dump(self, directory: "str | Any") -> Any:
+        """Write this graph's folder (TORCH_COMPILE_DEBUG file names + capture.json) under directory."""
+        from .dump import dump_graph
+
+        return dump_graph(self, directory)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The serializable fields as plain JSON types (live objects left out)."""
+        data = {}
+        for f in dataclasses.fields(self):
+            if f.compare is False:
+                continue
+            data[f.name] = _to_plain(getattr(self, f.name))
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "GraphCapture":
+        """Rebuild a capture from ``to_dict`` output."""
+        data = dict(data)
+        data["kernels"] = [KernelInfo(**k) for k in data.get("kernels", [])]
+        data["inputs"] = [InputInfo(**i) for i in data.get("inputs", [])]
+        data["problems"] = [CaptureProblem(**p) for p in data.get("problems", [])]
+        known = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+
+@dataclass
+class CaptureSession:
+    """An ordered collection of graph captures (from ``capture()``, ``captures()`` or ``load()``)."""
+
+    graphs: list[GraphCapture] = field(default_factory=list)
+
+    def __iter__(self) -> Iterator[GraphCapture]:
+        return iter(list(self.graphs))
+
+    def __len__(self) -> int:
+        return len(self.graphs)
+
+    def __getitem__(self, item: int) -> GraphCapture:
+        return self.graphs[item]
+
+    def by_kind(self, kind: str) -> list[GraphCapture]:
+        """The graphs of one kind (``inference``, ``forward`` or ``backward``)."""
+        if kind not in GRAPH_KINDS:
+            raise ValueError(f"unknown graph kind {kind!r}; expected one of {GRAPH_KINDS}")
+        return [g for g in self.graphs if g.kind == kind]
+
+    def by_compile_id(self, compile_id: str) -> list[GraphCapture]:
+        """The graphs Dynamo compiled under one compile id (e.g. a forward and its backward)."""
+        return [g for g in self.graphs if g.compile_id == compile_id]
+
+    def dump(self, directory: "str | Any") -> Any:
+        """Write every graph and an index.json under directory; returns the directory path."""
+        from .dump import dump_session
+
+        return dump_session(self.graphs, directory)
+
+
+def _to_plain(value: Any) -> Any:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _to_plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, dict):
+        return {str(k): _to_plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_to_plain(v) for v in value]
+    return value
+
+
+def summarize_inputs(inputs: Sequence[InputInfo]) -> str:
+    """``float32[8, 4]@cpu, int=3`` style summary."""
+    return ", ".join(i.describe() for i in inputs)

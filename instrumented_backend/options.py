@@ -1,0 +1,52 @@
+"""Options of the ``instrumented`` backend: this package's own, plus Inductor config patches.
+
+``torch.compile(fn, backend="instrumented", options={...})`` takes every key the ``inductor``
+backend takes (validated and applied by Inductor's own code) and these keys of ours:
+
+``dump_dir``
+    write every captured graph under this folder as it is compiled. The environment variable
+    ``INSTRUMENTED_BACKEND_DUMP_DIR`` sets it for scripts you cannot edit.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping, Optional
+
+from .seams.inductor_options import inductor_config_keys, inductor_config_patches
+
+__all__ = ["BackendOptions", "OUR_OPTIONS", "DUMP_DIR_ENV", "parse_options"]
+
+DUMP_DIR_ENV = "INSTRUMENTED_BACKEND_DUMP_DIR"
+OUR_OPTIONS = ("dump_dir",)
+
+
+@dataclass(frozen=True)
+class BackendOptions:
+    """Parsed options of one ``torch.compile`` call."""
+
+    inductor_patches: dict[str, Any] = field(default_factory=dict)
+    dump_dir: Optional[Path] = None
+
+
+def parse_options(mode: Optional[str] = None, options: Optional[Mapping[str, Any]] = None) -> BackendOptions:
+    """Split ``options`` into ours and Inductor's; raise ValueError naming any unknown key."""
+    if options is not None and not isinstance(options, Mapping):
+        raise ValueError(f"instrumented backend: options must be a dict, got {type(options).__name__}")
+    ours = {k: v for k, v in (options or {}).items() if k in OUR_OPTIONS}
+    theirs = {k: v for k, v in (options or {}).items() if k not in OUR_OPTIONS}
+    known = inductor_config_keys()
+    unknown = sorted(k for k in theirs if str(k).replace("-", "_") not in known)
+    if unknown:
+        raise ValueError(
+            f"instrumented backend: unknown option(s) {unknown}; options are this package's "
+            f"{list(OUR_OPTIONS)} or any Inductor config key (see torch._inductor.config)"
+        )
+    patches = inductor_config_patches(mode, theirs)
+
+    dump_dir = ours.get("dump_dir", os.environ.get(DUMP_DIR_ENV) or None)
+    if dump_dir is not None and not isinstance(dump_dir, (str, os.PathLike)):
+        raise ValueError(f"instrumented backend: dump_dir must be a path, got {type(dump_dir).__name__}")
+    return BackendOptions(inductor_patches=patches, dump_dir=Path(dump_dir) if dump_dir else None)

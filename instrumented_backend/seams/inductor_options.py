@@ -1,0 +1,47 @@
+"""Seam: how ``torch.compile(mode=..., options=...)`` becomes Inductor config patches.
+
+We reuse the very object the ``inductor`` backend uses (``torch._TorchCompileInductorWrapper``)
+so option validation, ``mode`` presets and the compiler bisector's config changes are exactly
+those of ``backend="inductor"``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Optional
+
+from . import SeamMoved
+
+__all__ = ["inductor_config_patches", "inductor_config_keys", "check"]
+
+
+def inductor_config_patches(mode: Optional[str], options: Optional[Mapping[str, Any]]) -> dict[str, Any]:
+    """Config patches the inductor backend would apply for this ``mode`` and ``options``.
+
+    Raises RuntimeError (Inductor's own message) for an unknown key or a value of the wrong type.
+    """
+    import torch
+
+    wrapper = torch._TorchCompileInductorWrapper(mode, dict(options or {}), None)
+    return dict(wrapper.config)
+
+
+def inductor_config_keys() -> set[str]:
+    """Every Inductor config key (dotted for nested ones, e.g. ``cpp.simdlen``)."""
+    from torch._inductor import config
+
+    return set(config.get_config_copy())
+
+
+def check() -> None:
+    """Raise SeamMoved unless the inductor backend's option wrapper is still there and usable."""
+    import torch
+
+    wrapper_cls = getattr(torch, "_TorchCompileInductorWrapper", None)
+    if wrapper_cls is None:
+        raise SeamMoved("inductor_options: torch._TorchCompileInductorWrapper is gone")
+    try:
+        patches = inductor_config_patches(None, {"cpp.simdlen": 1})
+    except Exception as exc:
+        raise SeamMoved(f"inductor_options: the option wrapper no longer accepts options: {exc}") from exc
+    if patches != {"cpp.simdlen": 1}:
+        raise SeamMoved(f"inductor_options: wrapper.config has a new shape: {patches!r}")

@@ -1,0 +1,91 @@
+"""Seam: Inductor's IR logging functions, ``torch._inductor.debug.log_ir_pre_fusion`` / ``..._post_fusion``.
+
+The scheduler imports both at call time (``from torch._inductor.debug import ...`` inside
+``Scheduler._init``), so replacing the module attributes reaches every compile. We wrap them
+once per process; the wrapper always delegates to the original and only formats IR when a
+listener is active on the current thread, using the very function TORCH_COMPILE_DEBUG uses to
+write ir_pre_fusion.txt / ir_post_fusion.txt.
+"""
+
+from __future__ import annotations
+
+import inspect
+import threading
+from typing import Any, Callable, Optional
+
+from . import SeamMoved
+
+__all__ = ["install", "format_ir", "set_listener", "check"]
+
+# listener(stage, nodes) with stage in {"pre_fusion", "post_fusion"}
+IrListener = Callable[[str, Any], None]
+
+_state = threading.local()
+_install_lock = threading.Lock()
+_installed = False
+_originals: dict[str, Callable[..., Any]] = {}
+
+
+def format_ir(nodes: Any) -> str:
+    """Format scheduler nodes exactly as TORCH_COMPILE_DEBUG writes them to ir_*_fusion.txt."""
+    from torch._inductor.debug import DebugFormatter
+
+    return DebugFormatter._write_ir(nodes)
+
+
+def set_listener(listener: Optional[IrListener]) -> Optional[IrListener]:
+    """Set this thread's IR listener; return the previous one."""
+    previous = getattr(_state, "listener", None)
+    _state.listener = listener
+    return previous
+
+
+def _make_wrapper(stage: str, original: Callable[..., Any]) -> Callable[..., Any]:
+    def wrapper(nodes: Any) -> Any:
+        listener = getattr(_state, "listener", None)
+        if listener is not None:
+            listener(stage, nodes)  # listeners are fail-soft by contract
+        return original(nodes)
+
+    wrapper.__wrapped__ = original  # type: ignore[attr-defined]
+    wrapper._instrumented_backend_stage = stage  # type: ignore[attr-defined]
+    return wrapper
+
+
+def install() -> None:
+    """Wrap the two IR logging functions once per process (idempotent, thread-safe)."""
+    global _installed
+    if _installed:
+        return
+    with _install_lock:
+        if _installed:
+            return
+        check()
+        import torch._inductor.debug as debug
+
+        for stage, attr in (("pre_fusion", "log_ir_pre_fusion"), ("post_fusion", "log_ir_post_fusion")):
+            original = getattr(debug, attr)
+            _originals[attr] = original
+            setattr(debug, attr, _make_wrapper(stage, original))
+        _installed = True
+
+
+def check() -> None:
+    """Raise SeamMoved unless the scheduler still imports the IR loggers at call time."""
+    try:
+        import torch._inductor.debug as debug
+        from torch._inductor.debug import DebugFormatter
+        from torch._inductor.scheduler import Scheduler
+    except ImportError as exc:  # pragma: no cover - only on a moved torch
+        raise SeamMoved(f"ir_logging: cannot import Inductor's debug/scheduler modules: {exc}") from exc
+    for attr in ("log_ir_pre_fusion", "log_ir_post_fusion"):
+        if not callable(getattr(debug, attr, None)):
+            raise SeamMoved(f"ir_logging: torch._inductor.debug.{attr} is gone")
+    if not callable(getattr(DebugFormatter, "_write_ir", None)):
+        raise SeamMoved("ir_logging: DebugFormatter._write_ir (the ir_*_fusion.txt formatter) is gone")
+    source = inspect.getsource(Scheduler)
+    if "from torch._inductor.debug import log_ir_post_fusion, log_ir_pre_fusion" not in source:
+        raise SeamMoved(
+            "ir_logging: the Scheduler no longer imports log_ir_pre_fusion/log_ir_post_fusion at "
+            "call time, so patching torch._inductor.debug would capture no IR"
+        )
