@@ -132,10 +132,10 @@ class GraphCapture:
         raise KeyError(f"no kernel {name!r} in graph {self.label}; kernels: {names}")
 
     def dump(self, directory: "str | Any") -> Any:
-        """Write this graph's folder (TORCH_COMPILE_DEBUG file names + capture.json) under directory."""
-        from .dump import dump_graph
+        """Write this graph under ``directory`` (its folder plus index.json), readable by ``load``."""
+        from .dump import dump_session
 
-        return dump_graph(self, directory)
+        return dump_session([self], directory)
 
     def to_dict(self) -> dict[str, Any]:
         """The serializable fields as plain JSON types (live objects left out)."""

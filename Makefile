@@ -1,0 +1,31 @@
+# Two commands do all the set-up on a fresh machine:
+#   make demo   # creates .venv, installs torch==2.13.0 (pinned) and this package, runs the demo
+#   make test   # same set-up, then the default test run
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed-stamp
+# constraints.txt pins torch: nothing here can resolve an unpinned (CUDA) torch.
+PIP_INSTALL := $(PY) -m pip install --disable-pip-version-check -q -c constraints.txt
+
+.PHONY: install demo test test-all bench-smoke clean
+
+$(STAMP): pyproject.toml constraints.txt
+	$(PYTHON) -m venv $(VENV)
+	$(PIP_INSTALL) "torch==2.13.0"
+	$(PIP_INSTALL) -e ".[test]"
+	touch $(STAMP)
+
+install: $(STAMP)
+
+demo: $(STAMP)
+	$(PY) examples/tutorial_capture.py
+
+test: $(STAMP)
+	$(PY) -m pytest
+
+test-all: $(STAMP)
+	$(PY) -m pytest -m "slow or not slow"
+
+clean:
+	rm -rf $(VENV) *.egg-info .pytest_cache

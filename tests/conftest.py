@@ -1,0 +1,81 @@
+"""Shared fixtures. Importing this sets a fresh Inductor cache folder for the whole test run.
+
+Tests must never pass or fail because of what an earlier run cached: every pytest session gets
+its own TORCHINDUCTOR_CACHE_DIR (set before torch reads it), and tests that need a warm cache
+build it themselves in a subprocess.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import sys
+import tempfile
+import warnings
+from pathlib import Path
+from typing import Any, Callable
+
+_CACHE_ROOT = tempfile.mkdtemp(prefix="ib-test-inductor-cache-")
+os.environ["TORCHINDUCTOR_CACHE_DIR"] = _CACHE_ROOT
+
+import pytest  # noqa: E402
+import torch  # noqa: E402
+
+import instrumented_backend as ib  # noqa: E402
+from instrumented_backend.diagnostics import reset_warnings  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def reset_aot_counter(start: int = 1000) -> None:
+    """AOT graph ids ('# AOT ID' in output code) come from a process-wide counter; pin it."""
+    import torch._functorch.aot_autograd as aot_autograd
+
+    aot_autograd.AOT_COUNTER = itertools.count(start)
+
+
+def compile_and_run(fn: Callable[..., Any], *inputs: Any, backend: str = "instrumented", aot_id: int = 1000,
+                    **compile_kwargs: Any) -> tuple[Any, list[str]]:
+    """Compile ``fn`` fresh, run it once, return (result, output code texts) via Inductor's own hook."""
+    from torch._inductor.utils import run_and_get_code
+
+    torch._dynamo.reset()
+    reset_aot_counter(aot_id)
+    compiled = torch.compile(fn, backend=backend, **compile_kwargs)
+    return run_and_get_code(compiled, *inputs)
+
+
+def run_python(code: str, env: dict[str, str] | None = None, timeout: int = 300) -> str:
+    """Run ``code`` in a fresh interpreter (the package not imported beforehand); return stdout."""
+    import subprocess
+
+    full_env = {**os.environ, **(env or {})}
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=full_env,
+                          timeout=timeout, cwd=str(REPO))
+    if proc.returncode != 0:
+        raise AssertionError(f"subprocess failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
+    return proc.stdout
+
+
+@pytest.fixture(autouse=True)
+def _fresh_warning_state() -> None:
+    reset_warnings()
+
+
+def foo1(x1: torch.Tensor, x2: torch.Tensor) -> torch.Tensor:
+    """The tutorial's example."""
+    a = torch.neg(x1)
+    b = torch.maximum(x2, a)
+    y = torch.cat([b], dim=0)
+    return y
+
+
+def tutorial_inputs(dtype: torch.dtype = torch.uint8) -> tuple[torch.Tensor, torch.Tensor]:
+    gen = torch.Generator().manual_seed(0)
+    if dtype == torch.uint8:
+        return (torch.randint(256, (1, 8), dtype=dtype, generator=gen),
+                torch.randint(256, (8390, 8), dtype=dtype, generator=gen))
+    return torch.randn((1, 8), generator=gen, dtype=dtype), torch.randn((8390, 8), generator=gen, dtype=dtype)
+
+
+warnings.filterwarnings("ignore", category=DeprecationWarning)

@@ -1,0 +1,144 @@
+"""Instrumentation failures degrade to plain Inductor with one warning; Inductor's own errors propagate."""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+import torch
+
+import instrumented_backend as ib
+from instrumented_backend import backend as backend_module
+from instrumented_backend.capture import CaptureBuilder
+from instrumented_backend.model import CaptureProblem
+from instrumented_backend.seams import ir_logging
+from conftest import compile_and_run
+
+
+def _fn(x: torch.Tensor) -> torch.Tensor:
+    return torch.sigmoid(x) * 3 - 1
+
+
+X = torch.randn(64)
+
+
+def _instrumentation_warnings(record) -> list[str]:
+    return [str(w.message) for w in record if issubclass(w.category, ib.InstrumentationWarning)]
+
+
+@pytest.fixture(scope="module")
+def reference():
+    result, (code,) = compile_and_run(_fn, X, backend="inductor")
+    return result, code
+
+
+def test_failing_capture_step_keeps_compile_identical_and_warns_once(reference, monkeypatch):
+    def broken_format(nodes):
+        raise RuntimeError("formatter exploded")
+
+    monkeypatch.setattr(ir_logging, "format_ir", broken_format)
+    with warnings.catch_warnings(record=True) as record, ib.capture() as session:
+        warnings.simplefilter("always")
+        result, (code,) = compile_and_run(_fn, X)
+        compile_and_run(_fn, X * 2)  # a second compile with the same failure: no second warning
+    assert torch.equal(result, reference[0])
+    assert code == reference[1]
+    messages = _instrumentation_warnings(record)
+    assert len([m for m in messages if "ir_pre_fusion" in m]) == 1, messages
+    assert "formatter exploded" in messages[0] and "compiled code is unaffected" in messages[0]
+    graph = session[0]
+    assert not graph.complete
+    assert {p.part for p in graph.problems} == {"ir_pre_fusion", "ir_post_fusion"}
+    assert graph.ir_pre_fusion == "" and graph.output_code == code  # everything else still captured
+
+
+def test_instrumentation_breaking_the_compile_retries_plain_inductor(reference, monkeypatch):
+    original_guard = CaptureBuilder.guard
+
+    def guard_that_leaks(self, part, step):
+        if part == "ir_pre_fusion":  # record the problem, then let it escape into Inductor
+            self.problems.append(CaptureProblem(part=part, error="ValueError: hook leaked"))
+            raise ValueError("hook leaked")
+        return original_guard(self, part, step)
+
+    monkeypatch.setattr(CaptureBuilder, "guard", guard_that_leaks)
+    with warnings.catch_warnings(record=True) as record, ib.capture() as session:
+        warnings.simplefilter("always")
+        result, (code,) = compile_and_run(_fn, X)
+    assert torch.equal(result, reference[0])
+    assert code == reference[1], "the plain retry must produce Inductor's code"
+    messages = _instrumentation_warnings(record)
+    assert len(messages) == 1 and "recompiled with plain Inductor" in messages[0] and "ir_pre_fusion" in messages[0]
+    assert len(session) == 0, "no capture is claimed for a graph compiled without instrumentation"
+
+
+def test_failure_starting_the_job_falls_back(reference, monkeypatch):
+    def broken_clone(gm):
+        raise MemoryError("no room for a copy")
+
+    monkeypatch.setattr(backend_module, "clone_graph_module", broken_clone)
+    with warnings.catch_warnings(record=True) as record, ib.capture() as session:
+        warnings.simplefilter("always")
+        result, (code,) = compile_and_run(_fn, X)
+    assert torch.equal(result, reference[0]) and code == reference[1]
+    messages = _instrumentation_warnings(record)
+    assert len(messages) == 1 and "no room for a copy" in messages[0]
+    assert len(session) == 0
+
+
+def test_inductor_errors_propagate_and_keep_a_partial_capture(monkeypatch):
+    import torch._inductor.compile_fx as compile_fx_module
+
+    def failing_inner(gm, example_inputs, **kwargs):
+        raise RuntimeError("inductor says no")
+
+    monkeypatch.setattr(compile_fx_module, "compile_fx_inner", failing_inner)
+    torch._dynamo.reset()
+    with warnings.catch_warnings(record=True) as record, ib.capture() as session:
+        warnings.simplefilter("always")
+        with pytest.raises(Exception, match="inductor says no"):
+            torch.compile(_fn, backend="instrumented")(X)
+    assert not _instrumentation_warnings(record), "a genuine Inductor error is not an instrumentation problem"
+    (graph,) = session.graphs
+    assert graph.failed and "inductor says no" in graph.compile_error
+    assert "class Repro" in graph.aot_graph and "aten.sigmoid" in graph.aot_graph
+    assert graph.output_code == "" and graph.kernels == []
+
+
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        ({"no_such_option": 1}, r"unknown option\(s\) \['no_such_option'\]"),
+        ({"dump_dir": 3}, "dump_dir must be a path"),
+        ({"max_autotune": "yes"}, "Unexpected type of attr max_autotune"),
+    ],
+)
+def test_bad_options_raise_clear_errors(options, message):
+    torch._dynamo.reset()
+    with pytest.raises(Exception, match=message):
+        torch.compile(_fn, backend="instrumented", options=options)(X)
+
+
+def test_inductor_options_are_forwarded(monkeypatch):
+    inputs = (torch.randn(1, 8), torch.randn(8390, 8))
+
+    def fn(a, b):
+        return torch.maximum(b, torch.neg(a))
+
+    options = {"cpp.simdlen": 1}
+    ref, (ref_code,) = compile_and_run(fn, *inputs, backend="inductor", options=options)
+    with ib.capture() as session:
+        out, (code,) = compile_and_run(fn, *inputs, options=options)
+    (graph,) = session.graphs
+    assert "Vectorized" not in graph.kernels[0].source and "decltype(tmp1)(-tmp1)" in graph.kernels[0].source
+    assert graph.config_patches == {"cpp.simdlen": "1"}
+    assert torch.equal(out, ref)
+    assert code == ref_code
+
+
+def test_mode_presets_come_from_inductor():
+    from instrumented_backend.options import parse_options
+
+    patches = parse_options("max-autotune-no-cudagraphs", None).inductor_patches
+    assert patches == {"max_autotune": True, "coordinate_descent_tuning": True}
+    assert parse_options(None, {"dump_dir": "x"}).inductor_patches == {}
