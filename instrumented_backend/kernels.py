@@ -119,7 +119,10 @@ def find_kernels(output_code: str) -> list[KernelInfo]:
         generated[kernel.name] = kernel
         index = last + 1
 
-    call_pattern = re.compile(r"\b(" + "|".join(map(re.escape, generated)) + r")\(") if generated else None
+    # C++ kernels are called as name(...), Triton kernels launched as name.run(...)
+    call_pattern = (
+        re.compile(r"\b(" + "|".join(map(re.escape, generated)) + r")(?:\.run)?\(") if generated else None
+    )
     for start, end in _call_body_ranges(lines):
         for index in range(start, end):
             line = lines[index]

@@ -1,0 +1,96 @@
+"""Dump/load round trips, the dump_dir option, and the CLI (run and show)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+import torch
+
+import instrumented_backend as ib
+from instrumented_backend.cli import main
+from instrumented_backend.dump import TEXT_FILES
+from conftest import REPO
+
+
+def _step(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    return torch.nn.functional.silu(x @ w).mean()
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    auto_dir = tmp_path_factory.mktemp("auto_dump")
+    torch._dynamo.reset()
+    w = torch.randn(8, 8, requires_grad=True)
+    with ib.capture() as session:
+        torch.compile(_step, backend="instrumented", options={"dump_dir": str(auto_dir)})(torch.randn(4, 8), w).backward()
+    return session, auto_dir
+
+
+def test_session_dump_and_load_round_trip(trained, tmp_path):
+    session, _ = trained
+    root = session.dump(tmp_path / "dump")
+    index = json.loads((root / "index.json").read_text())
+    assert index["format"] == "instrumented-backend/1" and len(index["graphs"]) == 2
+    for folder, graph in zip(index["graphs"], session):
+        for field_name, file_name in TEXT_FILES.items():
+            assert (root / folder / file_name).read_text() == getattr(graph, field_name)
+    assert {"fx_graph_runnable.py", "fx_graph_transformed.py", "ir_pre_fusion.txt", "ir_post_fusion.txt",
+            "output_code.py"} <= {p.name for p in (root / index["graphs"][0]).iterdir()}
+    loaded = ib.load(root)
+    assert loaded.graphs == session.graphs  # every serialized field, kernels and inputs included
+    assert [g.kind for g in loaded] == ["forward", "backward"]
+    assert loaded[0].dynamo_graph is None and loaded[0].compiled is None  # live objects are not saved
+    single = ib.load(root / index["graphs"][1])
+    assert single.graphs == [session[1]]
+
+
+def test_dump_dir_option_writes_forward_and_lazy_backward(trained):
+    session, auto_dir = trained
+    assert ib.load(auto_dir).graphs == session.graphs
+
+
+def test_load_rejects_what_is_not_a_dump(tmp_path):
+    with pytest.raises(FileNotFoundError, match="no dump at"):
+        ib.load(tmp_path / "missing")
+    with pytest.raises(FileNotFoundError, match="neither index.json nor capture.json"):
+        ib.load(tmp_path)
+    (tmp_path / "index.json").write_text(json.dumps({"format": "other", "graphs": []}))
+    with pytest.raises(ValueError, match="not an instrumented-backend dump"):
+        ib.load(tmp_path)
+
+
+def test_cli_show(trained, tmp_path, capsys):
+    session, _ = trained
+    session.dump(tmp_path)
+    assert main(["show", str(tmp_path), "--kernels"]) == 0
+    out = capsys.readouterr().out
+    assert "forward" in out and "backward" in out and "dynamo nodes" in out
+    for graph in session:
+        for kernel in graph.kernels:
+            assert kernel.name in out
+    assert main(["show", str(tmp_path / "nope")]) == 2
+    assert "no dump at" in capsys.readouterr().err
+
+
+def test_cli_run_redirects_torch_compile_and_dumps(tmp_path):
+    script = tmp_path / "user_script.py"
+    script.write_text(
+        "import sys, torch\n"
+        "print('argv', sys.argv[1:])\n"
+        "fn = torch.compile(lambda x: torch.cos(x) + 1)\n"
+        "fn(torch.randn(16))\n"
+        "sys.exit(3)\n"
+    )
+    dump = tmp_path / "dump"
+    proc = subprocess.run(
+        [sys.executable, "-m", "instrumented_backend", "run", str(script), "--flag", "v", "--dump", str(dump)],
+        capture_output=True, text=True, cwd=str(REPO), timeout=300,
+    )
+    assert proc.returncode == 3, proc.stderr
+    assert "argv ['--flag', 'v']" in proc.stdout
+    assert "captured 1 graph(s)" in proc.stderr
+    (graph,) = ib.load(dump).graphs
+    assert "torch.cos" in graph.dynamo_graph_code and graph.kernels

@@ -1,0 +1,64 @@
+"""Every touch of Inductor internals is checked here: a moved seam fails loudly, by name."""
+
+from __future__ import annotations
+
+import pytest
+
+from instrumented_backend.seams import SeamMoved, all_checks
+
+
+@pytest.mark.parametrize("name", sorted(all_checks()))
+def test_seam_is_where_we_expect_it(name):
+    all_checks()[name]()
+
+
+def test_a_moved_ir_logger_is_reported(monkeypatch):
+    import torch._inductor.debug as debug
+    from instrumented_backend.seams import ir_logging
+
+    monkeypatch.delattr(debug, "log_ir_pre_fusion")
+    with pytest.raises(SeamMoved, match="log_ir_pre_fusion is gone"):
+        ir_logging.check()
+
+
+def test_a_moved_output_code_field_is_reported(monkeypatch):
+    import dataclasses
+
+    import torch._inductor.output_code as output_code
+    from instrumented_backend.seams import output_code as seam
+
+    real_fields = dataclasses.fields
+    monkeypatch.setattr(dataclasses, "fields", lambda cls: [f for f in real_fields(cls) if f.name != "source_code"]
+                        if cls is output_code.CompiledFxGraph else real_fields(cls))
+    with pytest.raises(SeamMoved, match="no field 'source_code'"):
+        seam.check()
+
+
+def test_a_moved_cache_switch_is_reported(monkeypatch):
+    from instrumented_backend.seams import caches
+
+    monkeypatch.setitem(caches.CACHE_BYPASS_PATCHES, "fx_graph_cache_v2", False)
+    with pytest.raises(SeamMoved, match="fx_graph_cache_v2"):
+        caches.check()
+
+
+def test_ir_wrapper_is_installed_once_and_delegates():
+    import torch._inductor.debug as debug
+    from instrumented_backend.seams import ir_logging
+
+    ir_logging.install()
+    first = debug.log_ir_pre_fusion
+    ir_logging.install()
+    assert debug.log_ir_pre_fusion is first
+    assert first._instrumented_backend_stage == "pre_fusion"
+    assert first.__wrapped__ is ir_logging._originals["log_ir_pre_fusion"]
+
+    delegated, seen = [], []
+    wrapper = ir_logging._make_wrapper("post_fusion", lambda nodes: delegated.append(nodes) or "original")
+    assert wrapper(["a"]) == "original" and seen == []  # no listener: only delegates
+    previous = ir_logging.set_listener(lambda stage, nodes: seen.append((stage, nodes)))
+    try:
+        assert wrapper(["b"]) == "original"
+    finally:
+        ir_logging.set_listener(previous)
+    assert seen == [("post_fusion", ["b"])] and delegated == [["a"], ["b"]]

@@ -1,0 +1,101 @@
+"""Pure-Python units: the kernel finder on every output-code shape, and the torch version gate."""
+
+from __future__ import annotations
+
+import pytest
+
+from instrumented_backend._torch_support import UnsupportedTorchError, check_torch_version
+from instrumented_backend.kernels import find_kernels
+
+CPP_AND_EXTERN = '''
+from torch._inductor.select_algorithm import extern_kernels
+async_compile = AsyncCompile()
+
+
+cpp_fused_add_0 = async_compile.cpp_pybinding(['const float*', 'float*'], r\'\'\'
+#include <torch/csrc/inductor/cpp_prefix.h>
+extern "C"  void  kernel(const float* in_ptr0, float* out_ptr0)
+{
+    auto tmp0 = in_ptr0[0];
+    out_ptr0[0] = tmp0 + 1;
+}
+\'\'\')
+
+
+async_compile.wait(globals())
+
+class Runner:
+    def call(self, args):
+        arg0_1, arg1_1 = args
+        buf0 = empty_strided_cpu((4, 4), (4, 1), torch.float32)
+        extern_kernels.mm(arg0_1, arg1_1, out=buf0)
+        # extern_kernels.bmm(commented, out=nothing)
+        cpp_fused_add_0(buf0, buf0)
+        buf1 = torch.ops.aten._fft_r2c.default(buf0, [1], 0, True)
+        return (buf0, buf1)
+'''
+
+TRITON = """
+triton_poi_fused_sin_0 = async_compile.triton('triton_poi_fused_sin_0', '''
+import triton
+@triton.jit
+def triton_poi_fused_sin_0(in_ptr0, out_ptr0, xnumel, XBLOCK : tl.constexpr):
+    tmp0 = tl.load(in_ptr0 + (x0), xmask)
+    tl.store(out_ptr0 + (x0), tl.sin(tmp0), xmask)
+''', device_str='cuda')
+
+triton_tem_fused_mm_1 = async_compile.triton('triton_tem_fused_mm_1', '''
+@triton.jit
+def triton_tem_fused_mm_1(arg_A, arg_B, out_ptr0):
+    pass
+''', device_str='cuda')
+
+def call(args):
+    with torch.cuda._DeviceGuard(0):
+        triton_poi_fused_sin_0.run(arg0_1, buf0, 16, stream=stream0)
+        triton_tem_fused_mm_1.run(buf0, buf0, buf1, stream=stream0)
+"""
+
+
+def test_cpp_and_extern_kernels():
+    lines = CPP_AND_EXTERN.splitlines()
+    kernels = find_kernels(CPP_AND_EXTERN)
+    assert [(k.name, k.kind) for k in kernels] == [
+        ("cpp_fused_add_0", "cpp"), ("extern_kernels.mm", "extern"), ("torch.ops.aten._fft_r2c.default", "extern")]
+    cpp = kernels[0]
+    assert cpp.source.splitlines()[0] == "#include <torch/csrc/inductor/cpp_prefix.h>"
+    assert cpp.source.splitlines()[-1] == "}"
+    assert lines[cpp.source_start_line - 1] == cpp.source.splitlines()[0]
+    assert lines[cpp.end_line - 1] == "''')"
+    assert [lines[n - 1].strip() for n in cpp.call_lines] == ["cpp_fused_add_0(buf0, buf0)"]
+    mm = kernels[1]
+    assert mm.source == "extern_kernels.mm(arg0_1, arg1_1, out=buf0)" and lines[mm.start_line - 1].strip() == mm.source
+
+
+def test_triton_and_template_kernels():
+    lines = TRITON.splitlines()
+    sin, mm = find_kernels(TRITON)
+    assert (sin.name, sin.kind, mm.name, mm.kind) == (
+        "triton_poi_fused_sin_0", "triton", "triton_tem_fused_mm_1", "template")
+    assert sin.source.splitlines()[1] == "@triton.jit"
+    assert lines[sin.source_start_line - 1] == "import triton"
+    assert [lines[n - 1].strip()[:27] for n in sin.call_lines] == ["triton_poi_fused_sin_0.run("]
+
+
+def test_no_kernels_in_empty_code():
+    assert find_kernels("") == []
+
+
+@pytest.mark.parametrize("version", ["2.13.0", "2.13.0+cpu", "2.13.1+cu130", "2.13.0a0+git1234"])
+def test_supported_torch_versions(version):
+    check_torch_version(version)
+
+
+@pytest.mark.parametrize("version", ["2.12.1", "2.14.0", "3.0.0"])
+def test_unsupported_torch_versions_fail_clearly(version, monkeypatch):
+    monkeypatch.delenv("INSTRUMENTED_BACKEND_ALLOW_UNSUPPORTED_TORCH", raising=False)
+    with pytest.raises(UnsupportedTorchError, match=rf"supports torch >=2\.13,<2\.14 but torch {version} is installed"):
+        check_torch_version(version)
+    monkeypatch.setenv("INSTRUMENTED_BACKEND_ALLOW_UNSUPPORTED_TORCH", "1")
+    with pytest.warns(RuntimeWarning, match="to try anyway"):
+        check_torch_version(version)
