@@ -27,7 +27,8 @@ from .graph_copy import clone_graph_module, count_nodes
 from .model import GraphCapture
 from .options import BackendOptions, parse_options
 from .registry import open_sessions, record
-from .seams import ir_logging
+from . import provenance
+from .seams import cpp_reduction_prefix, ir_logging, ir_origins, line_marks, loop_body_origins
 from .seams.caches import CACHE_BYPASS_PATCHES, autograd_cache_disabled
 from .seams.compile_entry import compile_fx, compile_fx_inner, current_compile_id
 
@@ -38,7 +39,8 @@ class CompileJob:
     """State shared by the AOT graphs of one Dynamo graph (its forward and lazy backward)."""
 
     def __init__(self, gm: torch.fx.GraphModule, options: BackendOptions) -> None:
-        ir_logging.install()
+        for seam in (ir_logging, ir_origins, loop_body_origins, line_marks, cpp_reduction_prefix):
+            seam.install()
         self.options = options
         self.compile_id = current_compile_id()
         self.dynamo_graph = clone_graph_module(gm)
@@ -55,10 +57,12 @@ class CompileJob:
             return compile_fx_inner(gm, example_inputs, *args, **kwargs)
 
         previous = ir_logging.set_listener(builder.on_ir)
+        previous_recorder = provenance.activate(builder.recorder)
         try:
             compiled = compile_fx_inner(gm, example_inputs, *args, **kwargs)
         except Exception as exc:
             ir_logging.set_listener(previous)
+            provenance.activate(previous_recorder)
             if builder.problems:
                 problem = builder.problems[0]
                 warn_once(
@@ -71,6 +75,7 @@ class CompileJob:
             raise
         finally:
             ir_logging.set_listener(previous)
+            provenance.activate(previous_recorder)
         self._publish(builder, compiled, None)
         return compiled
 

@@ -14,6 +14,9 @@ import torch
 
 from .graph_copy import clone_graph_module, count_nodes
 from .kernels import find_kernels
+from .line_map import attach_lines
+from .node_map import build_node_map
+from .provenance import LineRecorder, strip_marks
 from .model import CaptureProblem, GraphCapture, InputInfo
 from .seams import ir_logging
 from .seams.compile_entry import current_compile_id, graph_kind
@@ -62,6 +65,7 @@ class CaptureBuilder:
         self.problems: list[CaptureProblem] = []
         self.ir_pre_fusion: list[str] = []
         self.ir_post_fusion: list[str] = []
+        self.recorder = LineRecorder()
         # compile_fx_inner mutates aot_graph into the post-grad graph: keep the original.
         self.original_graph = clone_graph_module(aot_graph)
         self.aot_graph = aot_graph
@@ -103,6 +107,15 @@ class CaptureBuilder:
             ) or ""
             post_grad_nodes = count_nodes(self.aot_graph)
         kernels = self.guard("kernels", lambda: find_kernels(output_code)) or []
+        nodes = {}
+        if error is None:
+            nodes = self.guard("node_map", lambda: build_node_map(
+                self.aot_graph, post_grad_code, self.job.dynamo_graph)) or {}
+        lost = self.guard("line_map", lambda: attach_lines(kernels, self.recorder, nodes))
+        if lost:
+            self.problems.append(CaptureProblem(part="line_map", error=f"{lost} tagged line(s) not found in the output code"))
+        if output_code and strip_marks(output_code) != output_code:
+            self.problems.append(CaptureProblem(part="line_marks", error="a provenance mark reached the output code"))
         node_counts = {"dynamo": self.job.dynamo_node_count, "aot": self.aot_node_count}
         if post_grad_nodes is not None:
             node_counts["post_grad"] = post_grad_nodes
@@ -118,6 +131,7 @@ class CaptureBuilder:
             ir_post_fusion="".join(self.ir_post_fusion),
             output_code=output_code,
             kernels=kernels,
+            nodes=nodes,
             inputs=self.inputs,
             node_counts=node_counts,
             config_patches={k: repr(v) for k, v in self.job.options.inductor_patches.items()},

@@ -12,6 +12,9 @@ from dataclasses import dataclass, field
 from typing import Any, Iterator, Optional, Sequence
 
 __all__ = [
+    "SourceLocation",
+    "NodeProvenance",
+    "KernelLine",
     "GRAPH_KINDS",
     "KERNEL_KINDS",
     "InputInfo",
@@ -43,6 +46,61 @@ class InputInfo:
 
 
 @dataclass
+class SourceLocation:
+    """A line of the user's Python source."""
+
+    file: str
+    line: int
+    code: str = ""
+    function: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}"
+
+    def matches(self, spec: str) -> bool:
+        """True for ``"model.py:12"``, ``"/abs/path/model.py:12"`` or ``"12"`` naming this line."""
+        file_part, _, line_part = spec.rpartition(":")
+        if not line_part.isdigit() or int(line_part) != self.line:
+            return False
+        return not file_part or self.file == file_part or self.file.endswith("/" + file_part.lstrip("/"))
+
+
+@dataclass
+class NodeProvenance:
+    """Where one post-grad FX node came from.
+
+    ``attribution`` says how ``dynamo_nodes`` were found: ``from_node`` (FX provenance chain),
+    ``stack_trace`` (fallback: the Dynamo node(s) with the same user source line, used for
+    nodes created by pattern-matcher rewrites or decompositions), or ``none``.
+    """
+
+    name: str
+    target: str
+    code: str = ""
+    dynamo_nodes: list[str] = field(default_factory=list)
+    source: Optional[SourceLocation] = None
+    module: str = ""
+    attribution: str = "none"
+
+
+@dataclass
+class KernelLine:
+    """One line of a kernel's source, with what produced it (empty lists: untagged line)."""
+
+    kernel: str
+    number: int  # 1-based line in output_code
+    text: str
+    ir_ops: list[str] = field(default_factory=list)
+    fx_nodes: list[str] = field(default_factory=list)
+    dynamo_nodes: list[str] = field(default_factory=list)
+    source: Optional[SourceLocation] = None
+
+    @property
+    def tagged(self) -> bool:
+        return bool(self.fx_nodes or self.ir_ops)
+
+
+@dataclass
 class KernelInfo:
     """One kernel of a graph's output code.
 
@@ -60,10 +118,16 @@ class KernelInfo:
     end_line: int
     source_start_line: int
     call_lines: list[int] = field(default_factory=list)
+    lines: list[KernelLine] = field(default_factory=list)
 
     @property
     def source_lines(self) -> list[str]:
         return self.source.splitlines()
+
+    @property
+    def tagged_lines(self) -> list[KernelLine]:
+        """The lines with a known producer."""
+        return [line for line in self.lines if line.tagged]
 
 
 @dataclass
@@ -95,6 +159,7 @@ class GraphCapture:
     ir_post_fusion: str
     output_code: str
     kernels: list[KernelInfo] = field(default_factory=list)
+    nodes: dict[str, NodeProvenance] = field(default_factory=dict)
     inputs: list[InputInfo] = field(default_factory=list)
     node_counts: dict[str, int] = field(default_factory=dict)
     config_patches: dict[str, str] = field(default_factory=dict)
@@ -131,6 +196,28 @@ class GraphCapture:
         names = ", ".join(k.name for k in self.kernels) or "none"
         raise KeyError(f"no kernel {name!r} in graph {self.label}; kernels: {names}")
 
+    def lines_for(self, node: Optional[str] = None, *, source: Optional[str] = None) -> list[KernelLine]:
+        """Every kernel line produced by an FX node (post-grad or Dynamo name) or a source line.
+
+        ``source`` is ``"file.py:12"`` (a path suffix and a line number) or ``"12"``.
+        """
+        from .explain import lines_for
+
+        return lines_for(self, node=node, source=source)
+
+    def explain(self, node: str) -> str:
+        """The chain from user source to kernel lines for one node, as the tutorial writes it."""
+        from .explain import explain
+
+        return explain(self, node)
+
+    @property
+    def annotated_output_code(self) -> str:
+        """output_code with a "Corresponding FX code line" comment above each tagged kernel line."""
+        from .explain import annotate_output_code
+
+        return annotate_output_code(self)
+
     def dump(self, directory: "str | Any") -> Any:
         """Write this graph under ``directory`` (its folder plus index.json), readable by ``load``."""
         from .dump import dump_session
@@ -150,7 +237,8 @@ class GraphCapture:
     def from_dict(cls, data: dict[str, Any]) -> "GraphCapture":
         """Rebuild a capture from ``to_dict`` output."""
         data = dict(data)
-        data["kernels"] = [KernelInfo(**k) for k in data.get("kernels", [])]
+        data["kernels"] = [_kernel_from_dict(k) for k in data.get("kernels", [])]
+        data["nodes"] = {name: _node_from_dict(n) for name, n in data.get("nodes", {}).items()}
         data["inputs"] = [InputInfo(**i) for i in data.get("inputs", [])]
         data["problems"] = [CaptureProblem(**p) for p in data.get("problems", [])]
         known = {f.name for f in dataclasses.fields(cls)}
@@ -187,6 +275,21 @@ class CaptureSession:
         from .dump import dump_session
 
         return dump_session(self.graphs, directory)
+
+
+def _source_from_dict(data: Optional[dict[str, Any]]) -> Optional[SourceLocation]:
+    return SourceLocation(**data) if data else None
+
+
+def _kernel_from_dict(data: dict[str, Any]) -> KernelInfo:
+    data = dict(data)
+    data["lines"] = [KernelLine(**dict(line, source=_source_from_dict(line.get("source"))))
+                     for line in data.get("lines", [])]
+    return KernelInfo(**data)
+
+
+def _node_from_dict(data: dict[str, Any]) -> NodeProvenance:
+    return NodeProvenance(**dict(data, source=_source_from_dict(data.get("source"))))
 
 
 def _to_plain(value: Any) -> Any:

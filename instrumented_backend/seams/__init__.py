@@ -19,12 +19,9 @@ class SeamMoved(RuntimeError):
 
 def all_checks() -> dict[str, Callable[[], None]]:
     """Return ``{seam name: check function}`` for every seam module."""
-    from . import caches, compile_entry, inductor_options, ir_logging, output_code
+    from . import (caches, compile_entry, cpp_reduction_prefix, inductor_options, ir_logging, ir_origins,
+                   line_marks, loop_body_origins, output_code)
 
-    return {
-        "caches": caches.check,
-        "compile_entry": compile_entry.check,
-        "inductor_options": inductor_options.check,
-        "ir_logging": ir_logging.check,
-        "output_code": output_code.check,
-    }
+    modules = (caches, compile_entry, cpp_reduction_prefix, inductor_options, ir_logging, ir_origins,
+               line_marks, loop_body_origins, output_code)
+    return {module.__name__.rsplit(".", 1)[-1]: module.check for module in modules}

@@ -1,0 +1,84 @@
+"""Queries over a capture's line map: lines for a node or source line, the chain, annotated code."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Optional
+
+if TYPE_CHECKING:
+    from .model import GraphCapture, KernelLine
+
+__all__ = ["lines_for", "explain", "annotate_output_code"]
+
+
+def _all_lines(graph: "GraphCapture") -> list["KernelLine"]:
+    return [line for kernel in graph.kernels for line in kernel.lines]
+
+
+def lines_for(graph: "GraphCapture", node: Optional[str] = None, *, source: Optional[str] = None) -> list["KernelLine"]:
+    """Kernel lines produced by ``node`` (post-grad or Dynamo node name) or by ``source``."""
+    if (node is None) == (source is None):
+        raise ValueError("lines_for takes exactly one of a node name or source='file.py:LINE'")
+    if node is not None:
+        known = set(graph.nodes) | {d for info in graph.nodes.values() for d in info.dynamo_nodes}
+        if node not in known:
+            raise KeyError(f"no FX node {node!r} in graph {graph.label}; nodes: {', '.join(sorted(known)) or 'none'}")
+        return [line for line in _all_lines(graph) if node in line.fx_nodes or node in line.dynamo_nodes]
+    assert source is not None
+    return [line for line in _all_lines(graph) if line.source is not None and line.source.matches(source)]
+
+
+def explain(graph: "GraphCapture", node: str) -> str:
+    """The tutorial's chain, for every post-grad node that is (or came from) ``node``.
+
+    ``torch.neg(x1)`` (source) -> ``aten.neg.default`` (FX node) -> ``ops.neg`` (IR) -> the C++ lines.
+    """
+    names = [n for n, info in graph.nodes.items() if n == node or node in info.dynamo_nodes]
+    if not names:
+        lines_for(graph, node)  # raises the KeyError naming the known nodes
+    out = []
+    for name in names:
+        info = graph.nodes[name]
+        where = f"{info.source}" if info.source else "source unknown"
+        user = info.source.code if info.source and info.source.code else "?"
+        dynamo = ", ".join(info.dynamo_nodes) or "?"
+        out.append(f"{user}    [{where}; Dynamo node {dynamo}; via {info.attribution}]")
+        out.append(f"  -> {info.target}    [post-grad FX node {name}: {info.code or '?'}]")
+        kernel_lines = [line for line in _all_lines(graph) if name in line.fx_nodes]
+        by_op: dict[str, list["KernelLine"]] = {}
+        for line in kernel_lines:
+            for op in line.ir_ops or ["?"]:
+                by_op.setdefault(op, []).append(line)
+        if not by_op:
+            out.append("  -> (no kernel line: folded away, a view, or an extern call)")
+        for op, lines in by_op.items():
+            out.append(f"    -> {op}")
+            for line in lines:
+                out.append(f"      -> {line.text.strip()}    [{line.kernel}, output_code.py:{line.number}]")
+    return "\n".join(out)
+
+
+def annotate_output_code(graph: "GraphCapture") -> str:
+    """output_code with ``// Corresponding FX code line: ...`` above each tagged kernel line.
+
+    Comments only: the generated code itself is unchanged (``#`` comments for Triton kernels).
+    """
+    comments: dict[int, tuple[str, str]] = {}
+    for kernel in graph.kernels:
+        marker = "#" if kernel.kind in ("triton",) or kernel.name.startswith("triton_") else "//"
+        for line in kernel.lines:
+            codes = [graph.nodes[n].code or n for n in line.fx_nodes if n in graph.nodes]
+            if codes:
+                indent = line.text[: len(line.text) - len(line.text.lstrip())]
+                comments[line.number] = (indent, f"{marker} Corresponding FX code line: {' | '.join(codes)}")
+    out = []
+    previous: Optional[str] = None
+    for number, text in enumerate(graph.output_code.splitlines(), start=1):
+        if number in comments:
+            indent, comment = comments[number]
+            if comment != previous:  # one comment per run of lines from the same nodes
+                out.append(indent + comment)
+            previous = comment
+        else:
+            previous = None
+        out.append(text)
+    return "\n".join(out) + ("\n" if graph.output_code.endswith("\n") else "")

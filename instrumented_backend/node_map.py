@@ -1,0 +1,110 @@
+"""Map post-grad FX nodes to the Dynamo nodes and user source lines they came from.
+
+Reads public FX node metadata only: ``from_node`` (the provenance chain FX keeps through
+AOTAutograd and Inductor passes; its root is the Dynamo graph node), ``stack_trace`` (the user
+frame Dynamo recorded) and ``nn_module_stack``. Nodes created by pattern-matcher rewrites or
+decompositions may lack ``from_node``; they fall back to the Dynamo nodes sharing their source
+line, and are marked ``attribution="stack_trace"``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Optional
+
+import torch.fx
+
+from .model import NodeProvenance, SourceLocation
+
+__all__ = ["parse_stack_trace", "build_node_map"]
+
+_FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<function>[^\n]+)\n(?P<code>[^\n]*)')
+
+
+def parse_stack_trace(stack_trace: Optional[str]) -> Optional[SourceLocation]:
+    """The innermost user frame of an FX ``stack_trace``, or None."""
+    if not stack_trace:
+        return None
+    frames = list(_FRAME.finditer(stack_trace))
+    if not frames:
+        return None
+    last = frames[-1]
+    return SourceLocation(file=last.group("file"), line=int(last.group("line")),
+                          code=last.group("code").strip(), function=last.group("function").strip())
+
+
+def _chain_roots(node: torch.fx.Node) -> list[str]:
+    roots = []
+    for source in node.meta.get("from_node") or []:
+        while getattr(source, "from_node", None):
+            source = source.from_node[0]
+        name = getattr(source, "name", None)
+        if name and name not in roots:
+            roots.append(name)
+    return roots
+
+
+def _target_name(node: torch.fx.Node) -> str:
+    target = node.target
+    if isinstance(target, str):
+        return target
+    name = getattr(target, "name", None)
+    if callable(name):  # OpOverload.name() -> "aten::neg"
+        return str(target).replace("::", ".")
+    return getattr(target, "__name__", str(target))
+
+
+def _code_lines(graph_code: str) -> dict[str, str]:
+    """``{node name: its line in the printed graph}`` (the tutorial's "FX code line")."""
+    lines = {}
+    for raw in graph_code.splitlines():
+        line = raw.strip()
+        match = re.match(r"^([A-Za-z_]\w*)(?:: \"[^\"]*\")? = ", line)
+        if match:
+            lines.setdefault(match.group(1), re.sub(r'^([A-Za-z_]\w*): "[^"]*"', r"\1", line))
+    return lines
+
+
+def _module_path(node: torch.fx.Node) -> str:
+    stack = node.meta.get("nn_module_stack") or {}
+    if not stack:
+        return ""
+    path, _ = list(stack.values())[-1]
+    return str(path)
+
+
+def build_node_map(post_grad: Any, post_grad_code: str, dynamo_graph: Any) -> dict[str, NodeProvenance]:
+    """NodeProvenance for every call_function node of the post-grad graph."""
+    if post_grad is None:
+        return {}
+    dynamo_nodes = {n.name: n for n in dynamo_graph.graph.nodes} if dynamo_graph is not None else {}
+    by_source: dict[tuple[str, int], list[str]] = {}
+    for dyn in dynamo_nodes.values():
+        if dyn.op not in ("call_function", "call_method", "call_module"):
+            continue
+        loc = parse_stack_trace(dyn.meta.get("stack_trace"))
+        if loc is not None:
+            by_source.setdefault((loc.file, loc.line), []).append(dyn.name)
+    code_lines = _code_lines(post_grad_code)
+    result: dict[str, NodeProvenance] = {}
+    for node in post_grad.graph.nodes:
+        if node.op != "call_function":
+            continue
+        source = parse_stack_trace(node.meta.get("stack_trace"))
+        roots = [r for r in _chain_roots(node) if not dynamo_nodes or r in dynamo_nodes]
+        attribution = "from_node" if roots else "none"
+        if not roots and source is not None:
+            roots = list(by_source.get((source.file, source.line), []))
+            attribution = "stack_trace" if roots else "none"
+        if source is None and roots and roots[0] in dynamo_nodes:
+            source = parse_stack_trace(dynamo_nodes[roots[0]].meta.get("stack_trace"))
+        result[node.name] = NodeProvenance(
+            name=node.name,
+            target=_target_name(node),
+            code=code_lines.get(node.name, ""),
+            dynamo_nodes=roots,
+            source=source,
+            module=_module_path(node),
+            attribution=attribution,
+        )
+    return result

@@ -1,0 +1,75 @@
+"""Seam: ``CppKernel._gen_reduction_prefix`` (C++ reduction accumulator set-up).
+
+The C++ kernel does not write a reduction's accumulator declarations (``float tmp_acc0 = 0;``)
+while ``ops.reduction`` runs: it stores a generator made by ``_gen_reduction_prefix`` and splices
+its text later, outside any LoopBody node. We capture the emission origin when the generator is
+made and mark the lines it generates with it, so they are attributed to their reduction.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, Callable
+
+from .. import provenance
+from . import SeamMoved
+
+__all__ = ["install", "check"]
+
+_lock = threading.Lock()
+_installed = False
+
+
+def install() -> None:
+    """Patch CppKernel._gen_reduction_prefix once per process."""
+    global _installed
+    if _installed:
+        return
+    with _lock:
+        if _installed:
+            return
+        check()
+        from torch._inductor.codegen.cpp import CppKernel
+
+        original = CppKernel._gen_reduction_prefix
+
+        def gen_reduction_prefix(self: Any, *args: Any, **kwargs: Any) -> Callable[..., Any]:
+            generator = original(self, *args, **kwargs)
+            origin = provenance.current_emission()
+            if origin is None or not callable(generator):
+                return generator
+
+            def generate_with_origin(*g_args: Any, **g_kwargs: Any) -> Any:
+                return _mark_generated(generator(*g_args, **g_kwargs), origin)
+
+            return generate_with_origin
+
+        CppKernel._gen_reduction_prefix = gen_reduction_prefix
+        _installed = True
+
+
+def _mark_generated(generated: Any, origin: provenance.Origin) -> Any:
+    from torch._inductor.utils import IndentedBuffer
+
+    from .line_marks import mark_line
+
+    recorder = provenance.active_recorder()
+    if recorder is None:
+        return generated
+    if isinstance(generated, str):
+        return "\n".join(mark_line(line, recorder, origin) for line in generated.split("\n"))
+    if isinstance(generated, IndentedBuffer):
+        generated._lines = [mark_line(line, recorder, origin) for line in generated._lines]
+    return generated
+
+
+def check() -> None:
+    """Raise SeamMoved unless CppKernel still defers accumulator set-up through _gen_reduction_prefix."""
+    import inspect
+
+    from torch._inductor.codegen.cpp import CppKernel
+
+    if not callable(getattr(CppKernel, "_gen_reduction_prefix", None)):
+        raise SeamMoved("cpp_reduction_prefix: CppKernel._gen_reduction_prefix is gone")
+    if "reduction_prefix_generators" not in inspect.getsource(CppKernel):
+        raise SeamMoved("cpp_reduction_prefix: CppKernel no longer uses reduction_prefix_generators")

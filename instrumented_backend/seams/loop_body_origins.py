@@ -1,0 +1,82 @@
+"""Seam: ``torch._inductor.loop_body.LightTracer`` and ``InterpreterShim``.
+
+Each node the LightTracer creates while tracing a LoopBody is stamped with the current FX
+origin, or, when a body is re-traced from another body, with the stamp of the node being re-run
+(``V.interpreter.current_node``). While ``InterpreterShim.run_node`` runs a stamped node during
+codegen, the lines the kernel writes are marked with that node's IR op and FX node.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from .. import provenance
+from . import SeamMoved
+
+__all__ = ["install", "check", "STAMP"]
+
+STAMP = "instrumented_backend_origin"
+_lock = threading.Lock()
+_installed = False
+
+
+def _interpreter_stamp() -> Any:
+    from torch._inductor.virtualized import V
+
+    try:
+        node = getattr(V.interpreter, "current_node", None)
+    except Exception:  # noqa: BLE001
+        return None
+    meta = getattr(node, "meta", None)
+    return meta.get(STAMP) if meta else None
+
+
+def _ir_op(node: Any) -> str:
+    if node.op == "call_method":
+        return f"ops.{node.target}"
+    return str(node.target)
+
+
+def install() -> None:
+    """Patch LightTracer.create_node and InterpreterShim.run_node once per process."""
+    global _installed
+    if _installed:
+        return
+    with _lock:
+        if _installed:
+            return
+        check()
+        from torch._inductor import loop_body
+
+        base_create_node = loop_body.LightTracer.create_node
+        original_run_node = loop_body.InterpreterShim.run_node
+
+        def create_node(self: Any, *args: Any, **kwargs: Any) -> Any:
+            node = base_create_node(self, *args, **kwargs)
+            if provenance.active_recorder() is not None:
+                origin = provenance.current_fx_origin() or _interpreter_stamp()
+                if origin is not None:
+                    node.meta[STAMP] = origin
+            return node
+
+        def run_node(self: Any, n: Any) -> Any:
+            if provenance.active_recorder() is None or n.op not in ("call_method", "call_module"):
+                return original_run_node(self, n)
+            fx_node = n.meta.get(STAMP)
+            with provenance.emitting(provenance.Origin(ir_op=_ir_op(n), fx_node=fx_node)):
+                return original_run_node(self, n)
+
+        loop_body.LightTracer.create_node = create_node
+        loop_body.InterpreterShim.run_node = run_node
+        _installed = True
+
+
+def check() -> None:
+    """Raise SeamMoved unless LightTracer and InterpreterShim are still there with these methods."""
+    from torch._inductor import loop_body
+
+    for cls_name, method in (("LightTracer", "create_node"), ("InterpreterShim", "run_node")):
+        cls = getattr(loop_body, cls_name, None)
+        if cls is None or not callable(getattr(cls, method, None)):
+            raise SeamMoved(f"loop_body_origins: torch._inductor.loop_body.{cls_name}.{method} is gone")

@@ -1,0 +1,135 @@
+"""Line-level provenance: every kernel line back to its IR op, FX node, Dynamo node and source line."""
+
+from __future__ import annotations
+
+import inspect
+import re
+
+import pytest
+import torch
+
+import instrumented_backend as ib
+from conftest import compile_and_run, foo1, tutorial_inputs
+
+FOO1_LINE = inspect.getsourcelines(foo1)[1]
+NEG_LINE, MAX_LINE = FOO1_LINE + 2, FOO1_LINE + 3  # a = torch.neg(x1); b = torch.maximum(x2, a)
+
+
+def _compile(fn, *inputs, options=None):
+    with ib.capture() as session:
+        result, (code,) = compile_and_run(fn, *inputs, options=options)
+    ref, (ref_code,) = compile_and_run(fn, *inputs, backend="inductor", options=options)
+    return session[-1], result, code, ref, ref_code
+
+
+@pytest.fixture(scope="module", params=["vectorized", "scalar"])
+def tutorial(request):
+    options = {"cpp.simdlen": 1} if request.param == "scalar" else None
+    return request.param, _compile(foo1, *tutorial_inputs(), options=options)
+
+
+def test_generated_code_unchanged_by_tagging(tutorial):
+    _, (cap, result, code, ref, ref_code) = tutorial
+    assert code == ref_code and torch.equal(result, ref)
+    assert "/*@ib" not in cap.output_code and cap.complete
+
+
+def test_neg_line_maps_to_the_tutorial_chain(tutorial):
+    mode, (cap, *_) = tutorial
+    expected = "auto tmp2 = tmp1.neg();" if mode == "vectorized" else "auto tmp2 = decltype(tmp1)(-tmp1);"
+    (kernel,) = cap.kernels
+    (line,) = [line for line in kernel.lines if line.text.strip() == expected]
+    assert line.ir_ops == ["ops.neg"]
+    assert line.fx_nodes == ["neg"]
+    assert line.dynamo_nodes == ["a"]
+    assert line.source.line == NEG_LINE and line.source.file.endswith("conftest.py")
+    assert line.source.code == "a = torch.neg(x1)"
+    assert cap.output_code.splitlines()[line.number - 1] == line.text
+    assert cap.nodes["neg"].target == "aten.neg.default" and cap.nodes["neg"].attribution == "from_node"
+
+
+def test_maximum_and_store_lines(tutorial):
+    _, (cap, *_) = tutorial
+    (maximum,) = [line for line in cap.kernels[0].lines if "ops.maximum" in line.ir_ops]
+    assert "max" in maximum.text and maximum.fx_nodes == ["maximum"] and maximum.dynamo_nodes == ["b"]
+    stores = [line for line in cap.kernels[0].lines if "ops.store" in line.ir_ops]
+    assert stores and all(s.fx_nodes == ["maximum"] and "out_ptr0" in s.text for s in stores)
+
+
+def test_reverse_queries(tutorial):
+    _, (cap, *_) = tutorial
+    by_fx = cap.lines_for("neg")
+    assert by_fx == cap.lines_for("a")  # Dynamo name finds the same lines
+    assert {tuple(line.ir_ops) for line in by_fx} == {("ops.load",), ("ops.neg",)}
+    assert cap.lines_for(source=f"conftest.py:{NEG_LINE}") == by_fx
+    assert cap.lines_for(source=f"tests/conftest.py:{MAX_LINE}") == cap.lines_for("maximum")
+    assert cap.lines_for(source="conftest.py:1") == []
+    with pytest.raises(KeyError, match="no FX node 'nope'.*maximum"):
+        cap.lines_for("nope")
+    with pytest.raises(ValueError, match="exactly one"):
+        cap.lines_for()
+
+
+def test_explain_and_annotated_output_code(tutorial):
+    mode, (cap, *_) = tutorial
+    text = cap.explain("a")
+    assert "a = torch.neg(x1)" in text and "aten.neg.default" in text and "-> ops.neg" in text
+    assert ("tmp1.neg()" if mode == "vectorized" else "decltype(tmp1)(-tmp1)") in text
+    annotated = cap.annotated_output_code
+    comment = "// Corresponding FX code line: neg = torch.ops.aten.neg.default(arg0_1);  arg0_1 = None"
+    assert comment in annotated
+    without_comments = "\n".join(l for l in annotated.splitlines() if "// Corresponding FX code line" not in l)
+    assert without_comments + "\n" == cap.output_code
+
+
+def _reduce(x: torch.Tensor) -> torch.Tensor:
+    centered = x - x.mean(dim=-1, keepdim=True)
+    return centered.abs().amax(dim=-1)
+
+
+@pytest.fixture(scope="module")
+def reduction():
+    return _compile(_reduce, torch.randn(64, 100))
+
+
+def test_reduction_lines_including_accumulator_setup(reduction):
+    cap, result, code, ref, ref_code = reduction
+    assert code == ref_code and torch.equal(result, ref)
+    tagged = [line for k in cap.kernels for line in k.tagged_lines]
+    ops = {op for line in tagged for op in line.ir_ops}
+    assert {"ops.reduction", "ops.store_reduction", "ops.abs", "ops.sub"} <= ops, ops
+    nodes = {n for line in tagged for n in line.fx_nodes}
+    assert {"mean", "sub", "abs_1", "amax"} & nodes == {"sub", "amax"} | ({"mean"} & nodes) | ({"abs_1"} & nodes)
+    declarations = [line for k in cap.kernels for line in k.lines
+                    if re.match(r"^[\w:<>]+ tmp_acc\d+(_vec)? = ", line.text.strip())]
+    assert declarations, "the kernel should declare reduction accumulators"
+    assert all(line.ir_ops == ["ops.reduction"] and line.fx_nodes for line in declarations), \
+        "accumulator declarations must be attributed to their reduction"
+    assert all(line.source is not None for line in tagged)
+
+
+def test_training_backward_lines_map_to_forward_source():
+    def loss(x, w):
+        h = torch.tanh(x * w)
+        return (h * h).sum()
+
+    w = torch.randn(32, requires_grad=True)
+    torch._dynamo.reset()
+    with ib.capture() as session:
+        torch.compile(loss, backend="instrumented")(torch.randn(8, 32), w).backward()
+    forward, backward = session.graphs
+    for graph in (forward, backward):
+        tagged = [line for k in graph.kernels for line in k.tagged_lines]
+        assert tagged and all(line.fx_nodes for line in tagged)
+    tanh_line = inspect.getsourcelines(loss)[1] + 1
+    backward_tagged = [line for k in backward.kernels for line in k.tagged_lines]
+    assert any(line.source and line.source.line == tanh_line for line in backward_tagged), \
+        "backward kernels should point back at the forward source line of tanh"
+
+
+def test_line_map_survives_dump_and_load(reduction, tmp_path):
+    cap = reduction[0]
+    (loaded,) = ib.load(cap.dump(tmp_path)).graphs
+    assert loaded.kernels == cap.kernels and loaded.nodes == cap.nodes
+    assert loaded.annotated_output_code == cap.annotated_output_code
+    assert loaded.explain("amax") == cap.explain("amax")
