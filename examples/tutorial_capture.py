@@ -45,8 +45,16 @@ def main() -> int:
     for kernel in cap.kernels:
         print(f"\n== Kernel {kernel.name} ({kernel.kind}), output_code.py lines "
               f"{kernel.start_line}-{kernel.end_line}, launched at line(s) {kernel.call_lines} ==")
-        inner = [line for line in kernel.source_lines if "tmp" in line]
-        print("\n".join(inner))
+        for line in kernel.tagged_lines:
+            print(f"  {line.text.strip():<48} <- {', '.join(line.ir_ops)} <- {', '.join(line.fx_nodes)}"
+                  f" <- {line.source.code if line.source else '?'}")
+
+    print("\n== The tutorial's chain for torch.neg, from the line map ==")
+    print(cap.explain("a"))
+    print("\n== Annotated output code (comments only; the compiled code is unchanged) ==")
+    annotated = cap.annotated_output_code.splitlines()
+    first = next(i for i, text in enumerate(annotated) if "Corresponding FX code line" in text)
+    print("\n".join(annotated[first: first + 8]))
 
     with tempfile.TemporaryDirectory() as folder:
         cap.dump(folder)
