@@ -26,6 +26,15 @@ def _instrumentation_warnings(record) -> list[str]:
     return [str(w.message) for w in record if issubclass(w.category, ib.InstrumentationWarning)]
 
 
+def _compile_watching(*inputs_list):
+    """Compile and run _fn on each input; return (first result, first code, session, warnings)."""
+    with warnings.catch_warnings(record=True) as record, ib.capture() as session:
+        warnings.simplefilter("always")
+        runs = [compile_and_run(_fn, inputs) for inputs in inputs_list]
+    result, (code,) = runs[0]
+    return result, code, session, _instrumentation_warnings(record)
+
+
 @pytest.fixture(scope="module")
 def reference():
     result, (code,) = compile_and_run(_fn, X, backend="inductor")
@@ -37,13 +46,10 @@ def test_failing_capture_step_keeps_compile_identical_and_warns_once(reference, 
         raise RuntimeError("formatter exploded")
 
     monkeypatch.setattr(ir_logging, "format_ir", broken_format)
-    with warnings.catch_warnings(record=True) as record, ib.capture() as session:
-        warnings.simplefilter("always")
-        result, (code,) = compile_and_run(_fn, X)
-        compile_and_run(_fn, X * 2)  # a second compile with the same failure: no second warning
+    # a second compile with the same failure must not warn again
+    result, code, session, messages = _compile_watching(X, X * 2)
     assert torch.equal(result, reference[0])
     assert code == reference[1]
-    messages = _instrumentation_warnings(record)
     assert len([m for m in messages if "ir_pre_fusion" in m]) == 1, messages
     assert "formatter exploded" in messages[0] and "compiled code is unaffected" in messages[0]
     graph = session[0]
@@ -62,12 +68,9 @@ def test_instrumentation_breaking_the_compile_retries_plain_inductor(reference, 
         return original_guard(self, part, step)
 
     monkeypatch.setattr(CaptureBuilder, "guard", guard_that_leaks)
-    with warnings.catch_warnings(record=True) as record, ib.capture() as session:
-        warnings.simplefilter("always")
-        result, (code,) = compile_and_run(_fn, X)
+    result, code, session, messages = _compile_watching(X)
     assert torch.equal(result, reference[0])
     assert code == reference[1], "the plain retry must produce Inductor's code"
-    messages = _instrumentation_warnings(record)
     assert len(messages) == 1 and "recompiled with plain Inductor" in messages[0] and "ir_pre_fusion" in messages[0]
     assert len(session) == 0, "no capture is claimed for a graph compiled without instrumentation"
 
@@ -77,11 +80,8 @@ def test_failure_starting_the_job_falls_back(reference, monkeypatch):
         raise MemoryError("no room for a copy")
 
     monkeypatch.setattr(backend_module, "clone_graph_module", broken_clone)
-    with warnings.catch_warnings(record=True) as record, ib.capture() as session:
-        warnings.simplefilter("always")
-        result, (code,) = compile_and_run(_fn, X)
+    result, code, session, messages = _compile_watching(X)
     assert torch.equal(result, reference[0]) and code == reference[1]
-    messages = _instrumentation_warnings(record)
     assert len(messages) == 1 and "no room for a copy" in messages[0]
     assert len(session) == 0
 

@@ -8,13 +8,40 @@ of silently capturing nothing.
 
 from __future__ import annotations
 
+import functools
+import sys
+import threading
 from typing import Callable
 
-__all__ = ["SeamMoved", "all_checks"]
+__all__ = ["SeamMoved", "all_checks", "install_once"]
 
 
 class SeamMoved(RuntimeError):
     """A private PyTorch API this package depends on has moved or changed shape."""
+
+
+def install_once(patch: Callable[[], None]) -> Callable[[], None]:
+    """Make a seam's patching function idempotent and thread-safe.
+
+    The first call runs the seam module's ``check()`` (so a moved seam raises SeamMoved instead
+    of patching the wrong thing), then ``patch``; later calls do nothing.
+    """
+    lock = threading.Lock()
+    done = False
+
+    @functools.wraps(patch)
+    def install() -> None:
+        nonlocal done
+        if done:
+            return
+        with lock:
+            if done:
+                return
+            sys.modules[patch.__module__].check()
+            patch()
+            done = True
+
+    return install
 
 
 def all_checks() -> dict[str, Callable[[], None]]:

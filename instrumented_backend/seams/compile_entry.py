@@ -9,7 +9,7 @@ backward) with keyword arguments that include ``is_inference``, ``is_backward`` 
 from __future__ import annotations
 
 import inspect
-from typing import Any, Callable, Mapping
+from typing import Any, Mapping
 
 from . import SeamMoved
 

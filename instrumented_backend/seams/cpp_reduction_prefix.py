@@ -8,44 +8,34 @@ made and mark the lines it generates with it, so they are attributed to their re
 
 from __future__ import annotations
 
-import threading
 from typing import Any, Callable
 
 from .. import provenance
-from . import SeamMoved
+from . import SeamMoved, install_once
 
 __all__ = ["install", "check"]
 
-_lock = threading.Lock()
-_installed = False
 
 
+@install_once
 def install() -> None:
     """Patch CppKernel._gen_reduction_prefix once per process."""
-    global _installed
-    if _installed:
-        return
-    with _lock:
-        if _installed:
-            return
-        check()
-        from torch._inductor.codegen.cpp import CppKernel
+    from torch._inductor.codegen.cpp import CppKernel
 
-        original = CppKernel._gen_reduction_prefix
+    original = CppKernel._gen_reduction_prefix
 
-        def gen_reduction_prefix(self: Any, *args: Any, **kwargs: Any) -> Callable[..., Any]:
-            generator = original(self, *args, **kwargs)
-            origin = provenance.current_emission()
-            if origin is None or not callable(generator):
-                return generator
+    def gen_reduction_prefix(self: Any, *args: Any, **kwargs: Any) -> Callable[..., Any]:
+        generator = original(self, *args, **kwargs)
+        origin = provenance.current_emission()
+        if origin is None or not callable(generator):
+            return generator
 
-            def generate_with_origin(*g_args: Any, **g_kwargs: Any) -> Any:
-                return _mark_generated(generator(*g_args, **g_kwargs), origin)
+        def generate_with_origin(*g_args: Any, **g_kwargs: Any) -> Any:
+            return _mark_generated(generator(*g_args, **g_kwargs), origin)
 
-            return generate_with_origin
+        return generate_with_origin
 
-        CppKernel._gen_reduction_prefix = gen_reduction_prefix
-        _installed = True
+    CppKernel._gen_reduction_prefix = gen_reduction_prefix
 
 
 def _mark_generated(generated: Any, origin: provenance.Origin) -> Any:

@@ -13,7 +13,7 @@ import inspect
 import threading
 from typing import Any, Callable, Optional
 
-from . import SeamMoved
+from . import SeamMoved, install_once
 
 __all__ = ["install", "format_ir", "set_listener", "check"]
 
@@ -21,8 +21,6 @@ __all__ = ["install", "format_ir", "set_listener", "check"]
 IrListener = Callable[[str, Any], None]
 
 _state = threading.local()
-_install_lock = threading.Lock()
-_installed = False
 _originals: dict[str, Callable[..., Any]] = {}
 
 
@@ -52,22 +50,15 @@ def _make_wrapper(stage: str, original: Callable[..., Any]) -> Callable[..., Any
     return wrapper
 
 
+@install_once
 def install() -> None:
     """Wrap the two IR logging functions once per process (idempotent, thread-safe)."""
-    global _installed
-    if _installed:
-        return
-    with _install_lock:
-        if _installed:
-            return
-        check()
-        import torch._inductor.debug as debug
+    import torch._inductor.debug as debug
 
-        for stage, attr in (("pre_fusion", "log_ir_pre_fusion"), ("post_fusion", "log_ir_post_fusion")):
-            original = getattr(debug, attr)
-            _originals[attr] = original
-            setattr(debug, attr, _make_wrapper(stage, original))
-        _installed = True
+    for stage, attr in (("pre_fusion", "log_ir_pre_fusion"), ("post_fusion", "log_ir_post_fusion")):
+        original = getattr(debug, attr)
+        _originals[attr] = original
+        setattr(debug, attr, _make_wrapper(stage, original))
 
 
 def check() -> None:

@@ -9,16 +9,13 @@ outside an instrumented compile.
 
 from __future__ import annotations
 
-import threading
 from typing import Any, Callable
 
 from .. import provenance
-from . import SeamMoved
+from . import SeamMoved, install_once
 
 __all__ = ["install", "check"]
 
-_lock = threading.Lock()
-_installed = False
 ORIGIN_ATTR = "_instrumented_backend_fx_origin"
 
 
@@ -43,47 +40,40 @@ def _wrap_inner_fn(inner_fn: Callable[..., Any], name: str) -> Callable[..., Any
     return inner_fn_with_origin
 
 
+@install_once
 def install() -> None:
     """Patch Loops.__post_init__ and ComputedBuffer.get_store_function once per process."""
-    global _installed
-    if _installed:
-        return
-    with _lock:
-        if _installed:
+    from torch._inductor import ir
+
+    original_post_init = ir.Loops.__post_init__
+    original_store = ir.ComputedBuffer.get_store_function
+
+    def post_init(self: Any) -> None:
+        original_post_init(self)
+        if provenance.active_recorder() is None:
             return
-        check()
-        from torch._inductor import ir
+        try:
+            name = _lowering_node_name()
+            if name is not None:
+                object.__setattr__(self, ORIGIN_ATTR, name)
+                object.__setattr__(self, "inner_fn", _wrap_inner_fn(self.inner_fn, name))
+        except Exception:  # noqa: BLE001 - provenance is best effort, never a compile error
+            pass
 
-        original_post_init = ir.Loops.__post_init__
-        original_store = ir.ComputedBuffer.get_store_function
+    def get_store_function(self: Any) -> Callable[..., None]:
+        store = original_store(self)
+        name = getattr(self.data, ORIGIN_ATTR, None)
+        if name is None or provenance.active_recorder() is None:
+            return store
 
-        def post_init(self: Any) -> None:
-            original_post_init(self)
-            if provenance.active_recorder() is None:
-                return
-            try:
-                name = _lowering_node_name()
-                if name is not None:
-                    object.__setattr__(self, ORIGIN_ATTR, name)
-                    object.__setattr__(self, "inner_fn", _wrap_inner_fn(self.inner_fn, name))
-            except Exception:  # noqa: BLE001 - provenance is best effort, never a compile error
-                pass
+        def store_with_origin(*args: Any, **kwargs: Any) -> None:
+            with provenance.fx_origin(name):
+                return store(*args, **kwargs)
 
-        def get_store_function(self: Any) -> Callable[..., None]:
-            store = original_store(self)
-            name = getattr(self.data, ORIGIN_ATTR, None)
-            if name is None or provenance.active_recorder() is None:
-                return store
+        return store_with_origin
 
-            def store_with_origin(*args: Any, **kwargs: Any) -> None:
-                with provenance.fx_origin(name):
-                    return store(*args, **kwargs)
-
-            return store_with_origin
-
-        ir.Loops.__post_init__ = post_init
-        ir.ComputedBuffer.get_store_function = get_store_function
-        _installed = True
+    ir.Loops.__post_init__ = post_init
+    ir.ComputedBuffer.get_store_function = get_store_function
 
 
 def check() -> None:

@@ -8,11 +8,10 @@ lines carried which marks under the kernel name it returns.
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
 from .. import provenance
-from . import SeamMoved
+from . import SeamMoved, install_once
 
 __all__ = ["install", "check", "mark_line", "SCHEDULERS"]
 
@@ -21,8 +20,6 @@ SCHEDULERS = (
     ("torch._inductor.codegen.cpp", "CppScheduling"),
     ("torch._inductor.codegen.triton", "TritonScheduling"),
 )
-_lock = threading.Lock()
-_installed = False
 
 
 def mark_line(line: Any, recorder: provenance.LineRecorder, origin: provenance.Origin) -> Any:
@@ -39,35 +36,28 @@ def mark_line(line: Any, recorder: provenance.LineRecorder, origin: provenance.O
     return line
 
 
+@install_once
 def install() -> None:
     """Patch writeline and the schedulers' define_kernel once per process."""
-    global _installed
-    if _installed:
-        return
-    with _lock:
-        if _installed:
-            return
-        check()
-        import importlib
+    import importlib
 
-        from torch._inductor.utils import IndentedBuffer
+    from torch._inductor.utils import IndentedBuffer
 
-        original_writeline = IndentedBuffer.writeline
+    original_writeline = IndentedBuffer.writeline
 
-        def writeline(self: Any, line: Any) -> None:
-            origin = provenance.current_emission()
-            if origin is not None:
-                recorder = provenance.active_recorder()
-                if recorder is not None:
-                    line = mark_line(line, recorder, origin)
-            return original_writeline(self, line)
+    def writeline(self: Any, line: Any) -> None:
+        origin = provenance.current_emission()
+        if origin is not None:
+            recorder = provenance.active_recorder()
+            if recorder is not None:
+                line = mark_line(line, recorder, origin)
+        return original_writeline(self, line)
 
-        IndentedBuffer.writeline = writeline
+    IndentedBuffer.writeline = writeline
 
-        for module_name, class_name in SCHEDULERS:
-            cls = getattr(importlib.import_module(module_name), class_name)
-            cls.define_kernel = _stripping_define_kernel(cls.define_kernel)
-        _installed = True
+    for module_name, class_name in SCHEDULERS:
+        cls = getattr(importlib.import_module(module_name), class_name)
+        cls.define_kernel = _stripping_define_kernel(cls.define_kernel)
 
 
 def _stripping_define_kernel(original: Any) -> Any:

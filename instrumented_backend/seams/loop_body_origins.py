@@ -8,17 +8,14 @@ codegen, the lines the kernel writes are marked with that node's IR op and FX no
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
 from .. import provenance
-from . import SeamMoved
+from . import SeamMoved, install_once
 
 __all__ = ["install", "check", "STAMP"]
 
 STAMP = "instrumented_backend_origin"
-_lock = threading.Lock()
-_installed = False
 
 
 def _interpreter_stamp() -> Any:
@@ -38,38 +35,31 @@ def _ir_op(node: Any) -> str:
     return str(node.target)
 
 
+@install_once
 def install() -> None:
     """Patch LightTracer.create_node and InterpreterShim.run_node once per process."""
-    global _installed
-    if _installed:
-        return
-    with _lock:
-        if _installed:
-            return
-        check()
-        from torch._inductor import loop_body
+    from torch._inductor import loop_body
 
-        base_create_node = loop_body.LightTracer.create_node
-        original_run_node = loop_body.InterpreterShim.run_node
+    base_create_node = loop_body.LightTracer.create_node
+    original_run_node = loop_body.InterpreterShim.run_node
 
-        def create_node(self: Any, *args: Any, **kwargs: Any) -> Any:
-            node = base_create_node(self, *args, **kwargs)
-            if provenance.active_recorder() is not None:
-                origin = provenance.current_fx_origin() or _interpreter_stamp()
-                if origin is not None:
-                    node.meta[STAMP] = origin
-            return node
+    def create_node(self: Any, *args: Any, **kwargs: Any) -> Any:
+        node = base_create_node(self, *args, **kwargs)
+        if provenance.active_recorder() is not None:
+            origin = provenance.current_fx_origin() or _interpreter_stamp()
+            if origin is not None:
+                node.meta[STAMP] = origin
+        return node
 
-        def run_node(self: Any, n: Any) -> Any:
-            if provenance.active_recorder() is None or n.op not in ("call_method", "call_module"):
-                return original_run_node(self, n)
-            fx_node = n.meta.get(STAMP)
-            with provenance.emitting(provenance.Origin(ir_op=_ir_op(n), fx_node=fx_node)):
-                return original_run_node(self, n)
+    def run_node(self: Any, n: Any) -> Any:
+        if provenance.active_recorder() is None or n.op not in ("call_method", "call_module"):
+            return original_run_node(self, n)
+        fx_node = n.meta.get(STAMP)
+        with provenance.emitting(provenance.Origin(ir_op=_ir_op(n), fx_node=fx_node)):
+            return original_run_node(self, n)
 
-        loop_body.LightTracer.create_node = create_node
-        loop_body.InterpreterShim.run_node = run_node
-        _installed = True
+    loop_body.LightTracer.create_node = create_node
+    loop_body.InterpreterShim.run_node = run_node
 
 
 def check() -> None:
