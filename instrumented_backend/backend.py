@@ -17,7 +17,8 @@ What it guarantees:
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping, Optional, Sequence
+import contextlib
+from typing import Any, Callable, Iterator, Mapping, Optional, Sequence
 
 import torch.fx
 
@@ -56,13 +57,10 @@ class CompileJob:
             warn_once("start_graph", f"could not start capturing an AOT graph ({exc!r}); compiled without capture")
             return compile_fx_inner(gm, example_inputs, *args, **kwargs)
 
-        previous = ir_logging.set_listener(builder.on_ir)
-        previous_recorder = provenance.activate(builder.recorder)
         try:
-            compiled = compile_fx_inner(gm, example_inputs, *args, **kwargs)
+            with _capturing(builder):  # restored before the except clause runs
+                compiled = compile_fx_inner(gm, example_inputs, *args, **kwargs)
         except Exception as exc:
-            ir_logging.set_listener(previous)
-            provenance.activate(previous_recorder)
             if builder.problems:
                 problem = builder.problems[0]
                 warn_once(
@@ -73,9 +71,6 @@ class CompileJob:
                 return compile_fx_inner(builder.original_graph, example_inputs, *args, **kwargs)
             self._publish(builder, None, exc)
             raise
-        finally:
-            ir_logging.set_listener(previous)
-            provenance.activate(previous_recorder)
         self._publish(builder, compiled, None)
         return compiled
 
@@ -94,6 +89,18 @@ class CompileJob:
         record(graph, self.sessions)
         if self.options.dump_dir is not None:
             _dump_quietly(graph, self.options.dump_dir)
+
+
+@contextlib.contextmanager
+def _capturing(builder: CaptureBuilder) -> Iterator[None]:
+    """Route this thread's IR logs and line marks to ``builder`` for the duration of the block."""
+    previous_listener = ir_logging.set_listener(builder.on_ir)
+    previous_recorder = provenance.activate(builder.recorder)
+    try:
+        yield
+    finally:
+        ir_logging.set_listener(previous_listener)
+        provenance.activate(previous_recorder)
 
 
 def _dump_quietly(graph: GraphCapture, directory: Any) -> None:

@@ -27,6 +27,7 @@ from typing import Iterator, Optional
 __all__ = ["Origin", "LineRecorder", "active_recorder", "activate", "fx_origin", "current_fx_origin",
            "emitting", "current_emission", "MARK_PATTERN", "strip_marks"]
 
+MARK_PREFIX = "/*@ib"
 MARK_PATTERN = re.compile(r"/\*@ib(\d+)@\*/")
 
 
@@ -61,7 +62,7 @@ class LineRecorder:
         if tag is None:
             tag = self._ids[origin] = len(self.origins)
             self.origins.append(origin)
-        return f"/*@ib{tag}@*/"
+        return f"{MARK_PREFIX}{tag}@*/"
 
     def strip(self, source: str) -> tuple[str, list[list[Origin]]]:
         """Remove every mark; return the clean source and the origins of each of its lines."""

@@ -63,7 +63,7 @@ def install() -> None:
 def _stripping_define_kernel(original: Any) -> Any:
     def define_kernel(self: Any, src_code: str, *args: Any, **kwargs: Any) -> Any:
         recorder = provenance.active_recorder()
-        if recorder is None or "/*@ib" not in src_code:
+        if recorder is None or provenance.MARK_PREFIX not in src_code:
             return original(self, src_code, *args, **kwargs)
         clean, per_line = recorder.strip(src_code)
         kernel_name = original(self, clean, *args, **kwargs)
