@@ -42,6 +42,8 @@ def coverage(graphs: list[GraphCapture]) -> dict[str, float]:
     statements = [line for k in kernels for line in statement_lines(k.lines)]
     tagged = [line for line in statements if line.fx_nodes]
     kernels_tagged = [k for k in kernels if k.tagged_lines]
+    externs = [k for g in graphs for k in g.kernels if k.kind == "extern"]
+    wrapper = [line for g in graphs for line in g.wrapper_lines]
     return {
         "graphs": len(graphs),
         "kernels": len(kernels),
@@ -49,6 +51,9 @@ def coverage(graphs: list[GraphCapture]) -> dict[str, float]:
         "statement lines": len(statements),
         "statement lines tagged %": 100.0 * len(tagged) / max(1, len(statements)),
         "with source line %": 100.0 * len([l for l in tagged if l.source]) / max(1, len(tagged)),
+        "extern calls": len(externs),
+        "extern calls tagged %": 100.0 * len([k for k in externs if k.tagged_lines]) / max(1, len(externs)),
+        "wrapper statements tagged %": 100.0 * len([l for l in wrapper if l.tagged]) / max(1, len(wrapper)),
     }
 
 

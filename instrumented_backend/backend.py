@@ -29,7 +29,8 @@ from .model import GraphCapture
 from .options import BackendOptions, parse_options
 from .registry import open_sessions, record
 from . import provenance
-from .seams import cpp_reduction_prefix, ir_logging, ir_origins, line_marks, loop_body_origins
+from .seams import (cpp_reduction_prefix, ir_logging, ir_origins, line_marks, loop_body_origins,
+                    wrapper_buffers)
 from .seams.caches import CACHE_BYPASS_PATCHES, autograd_cache_disabled
 from .seams.compile_entry import compile_fx, compile_fx_inner, current_compile_id
 
@@ -40,7 +41,8 @@ class CompileJob:
     """State shared by the AOT graphs of one Dynamo graph (its forward and lazy backward)."""
 
     def __init__(self, gm: torch.fx.GraphModule, options: BackendOptions) -> None:
-        for seam in (ir_logging, ir_origins, loop_body_origins, line_marks, cpp_reduction_prefix):
+        for seam in (ir_logging, ir_origins, loop_body_origins, line_marks, cpp_reduction_prefix,
+                     wrapper_buffers):
             seam.install()
         self.options = options
         self.compile_id = current_compile_id()
@@ -48,6 +50,8 @@ class CompileJob:
         self.dynamo_graph_code = gm.print_readable(print_output=False)
         self.dynamo_node_count = count_nodes(gm)
         self.sessions = open_sessions()
+        # Filled when the forward graph is captured; the lazy backward falls back on it.
+        self.forward_by_seq_nr: dict[int, Any] = {}
 
     def inner_compile(self, gm: torch.fx.GraphModule, example_inputs: Sequence[Any], *args: Any, **kwargs: Any) -> Any:
         """Drop-in ``inner_compile`` for ``compile_fx``: compile one AOT graph and capture it."""

@@ -14,8 +14,8 @@ import torch
 
 from .graph_copy import clone_graph_module, count_nodes
 from .kernels import find_kernels
-from .line_map import attach_lines
-from .node_map import build_node_map
+from .line_map import attach_lines, attach_wrapper_lines
+from .node_map import build_node_map, seq_nr_index
 from .provenance import LineRecorder, strip_marks
 from .model import CaptureProblem, GraphCapture, InputInfo
 from .seams import ir_logging
@@ -110,10 +110,18 @@ class CaptureBuilder:
         nodes = {}
         if error is None:
             nodes = self.guard("node_map", lambda: build_node_map(
-                self.aot_graph, post_grad_code, self.job.dynamo_graph)) or {}
+                self.aot_graph, post_grad_code, self.job.dynamo_graph,
+                self.job.forward_by_seq_nr if self.kind == "backward" else None)) or {}
+            if self.kind == "forward":
+                self.job.forward_by_seq_nr = self.guard(
+                    "node_map", lambda: seq_nr_index(self.aot_graph, nodes)) or {}
         lost = self.guard("line_map", lambda: attach_lines(kernels, self.recorder, nodes))
         if lost:
             self.problems.append(CaptureProblem(part="line_map", error=f"{lost} tagged line(s) not found in the output code"))
+        wrapper_lines = self.guard("wrapper_lines", lambda: attach_wrapper_lines(
+            output_code, kernels, self.recorder, nodes)) if output_code else []
+        for problem in self.recorder.problems:
+            self.problems.append(CaptureProblem(part="provenance", error=problem))
         if output_code and strip_marks(output_code) != output_code:
             self.problems.append(CaptureProblem(part="line_marks", error="a provenance mark reached the output code"))
         node_counts = {"dynamo": self.job.dynamo_node_count, "aot": self.aot_node_count}
@@ -131,6 +139,7 @@ class CaptureBuilder:
             ir_post_fusion="".join(self.ir_post_fusion),
             output_code=output_code,
             kernels=kernels,
+            wrapper_lines=wrapper_lines or [],
             nodes=nodes,
             inputs=self.inputs,
             node_counts=node_counts,

@@ -11,7 +11,10 @@ __all__ = ["lines_for", "explain", "annotate_output_code"]
 
 
 def _all_lines(graph: "GraphCapture") -> list["KernelLine"]:
-    return [line for kernel in graph.kernels for line in kernel.lines]
+    """Kernel lines, then the wrapper lines that are not an extern kernel's line already."""
+    lines = [line for kernel in graph.kernels for line in kernel.lines]
+    taken = {line.number for line in lines}
+    return lines + [line for line in graph.wrapper_lines if line.number not in taken]
 
 
 def lines_for(graph: "GraphCapture", node: Optional[str] = None, *, source: Optional[str] = None) -> list["KernelLine"]:
@@ -24,7 +27,16 @@ def lines_for(graph: "GraphCapture", node: Optional[str] = None, *, source: Opti
             raise KeyError(f"no FX node {node!r} in graph {graph.label}; nodes: {', '.join(sorted(known)) or 'none'}")
         return [line for line in _all_lines(graph) if node in line.fx_nodes or node in line.dynamo_nodes]
     assert source is not None
-    return [line for line in _all_lines(graph) if line.source is not None and line.source.matches(source)]
+
+    def from_source(line: "KernelLine") -> bool:
+        # A line from several FX nodes (a fused allocation, a kernel launch) has one ``source``
+        # shown, but belongs to every source line of its nodes.
+        if line.source is not None and line.source.matches(source):
+            return True
+        return any((info := graph.nodes.get(n)) is not None and info.source is not None
+                   and info.source.matches(source) for n in line.fx_nodes)
+
+    return [line for line in _all_lines(graph) if from_source(line)]
 
 
 def explain(graph: "GraphCapture", node: str) -> str:
@@ -46,7 +58,7 @@ def explain(graph: "GraphCapture", node: str) -> str:
         kernel_lines = [line for line in _all_lines(graph) if name in line.fx_nodes]
         by_op: dict[str, list["KernelLine"]] = {}
         for line in kernel_lines:
-            for op in line.ir_ops or ["?"]:
+            for op in line.ir_ops or (["(wrapper code)"] if line.kernel == "call" else ["?"]):
                 by_op.setdefault(op, []).append(line)
         if not by_op:
             out.append("  -> (no kernel line: folded away, a view, or an extern call)")
@@ -60,16 +72,19 @@ def explain(graph: "GraphCapture", node: str) -> str:
 def annotate_output_code(graph: "GraphCapture") -> str:
     """output_code with ``// Corresponding FX code line: ...`` above each tagged kernel line.
 
-    Comments only: the generated code itself is unchanged (``#`` comments for Triton kernels).
+    Comments only: the generated code itself is unchanged (``#`` comments for Triton kernels
+    and for the Python wrapper's lines).
     """
     comments: dict[int, tuple[str, str]] = {}
+    python_lines = {line.number for line in graph.wrapper_lines}
     for kernel in graph.kernels:
-        marker = "#" if kernel.kind in ("triton",) or kernel.name.startswith("triton_") else "//"
-        for line in kernel.lines:
-            codes = [graph.nodes[n].code or n for n in line.fx_nodes if n in graph.nodes]
-            if codes:
-                indent = line.text[: len(line.text) - len(line.text.lstrip())]
-                comments[line.number] = (indent, f"{marker} Corresponding FX code line: {' | '.join(codes)}")
+        python_lines.update(line.number for line in kernel.lines if kernel.kind in ("triton", "extern"))
+    for line in _all_lines(graph):
+        marker = "#" if line.number in python_lines or line.kernel.startswith("triton_") else "//"
+        codes = [graph.nodes[n].code or n for n in line.fx_nodes if n in graph.nodes]
+        if codes:
+            indent = line.text[: len(line.text) - len(line.text.lstrip())]
+            comments[line.number] = (indent, f"{marker} Corresponding FX code line: {' | '.join(codes)}")
     out = []
     previous: Optional[str] = None
     for number, text in enumerate(graph.output_code.splitlines(), start=1):

@@ -15,7 +15,7 @@ from typing import Optional
 
 from .model import KernelInfo
 
-__all__ = ["find_kernels"]
+__all__ = ["find_kernels", "call_body_ranges"]
 
 _DEFINITION = re.compile(r"^(?P<name>[A-Za-z_]\w*) = async_compile\.(?P<api>\w+)\(")
 _OPEN_QUOTES = re.compile(r"[rR]?'''")
@@ -82,7 +82,7 @@ def _definition(lines: list[str], start: int) -> Optional[tuple[KernelInfo, int]
     return kernel, end
 
 
-def _call_body_ranges(lines: list[str]) -> list[tuple[int, int]]:
+def call_body_ranges(lines: list[str]) -> list[tuple[int, int]]:
     """0-based [start, end) line ranges of the wrapper's call()/partition functions."""
     ranges = []
     index = 0
@@ -123,7 +123,7 @@ def find_kernels(output_code: str) -> list[KernelInfo]:
     call_pattern = (
         re.compile(r"\b(" + "|".join(map(re.escape, generated)) + r")(?:\.run)?\(") if generated else None
     )
-    for start, end in _call_body_ranges(lines):
+    for start, end in call_body_ranges(lines):
         for index in range(start, end):
             line = lines[index]
             stripped = line.strip()

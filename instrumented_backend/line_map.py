@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import re
 from typing import Optional
 
 from .model import KernelInfo, KernelLine, NodeProvenance, SourceLocation
+from .kernels import call_body_ranges
 from .provenance import LineRecorder, Origin
 
-__all__ = ["attach_lines"]
+__all__ = ["attach_lines", "attach_wrapper_lines"]
 
 
 def _unique(items: list[Optional[str]]) -> list[str]:
@@ -40,6 +42,20 @@ def _align(kernel: KernelInfo, clean_source: str, line_origins: list[list[Origin
     return lost
 
 
+def make_line(kernel: str, number: int, text: str, ir_ops: list[str], fx_nodes: list[str],
+              nodes: dict[str, NodeProvenance]) -> KernelLine:
+    """A KernelLine whose Dynamo nodes and source come from the node map."""
+    dynamo: list[str] = []
+    source: Optional[SourceLocation] = None
+    for name in fx_nodes:
+        info = nodes.get(name)
+        if info is not None:
+            dynamo.extend(d for d in info.dynamo_nodes if d not in dynamo)
+            source = source or info.source
+    return KernelLine(kernel=kernel, number=number, text=text, ir_ops=ir_ops, fx_nodes=fx_nodes,
+                      dynamo_nodes=dynamo, source=source)
+
+
 def attach_lines(kernels: list[KernelInfo], recorder: LineRecorder, nodes: dict[str, NodeProvenance]) -> int:
     """Fill ``kernel.lines`` for every generated kernel; returns the count of marks that found no line."""
     lost = 0
@@ -50,23 +66,71 @@ def attach_lines(kernels: list[KernelInfo], recorder: LineRecorder, nodes: dict[
         per_line: list[list[Origin]] = [[] for _ in source_lines]
         for tagged in recorder.kernels.get(kernel.name, []):
             lost += _align(kernel, tagged.clean_source, tagged.line_origins, per_line)
-        kernel.lines = []
-        for offset, (text, origins) in enumerate(zip(source_lines, per_line)):
-            fx_nodes = _unique([o.fx_node for o in origins])
-            dynamo: list[str] = []
-            source: Optional[SourceLocation] = None
-            for name in fx_nodes:
-                info = nodes.get(name)
-                if info is not None:
-                    dynamo.extend(d for d in info.dynamo_nodes if d not in dynamo)
-                    source = source or info.source
-            kernel.lines.append(KernelLine(
-                kernel=kernel.name,
-                number=kernel.source_start_line + offset,
-                text=text,
-                ir_ops=_unique([o.ir_op for o in origins]),
-                fx_nodes=fx_nodes,
-                dynamo_nodes=dynamo,
-                source=source,
-            ))
+        kernel.lines = [
+            make_line(kernel.name, kernel.source_start_line + offset, text,
+                      _unique([o.ir_op for o in origins]), _unique([o.fx_node for o in origins]), nodes)
+            for offset, (text, origins) in enumerate(zip(source_lines, per_line))
+        ]
     return lost
+
+
+WRAPPER = "call"
+
+_WRITTEN = (
+    re.compile(r"\bout=\(?(?P<name>[A-Za-z_]\w*)"),        # extern_kernels.addmm(..., out=buf0)
+    re.compile(r"^(?P<name>[A-Za-z_]\w*)\s*=(?!=)"),          # buf0 = empty_strided_cpu(...) / op(...)
+    re.compile(r"^del (?P<name>[A-Za-z_]\w*)"),                # del buf0
+)
+_NAME = re.compile(r"\b[A-Za-z_]\w*\b")
+
+
+def _written_name(statement: str, known: dict[str, list[str]]) -> Optional[str]:
+    for pattern in _WRITTEN:
+        match = pattern.search(statement)
+        if match is not None and match.group("name") in known:
+            return match.group("name")
+    for match in _NAME.finditer(statement):  # assert_size_stride(arg0_1, ...), kernel args
+        if match.group(0) in known:
+            return match.group(0)
+    return None
+
+
+def attach_wrapper_lines(output_code: str, kernels: list[KernelInfo], recorder: LineRecorder,
+                         nodes: dict[str, NodeProvenance]) -> list[KernelLine]:
+    """Attribute each statement of the wrapper's ``call()`` to the FX nodes it computes or handles.
+
+    * a generated kernel's call line: every FX node of the kernel's tagged lines;
+    * any other statement: the FX nodes lowered into the buffer it writes (``out=buf0``,
+      ``buf0 = ...``), frees (``del buf0``) or, failing those, first names; a graph input
+      (``assert_size_stride(arg0_1, ...)``) is attributed to its placeholder node.
+
+    Buffer origins are recorded by Inductor at lowering (``seams/wrapper_buffers.py``); the
+    name matching only joins a statement to the buffer it names. Extern kernels get their call
+    line, with the extern op as IR op, as their one line. ``return`` and argument-unpacking lines stay untagged.
+    """
+    lines = output_code.splitlines()
+    known: dict[str, list[str]] = {name: [name] for name in recorder.graph_inputs}
+    known.update(recorder.buffer_origins)
+    extern_at = {k.start_line: k for k in kernels if k.kind == "extern"}
+    kernel_nodes = {
+        k.name: _unique([n for line in k.lines for n in line.fx_nodes]) for k in kernels if k.kind != "extern"
+    }
+    called_at = {n: k.name for k in kernels if k.kind != "extern" for n in k.call_lines}
+    result: list[KernelLine] = []
+    for start, end in call_body_ranges(lines):
+        for index in range(start, end):
+            number, text = index + 1, lines[index]
+            statement = text.strip()
+            if not statement or statement.startswith(("#", "return")) or statement.endswith("= args"):
+                continue
+            if number in called_at:
+                fx_nodes = kernel_nodes.get(called_at[number], [])
+            else:
+                name = _written_name(statement, known)
+                fx_nodes = list(known[name]) if name is not None else []
+            extern = extern_at.get(number)
+            ir_ops = [extern.name] if extern is not None and fx_nodes else []
+            result.append(make_line(WRAPPER, number, text, ir_ops, fx_nodes, nodes))
+            if extern is not None:
+                extern.lines = [make_line(extern.name, number, text, ir_ops, fx_nodes, nodes)]
+    return result

@@ -71,7 +71,9 @@ class NodeProvenance:
 
     ``attribution`` says how ``dynamo_nodes`` were found: ``from_node`` (FX provenance chain),
     ``stack_trace`` (fallback: the Dynamo node(s) with the same user source line, used for
-    nodes created by pattern-matcher rewrites or decompositions), or ``none``.
+    nodes created by pattern-matcher rewrites or decompositions), ``seq_nr`` (fallback for
+    backward nodes: the forward op with the same autograd sequence number), ``input`` (a graph
+    input; no Dynamo node is named) or ``none``.
     """
 
     name: str
@@ -159,6 +161,7 @@ class GraphCapture:
     ir_post_fusion: str
     output_code: str
     kernels: list[KernelInfo] = field(default_factory=list)
+    wrapper_lines: list[KernelLine] = field(default_factory=list)
     nodes: dict[str, NodeProvenance] = field(default_factory=dict)
     inputs: list[InputInfo] = field(default_factory=list)
     node_counts: dict[str, int] = field(default_factory=dict)
@@ -238,6 +241,7 @@ class GraphCapture:
         """Rebuild a capture from ``to_dict`` output."""
         data = dict(data)
         data["kernels"] = [_kernel_from_dict(k) for k in data.get("kernels", [])]
+        data["wrapper_lines"] = [_line_from_dict(line) for line in data.get("wrapper_lines", [])]
         data["nodes"] = {name: _node_from_dict(n) for name, n in data.get("nodes", {}).items()}
         data["inputs"] = [InputInfo(**i) for i in data.get("inputs", [])]
         data["problems"] = [CaptureProblem(**p) for p in data.get("problems", [])]
@@ -281,10 +285,13 @@ def _source_from_dict(data: Optional[dict[str, Any]]) -> Optional[SourceLocation
     return SourceLocation(**data) if data else None
 
 
+def _line_from_dict(data: dict[str, Any]) -> KernelLine:
+    return KernelLine(**dict(data, source=_source_from_dict(data.get("source"))))
+
+
 def _kernel_from_dict(data: dict[str, Any]) -> KernelInfo:
     data = dict(data)
-    data["lines"] = [KernelLine(**dict(line, source=_source_from_dict(line.get("source"))))
-                     for line in data.get("lines", [])]
+    data["lines"] = [_line_from_dict(line) for line in data.get("lines", [])]
     return KernelInfo(**data)
 
 

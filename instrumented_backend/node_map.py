@@ -4,7 +4,10 @@ Reads public FX node metadata only: ``from_node`` (the provenance chain FX keeps
 AOTAutograd and Inductor passes; its root is the Dynamo graph node), ``stack_trace`` (the user
 frame Dynamo recorded) and ``nn_module_stack``. Nodes created by pattern-matcher rewrites or
 decompositions may lack ``from_node``; they fall back to the Dynamo nodes sharing their source
-line, and are marked ``attribution="stack_trace"``.
+line, and are marked ``attribution="stack_trace"``. Backward nodes that AOTAutograd created
+without either (the gradient formulas) take the provenance of the forward op with the same
+``seq_nr`` (the autograd sequence number AOTAutograd stamps on both), marked
+``attribution="seq_nr"``. Graph inputs are listed with ``attribution="input"``.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ import torch.fx
 
 from .model import NodeProvenance, SourceLocation
 
-__all__ = ["parse_stack_trace", "build_node_map"]
+__all__ = ["parse_stack_trace", "build_node_map", "seq_nr_index"]
 
 _FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<function>[^\n]+)\n(?P<code>[^\n]*)')
 
@@ -73,8 +76,24 @@ def _module_path(node: torch.fx.Node) -> str:
     return str(path)
 
 
-def build_node_map(post_grad: Any, post_grad_code: str, dynamo_graph: Any) -> dict[str, NodeProvenance]:
-    """NodeProvenance for every call_function node of the post-grad graph."""
+def seq_nr_index(post_grad: Any, node_map: dict[str, NodeProvenance]) -> dict[int, NodeProvenance]:
+    """``{seq_nr: provenance}`` of a forward graph's attributed nodes (first node per number)."""
+    index: dict[int, NodeProvenance] = {}
+    for node in post_grad.graph.nodes:
+        seq_nr = node.meta.get("seq_nr")
+        info = node_map.get(node.name)
+        if isinstance(seq_nr, int) and info is not None and info.dynamo_nodes and seq_nr not in index:
+            index[seq_nr] = info
+    return index
+
+
+def build_node_map(post_grad: Any, post_grad_code: str, dynamo_graph: Any,
+                   forward_by_seq_nr: Optional[dict[int, NodeProvenance]] = None) -> dict[str, NodeProvenance]:
+    """NodeProvenance for every call_function node and input of the post-grad graph.
+
+    ``forward_by_seq_nr`` (from :func:`seq_nr_index` on the forward graph) lets a backward
+    graph's nodes fall back to the forward op they differentiate.
+    """
     if post_grad is None:
         return {}
     dynamo_nodes = {n.name: n for n in dynamo_graph.graph.nodes} if dynamo_graph is not None else {}
@@ -88,6 +107,10 @@ def build_node_map(post_grad: Any, post_grad_code: str, dynamo_graph: Any) -> di
     code_lines = _code_lines(post_grad_code)
     result: dict[str, NodeProvenance] = {}
     for node in post_grad.graph.nodes:
+        if node.op == "placeholder":
+            result[node.name] = NodeProvenance(name=node.name, target="input", code="", dynamo_nodes=[],
+                                               source=None, module="", attribution="input")
+            continue
         if node.op != "call_function":
             continue
         source = parse_stack_trace(node.meta.get("stack_trace"))
@@ -96,6 +119,10 @@ def build_node_map(post_grad: Any, post_grad_code: str, dynamo_graph: Any) -> di
         if not roots and source is not None:
             roots = list(by_source.get((source.file, source.line), []))
             attribution = "stack_trace" if roots else "none"
+        forward = (forward_by_seq_nr or {}).get(node.meta.get("seq_nr"))  # type: ignore[arg-type]
+        if not roots and forward is not None:
+            roots, attribution = list(forward.dynamo_nodes), "seq_nr"
+            source = source or forward.source
         if source is None and roots and roots[0] in dynamo_nodes:
             source = parse_stack_trace(dynamo_nodes[roots[0]].meta.get("stack_trace"))
         result[node.name] = NodeProvenance(

@@ -55,6 +55,9 @@ class LineRecorder:
         self._ids: dict[Origin, int] = {}
         self.kernels: dict[str, list[TaggedKernel]] = {}
         self.problems: list[str] = []
+        # Buffers the wrapper names -> FX nodes lowered into them; the graph's input names.
+        self.buffer_origins: dict[str, list[str]] = {}
+        self.graph_inputs: list[str] = []
 
     def mark_for(self, origin: Origin) -> str:
         """The inline mark for ``origin`` (a C/C++ comment, stripped before compilation)."""

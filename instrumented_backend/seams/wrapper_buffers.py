@@ -1,0 +1,64 @@
+"""Seam: the buffers the wrapper code names, read when Inductor loads it (``GraphLowering._compile_to_module_lines``).
+
+Every statement of the wrapper's ``call()`` names the buffers it allocates, writes or frees
+(``buf0 = empty_strided_cpu(...)``, ``extern_kernels.addmm(..., out=buf0)``,
+``buf3 = torch.ops.mkl._mkl_linear.default(...)``, ``del buf0``). Each buffer is an IR node
+whose ``origins`` are the FX nodes lowered into it, recorded by Inductor at lowering time. We read
+``GraphLowering.name_to_buffer`` once the wrapper is final, so the line map can attribute extern
+kernel calls and the wrapper's own lines to FX nodes. (Inductor's own wrapper line map is not
+usable for this: C++ kernel calls are flushed after the next node's context is entered.)
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+from .. import provenance
+from . import SeamMoved, install_once
+
+__all__ = ["install", "check", "buffer_origins"]
+
+
+def buffer_origins(graph: Any) -> dict[str, list[str]]:
+    """``{buffer name: FX node names}`` for every buffer of a GraphLowering (sorted for stability)."""
+    result: dict[str, list[str]] = {}
+    for name, buffer in graph.name_to_buffer.items():
+        origins = getattr(buffer, "origins", None) or ()
+        result[name] = sorted({node.name for node in origins})
+    return result
+
+
+@install_once
+def install() -> None:
+    """Patch GraphLowering._compile_to_module_lines once per process."""
+    from torch._inductor.graph import GraphLowering
+
+    original = GraphLowering._compile_to_module_lines
+
+    def compile_to_module_lines(self: Any, wrapper_code: Any) -> Any:
+        recorder = provenance.active_recorder()
+        if recorder is not None:
+            try:
+                recorder.buffer_origins.update(buffer_origins(self))
+                recorder.graph_inputs.extend(n for n in self.graph_inputs if n not in recorder.graph_inputs)
+            except Exception as exc:  # noqa: BLE001 - provenance must never break a compile
+                recorder.problems.append(f"wrapper_buffers: {exc!r}")
+        return original(self, wrapper_code)
+
+    GraphLowering._compile_to_module_lines = compile_to_module_lines
+
+
+def check() -> None:
+    """Raise SeamMoved unless GraphLowering still loads the wrapper through _compile_to_module_lines."""
+    from torch._inductor.graph import GraphLowering
+
+    method = getattr(GraphLowering, "_compile_to_module_lines", None)
+    if not callable(method):
+        raise SeamMoved("wrapper_buffers: GraphLowering._compile_to_module_lines is gone")
+    if list(inspect.signature(method).parameters)[:2] != ["self", "wrapper_code"]:
+        raise SeamMoved("wrapper_buffers: GraphLowering._compile_to_module_lines(self, wrapper_code) changed")
+    init_source = inspect.getsource(GraphLowering.__init__)
+    for attr in ("self.name_to_buffer", "self.graph_inputs"):
+        if attr not in init_source:
+            raise SeamMoved(f"wrapper_buffers: GraphLowering no longer has {attr.split('.')[1]}")

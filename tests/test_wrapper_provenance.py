@@ -1,0 +1,110 @@
+"""Provenance beyond generated kernels: extern kernels, the wrapper's lines, backward seq_nr, dynamic shapes."""
+
+from __future__ import annotations
+
+import inspect
+
+import pytest
+import torch
+
+import instrumented_backend as ib
+from conftest import compile_and_run
+
+LINEAR = torch.nn.Linear(8, 4)
+
+
+def linear_bmm(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    y = LINEAR(x)
+    z = torch.relu(y) * 2
+    w = torch.bmm(x.view(1, 2, 8), x.view(1, 8, 2))
+    return z, w
+
+
+FIRST = inspect.getsourcelines(linear_bmm)[1]
+
+
+@pytest.fixture(scope="module")
+def extern_capture():
+    with torch.no_grad(), ib.capture() as session:
+        result, (code,) = compile_and_run(linear_bmm, torch.randn(2, 8))
+    with torch.no_grad():
+        ref, (ref_code,) = compile_and_run(linear_bmm, torch.randn(2, 8), backend="inductor")
+    return session[-1], code, ref_code
+
+
+def test_extern_kernels_map_to_their_fx_node_and_source(extern_capture):
+    cap, code, ref_code = extern_capture
+    assert code == ref_code and cap.complete
+    addmm = cap.kernel("extern_kernels.addmm")
+    (line,) = addmm.lines
+    assert line.ir_ops == ["extern_kernels.addmm"] and "addmm" in line.fx_nodes
+    assert line.dynamo_nodes == ["y"] and line.source.code == "y = LINEAR(x)" and line.source.line == FIRST + 1
+    assert cap.output_code.splitlines()[line.number - 1] == line.text
+    (bmm_line,) = cap.kernel("extern_kernels.bmm").lines
+    assert "bmm" in bmm_line.fx_nodes and bmm_line.source.line == FIRST + 3
+    assert bmm_line in cap.lines_for(source=f"test_wrapper_provenance.py:{FIRST + 3}")
+
+
+def test_wrapper_lines_allocations_launches_and_inputs(extern_capture):
+    cap, *_ = extern_capture
+    by_text = {line.text.strip(): line for line in cap.wrapper_lines}
+    (kernel,) = [k for k in cap.kernels if k.kind == "cpp"]
+    (launch,) = [line for line in cap.wrapper_lines if line.number in kernel.call_lines]
+    assert set(launch.fx_nodes) == {"relu", "mul"} and launch.source.line == FIRST + 2
+    (alloc,) = [line for text, line in by_text.items() if text.startswith("buf0 = empty_strided_cpu")]
+    assert "addmm" in alloc.fx_nodes and alloc.dynamo_nodes == ["y"]
+    asserts = [line for text, line in by_text.items() if text.startswith("assert_size_stride(")]
+    assert asserts and all(len(a.fx_nodes) == 1 and a.fx_nodes[0] in cap.nodes for a in asserts)
+    assert all(cap.nodes[a.fx_nodes[0]].attribution == "input" for a in asserts)
+    assert not [text for text in by_text if text.startswith("return") or text.endswith("= args")]
+    explained = cap.explain("y")
+    assert "extern_kernels.addmm" in explained and "(wrapper code)" in explained
+    annotated = cap.annotated_output_code
+    assert "        # Corresponding FX code line: addmm = torch.ops.aten.addmm.default(" in annotated
+
+
+def test_wrapper_lines_survive_dump_and_load(extern_capture, tmp_path):
+    cap, *_ = extern_capture
+    (loaded,) = ib.load(cap.dump(tmp_path / "dump"))
+    assert loaded.wrapper_lines == cap.wrapper_lines and loaded.kernels == cap.kernels
+
+
+def test_backward_nodes_without_provenance_fall_back_to_forward_seq_nr():
+    model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.LayerNorm(8), torch.nn.GELU())
+    with ib.capture() as session:
+        compiled = torch.compile(model, backend="instrumented")
+        compiled(torch.randn(4, 8, requires_grad=True)).sum().backward()
+    forward, backward = session.by_kind("forward")[0], session.by_kind("backward")[0]
+    by_seq_nr = {n.meta.get("seq_nr"): forward.nodes[n.name] for n in forward.post_grad_graph.graph.nodes
+                 if n.op == "call_function" and forward.nodes[n.name].dynamo_nodes}
+    fallbacks = [n for n in backward.post_grad_graph.graph.nodes
+                 if n.op == "call_function" and backward.nodes[n.name].attribution == "seq_nr"]
+    assert fallbacks, "expected gradient-formula nodes attributed through seq_nr"
+    for node in fallbacks:
+        assert backward.nodes[node.name].dynamo_nodes == by_seq_nr[node.meta["seq_nr"]].dynamo_nodes
+    assert all(info.attribution != "none" for info in backward.nodes.values())
+    # every generated backward kernel has attributed lines, and they reach a Dynamo node
+    for kernel in (k for k in backward.kernels if k.kind == "cpp"):
+        assert any(line.dynamo_nodes for line in kernel.lines), kernel.name
+
+
+def scaled_softmax(x: torch.Tensor) -> torch.Tensor:
+    s = torch.softmax(x * 2, dim=-1)
+    return s + 1
+
+
+def test_dynamic_shapes_keep_line_provenance():
+    first = inspect.getsourcelines(scaled_softmax)[1]
+    x = torch.randn(5, 7)
+    with ib.capture() as session:
+        result, _ = compile_and_run(scaled_softmax, x, dynamic=True)
+    cap = session[-1]
+    assert any(i.kind == "symint" for i in cap.inputs), "expected a symbolic-shape graph"
+    torch.testing.assert_close(result, scaled_softmax(x))
+    lines = cap.lines_for(source=f"test_wrapper_provenance.py:{first + 1}")
+    kernel_lines = [line for line in lines if line.kernel != "call"]
+    assert kernel_lines and {"ops.exp", "ops.reduction"} <= {op for line in kernel_lines for op in line.ir_ops}
+    assert cap.lines_for(source=f"test_wrapper_provenance.py:{first + 2}")
+    for kernel in (k for k in cap.kernels if k.kind == "cpp"):
+        statements = [line for line in kernel.lines if line.text.strip().endswith(";")]
+        assert sum(line.tagged for line in statements) >= 0.9 * len(statements), kernel.name
