@@ -19,7 +19,7 @@ from ._torch_support import SUPPORTED_TORCH, UnsupportedTorchError, check_torch_
 
 check_torch_version(_torch.__version__)
 
-from . import report  # noqa: E402
+from . import faults, report  # noqa: E402
 from .backend import instrumented  # noqa: E402
 from .diagnostics import InstrumentationWarning  # noqa: E402
 from .dump import load  # noqa: E402
@@ -27,6 +27,8 @@ from .model import CaptureProblem, CaptureSession, GraphCapture, InputInfo, Kern
 from .registry import capture, captures, clear, last_capture  # noqa: E402
 
 __version__ = "0.1.0"
+
+faults.install_from_environment()  # faults a parent process injected reach its children
 
 __all__ = [
     "instrumented",
@@ -36,6 +38,7 @@ __all__ = [
     "clear",
     "load",
     "report",
+    "faults",
     "GraphCapture",
     "KernelInfo",
     "InputInfo",

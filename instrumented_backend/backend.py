@@ -73,17 +73,21 @@ class CompileJob:
                     f"{problem.part} capture had failed ({problem.error}); recompiled with plain Inductor",
                 )
                 return compile_fx_inner(builder.original_graph, example_inputs, *args, **kwargs)
-            self._publish(builder, None, exc)
-            raise
+            graph = self._publish(builder, None, exc)
+            explained = _explained_compile_error(graph, exc)
+            if explained is None:
+                raise
+            raise explained from None
         self._publish(builder, compiled, None)
         return compiled
 
-    def _publish(self, builder: CaptureBuilder, compiled: Any, error: Optional[BaseException]) -> None:
+    def _publish(self, builder: CaptureBuilder, compiled: Any,
+                 error: Optional[BaseException]) -> Optional[GraphCapture]:
         try:
             graph = builder.build(compiled, error)
         except Exception as exc:  # noqa: BLE001
             warn_once("build", f"could not assemble the capture of graph {builder.compile_id}: {exc!r}")
-            return
+            return None
         for problem in graph.problems:
             warn_once(
                 f"part:{problem.part}",
@@ -93,6 +97,38 @@ class CompileJob:
         record(graph, self.sessions)
         if self.options.dump_dir is not None:
             _dump_quietly(graph, self.options.dump_dir)
+        return graph
+
+
+def _explained_compile_error(graph: Optional[GraphCapture], error: BaseException) -> Optional[BaseException]:
+    """Inductor's error with a C++ compile failure explained through the line map, or None.
+
+    Keeps the type Inductor raised (``InductorError`` around a ``CppCompileError``): the inner
+    error becomes a :class:`KernelCompileError` (a CppCompileError subclass) whose message starts
+    with the explanation, and the original is its ``__cause__``.
+    """
+    if graph is None:
+        return None
+    try:
+        from torch._inductor.exc import InductorError
+
+        from .diagnosis.compile_error import KernelCompileError, explain_compile_error, find_cpp_compile_error
+
+        original = find_cpp_compile_error(error)
+        if original is None:
+            return None
+        report = explain_compile_error(graph, original.output)
+        graph.compile_error_report = report
+        inner = KernelCompileError(original.cmd, original.output, report)
+        inner.__cause__ = original
+        if isinstance(error, InductorError):
+            wrapped = InductorError(inner, None)
+            wrapped.__traceback__ = error.__traceback__
+            return wrapped
+        return inner.with_traceback(error.__traceback__)
+    except Exception as exc:  # noqa: BLE001 - never hide the user's real error behind ours
+        warn_once("compile_error", f"could not explain the compile error ({exc!r})")
+        return None
 
 
 @contextlib.contextmanager

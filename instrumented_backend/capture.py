@@ -94,6 +94,9 @@ class CaptureBuilder:
         elapsed = time.perf_counter() - self._started
         generated = self.guard("output_code", lambda: read_generated_code(compiled)) if compiled is not None else None
         output_code = generated.output_code if generated else ""
+        if error is not None and not output_code:
+            output_code = self.recorder.wrapper_code  # a kernel failed to compile while it loaded
+        lowered = bool(self.ir_pre_fusion or self.recorder.kernels)  # post-grad passes ran
         runnable = generated.runnable_graph if generated else ""
         if not runnable:
             runnable = self.guard(
@@ -101,14 +104,14 @@ class CaptureBuilder:
             ) or ""
         post_grad_code = ""
         post_grad_nodes = None
-        if error is None:
+        if error is None or lowered:
             post_grad_code = self.guard(
                 "post_grad_graph", lambda: self.aot_graph.print_readable(print_output=False)
             ) or ""
             post_grad_nodes = count_nodes(self.aot_graph)
         kernels = self.guard("kernels", lambda: find_kernels(output_code)) or []
         nodes = {}
-        if error is None:
+        if error is None or lowered:
             nodes = self.guard("node_map", lambda: build_node_map(
                 self.aot_graph, post_grad_code, self.job.dynamo_graph,
                 self.job.forward_by_seq_nr if self.kind == "backward" else None)) or {}
@@ -150,7 +153,7 @@ class CaptureBuilder:
             thread_name=threading.current_thread().name,
             torch_version=torch.__version__,
             dynamo_graph=self.job.dynamo_graph,
-            post_grad_graph=self.aot_graph if error is None else None,
+            post_grad_graph=self.aot_graph if error is None or lowered else None,
             compiled=compiled,
         )
 

@@ -171,6 +171,8 @@ class GraphCapture:
     compile_error: str = ""
     thread_name: str = ""
     torch_version: str = ""
+    # Set when a kernel failed to compile (diagnosis.compile_error.CompileErrorReport); in-process.
+    compile_error_report: Any = field(default=None, repr=False, compare=False)
     # Live objects, in-process only: never serialized, None after load().
     dynamo_graph: Any = field(default=None, repr=False, compare=False)
     post_grad_graph: Any = field(default=None, repr=False, compare=False)

@@ -58,6 +58,7 @@ class LineRecorder:
         # Buffers the wrapper names -> FX nodes lowered into them; the graph's input names.
         self.buffer_origins: dict[str, list[str]] = {}
         self.graph_inputs: list[str] = []
+        self.wrapper_code: str = ""  # the output code Inductor went on to load
 
     def mark_for(self, origin: Origin) -> str:
         """The inline mark for ``origin`` (a C/C++ comment, stripped before compilation)."""

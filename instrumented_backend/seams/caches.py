@@ -14,7 +14,7 @@ from typing import Any, Iterator
 
 from . import SeamMoved
 
-__all__ = ["CACHE_BYPASS_PATCHES", "autograd_cache_disabled", "cache_counters", "check"]
+__all__ = ["CACHE_BYPASS_PATCHES", "autograd_cache_disabled", "compile_caches_disabled", "cache_counters", "check"]
 
 CACHE_BYPASS_PATCHES: dict[str, Any] = {
     "fx_graph_cache": False,
@@ -28,6 +28,15 @@ def autograd_cache_disabled() -> Iterator[None]:
     import torch._functorch.config as functorch_config
 
     with functorch_config.patch(enable_autograd_cache=False, enable_remote_autograd_cache=False):
+        yield
+
+
+@contextlib.contextmanager
+def compile_caches_disabled() -> Iterator[None]:
+    """Turn both caches off process-wide for the block (every backend, every thread)."""
+    from torch._inductor import config as inductor_config
+
+    with inductor_config.patch(CACHE_BYPASS_PATCHES), autograd_cache_disabled():
         yield
 
 

@@ -7,6 +7,8 @@ whose ``origins`` are the FX nodes lowered into it, recorded by Inductor at lowe
 ``GraphLowering.name_to_buffer`` once the wrapper is final, so the line map can attribute extern
 kernel calls and the wrapper's own lines to FX nodes. (Inductor's own wrapper line map is not
 usable for this: C++ kernel calls are flushed after the next node's context is entered.)
+The wrapper text is kept too: when a kernel fails to compile while the module loads, it is the
+only output code there is.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ def install() -> None:
         recorder = provenance.active_recorder()
         if recorder is not None:
             try:
+                recorder.wrapper_code = wrapper_code.value  # output_code.py, even if loading it fails
                 recorder.buffer_origins.update(buffer_origins(self))
                 recorder.graph_inputs.extend(n for n in self.graph_inputs if n not in recorder.graph_inputs)
             except Exception as exc:  # noqa: BLE001 - provenance must never break a compile

@@ -1,0 +1,201 @@
+"""Explain a failed C++ kernel compile: the compiler's diagnostic, the failing kernel lines, and for
+each the IR op, FX node and user source line that produced it (plus the definitions of the
+temporaries the failing line uses, where the real culprit often is)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Optional
+
+from ..model import KernelLine
+
+if TYPE_CHECKING:
+    from ..model import GraphCapture
+
+__all__ = ["CompilerMessage", "ExplainedLine", "CompileErrorReport", "KernelCompileError",
+           "parse_compiler_output", "explain_compile_error", "find_cpp_compile_error"]
+
+# gcc/clang: "/path/file.cpp:24:58: error: message", then the quoted line "   24 |   code"
+_MESSAGE = re.compile(r"^(?P<file>[^\s:][^:]*):(?P<line>\d+):(?:(?P<column>\d+):)?\s*"
+                      r"(?P<severity>fatal error|error|warning|note):\s*(?P<text>.*)$")
+_QUOTED = re.compile(r"^\s*(?P<line>\d+)\s*\|\s?(?P<code>.*)$")
+_TEMP = re.compile(r"\btmp(?:_acc)?\d+\b")
+
+
+@dataclass
+class CompilerMessage:
+    """One diagnostic of the C++ compiler."""
+
+    file: str
+    line: int
+    column: Optional[int]
+    severity: str
+    text: str
+    code: str = ""  # the source line the compiler quoted, when it did
+
+    def __str__(self) -> str:
+        column = f":{self.column}" if self.column else ""
+        return f"{Path(self.file).name}:{self.line}{column}: {self.severity}: {self.text}"
+
+
+@dataclass
+class ExplainedLine:
+    """A kernel line involved in the failure: ``role`` is ``error`` or ``definition`` (of ``variable``)."""
+
+    role: str
+    line: KernelLine
+    variable: str = ""
+    node_targets: list[str] = field(default_factory=list)  # e.g. ["aten.maximum.default"]
+
+
+@dataclass
+class CompileErrorReport:
+    """What failed to compile and where it came from; ``render()`` is what the user reads."""
+
+    graph: str
+    kernel: str
+    messages: list[CompilerMessage] = field(default_factory=list)
+    lines: list[ExplainedLine] = field(default_factory=list)
+
+    @property
+    def errors(self) -> list[CompilerMessage]:
+        return [m for m in self.messages if m.severity in ("error", "fatal error")]
+
+    def render(self) -> str:
+        out = [f"C++ compile error in kernel {self.kernel or '?'} (graph {self.graph})"]
+        for message in self.errors:
+            out.append(f"  compiler: {message}")
+        if not self.lines:
+            out.append("  (the failing line could not be matched to a generated kernel line)")
+        for item in self.lines:
+            if item.role == "error":
+                out.append(f"  failing line (output_code.py:{item.line.number}):")
+            else:
+                out.append(f"  where {item.variable} is defined (output_code.py:{item.line.number}):")
+            out.append(f"      {item.line.text.strip()}")
+            out.append(f"      {_chain(item)}")
+        return "\n".join(out)
+
+
+def _chain(item: ExplainedLine) -> str:
+    line = item.line
+    parts = ["<- " + (", ".join(line.ir_ops) or "?")]
+    if line.fx_nodes:
+        targets = item.node_targets or ["?"]
+        parts.append("<- " + ", ".join(f"{t} ({n})" for t, n in zip(targets, line.fx_nodes)))
+    if line.source is not None:
+        parts.append(f"<- {line.source.code or '?'}  [{Path(line.source.file).name}:{line.source.line}]")
+    return " ".join(parts)
+
+
+class _CppCompileErrorBase(RuntimeError):
+    pass
+
+
+def _cpp_compile_error_type() -> type:
+    try:
+        from torch._inductor.exc import CppCompileError
+    except ImportError:  # pragma: no cover
+        return _CppCompileErrorBase
+    return CppCompileError
+
+
+class KernelCompileError(_cpp_compile_error_type()):  # type: ignore[misc]
+    """Inductor's ``CppCompileError``, with the explanation first in its message (``.report``)."""
+
+    def __init__(self, cmd: list[str], output: str, report: CompileErrorReport) -> None:
+        super().__init__(cmd, output)
+        self.report = report
+        self.args = (report.render() + "\n\n" + (self.args[0] if self.args else ""),)
+
+
+def parse_compiler_output(output: str) -> list[CompilerMessage]:
+    """The compiler's diagnostics in ``output``, each with the source line it quoted."""
+    messages: list[CompilerMessage] = []
+    lines = output.splitlines()
+    for index, raw in enumerate(lines):
+        match = _MESSAGE.match(raw.strip())
+        if match is None:
+            continue
+        message = CompilerMessage(
+            file=match.group("file"), line=int(match.group("line")),
+            column=int(match.group("column")) if match.group("column") else None,
+            severity=match.group("severity"), text=match.group("text").strip())
+        if index + 1 < len(lines):
+            quoted = _QUOTED.match(lines[index + 1])
+            if quoted is not None and int(quoted.group("line")) == message.line:
+                message.code = quoted.group("code")
+        if not message.code:
+            message.code = _read_line(message.file, message.line)
+        messages.append(message)
+    return messages
+
+
+def _read_line(path: str, number: int) -> str:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            for current, text in enumerate(handle, start=1):
+                if current == number:
+                    return text.rstrip("\n")
+    except OSError:
+        pass
+    return ""
+
+
+def find_cpp_compile_error(exc: BaseException) -> Optional[Any]:
+    """The CppCompileError inside ``exc`` (itself, InductorError.inner_exception, or its causes)."""
+    error_type = _cpp_compile_error_type()
+    seen = set()
+    current: Optional[BaseException] = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, error_type):
+            return current
+        inner = getattr(current, "inner_exception", None)
+        current = inner if isinstance(inner, BaseException) else (current.__cause__ or current.__context__)
+    return None
+
+
+def _definitions(kernel_lines: list[KernelLine], before: int, names: list[str]) -> list[tuple[str, KernelLine]]:
+    found = []
+    for name in names:
+        pattern = re.compile(rf"^\s*(?:[\w:<>,\s]+?\s+)?{re.escape(name)}\s*=(?!=)")
+        candidates = [line for line in kernel_lines if line.number < before and pattern.match(line.text)]
+        if candidates:
+            found.append((name, candidates[-1]))
+    return found
+
+
+def explain_compile_error(graph: "GraphCapture", output: str) -> CompileErrorReport:
+    """Match the compiler's error lines to ``graph``'s kernel lines and explain each."""
+    messages = parse_compiler_output(output)
+    report = CompileErrorReport(graph=graph.label, kernel="", messages=messages)
+    errors = [m for m in report.errors if m.code.strip()]
+    best: tuple[int, Any] = (0, None)
+    for kernel in graph.kernels:
+        hits = sum(1 for m in errors for line in kernel.lines if line.text.strip() == m.code.strip())
+        if hits > best[0]:
+            best = (hits, kernel)
+    kernel = best[1]
+    if kernel is None:
+        return report
+    report.kernel = kernel.name
+    targets = {name: info.target for name, info in graph.nodes.items()}
+    taken: set[int] = set()
+    for message in errors:
+        for line in kernel.lines:
+            if line.text.strip() != message.code.strip() or line.number in taken:
+                continue
+            taken.add(line.number)
+            report.lines.append(ExplainedLine("error", line, node_targets=[targets.get(n, "?") for n in line.fx_nodes]))
+            names = list(dict.fromkeys(_TEMP.findall(line.text.split("=", 1)[-1])))
+            for name, definition in _definitions(kernel.lines, line.number, names):
+                if definition.number in taken:
+                    continue
+                taken.add(definition.number)
+                report.lines.append(ExplainedLine("definition", definition, variable=name,
+                                                  node_targets=[targets.get(n, "?") for n in definition.fx_nodes]))
+            break
+    return report

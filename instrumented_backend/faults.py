@@ -1,0 +1,231 @@
+"""Fault injection: reproduce Inductor codegen bugs without editing torch.
+
+``bad_lowering(op, template)`` replaces the C++ backend's lowering of one op, in both the scalar
+(``CppOverrides``) and the vectorized (``CppVecOverrides``) code generators, for as long as the
+context (or the decorated function) runs::
+
+    with ib.faults.bad_lowering("neg", "decltype({x})(2 * {x})", vectorized="decltype({x})({x} + {x})"):
+        torch.compile(fn, backend="instrumented")(x)     # neg now doubles
+
+Templates are ``str.format`` patterns over the lowering's parameter names (``{x}`` for neg,
+``{a}``/``{b}`` for maximum) or positions (``{0}``). The two presets are the tutorial's bugs:
+:func:`cast_dropping_neg` (a C++ compile error on uint8) and :func:`doubling_neg` (wrong results).
+
+While a fault is active:
+
+* Inductor's FX-graph and AOTAutograd caches are off (their keys cannot see the patch), so a
+  faulty build is never served from, or written into, the cache;
+* Dynamo is reset on entry and exit, so no function compiled before (or under) the fault keeps
+  running stale code;
+* ``INSTRUMENTED_BACKEND_FAULTS`` holds the active faults as JSON, and importing this package in a
+  child process (the minifier's workers, a repro script) activates them there too.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import difflib
+import json
+import os
+import threading
+from typing import Any, Iterator, Optional
+
+from .seams import cpp_overrides
+from .seams.caches import compile_caches_disabled
+
+__all__ = ["Fault", "bad_lowering", "cast_dropping_neg", "doubling_neg", "active_faults", "patchable_ops",
+           "UnknownOpError", "ENV_VAR", "install_from_environment"]
+
+ENV_VAR = "INSTRUMENTED_BACKEND_FAULTS"
+
+
+class UnknownOpError(ValueError):
+    """The op named in a fault has no C++ lowering to replace."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Fault:
+    """One replaced lowering: op name, scalar and vectorized templates, Inductor config it needs."""
+
+    op: str
+    scalar: str
+    vectorized: Optional[str] = None  # None: the scalar template is used for both
+    config: dict[str, Any] = dataclasses.field(default_factory=dict)
+    name: str = ""
+
+    @property
+    def label(self) -> str:
+        return self.name or f"{self.op} -> {self.scalar!r}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "Fault":
+        return cls(**data)
+
+
+def patchable_ops() -> list[str]:
+    """Every op name :func:`bad_lowering` accepts."""
+    return cpp_overrides.patchable_ops()
+
+
+def _validate(fault: Fault) -> list[str]:
+    cpp_overrides.check()
+    known = patchable_ops()
+    if fault.op not in known:
+        close = difflib.get_close_matches(fault.op, known, n=3)
+        hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+        raise UnknownOpError(
+            f"no C++ lowering named {fault.op!r}{hint} ({len(known)} ops can be patched: "
+            "instrumented_backend.faults.patchable_ops())")
+    names = cpp_overrides.parameter_names(fault.op)
+    for label, template in (("template", fault.scalar), ("vectorized template", fault.vectorized)):
+        if template is None:
+            continue
+        try:
+            template.format(*names, **{n: n for n in names})
+        except (KeyError, IndexError) as exc:
+            raise ValueError(
+                f"{label} {template!r} for {fault.op!r} uses {exc} but the lowering's parameters are "
+                f"{names} (write {{{names[0]}}} or {{0}})") from exc
+    return names
+
+
+def _lowering(template: str, names: list[str]) -> staticmethod:
+    def lowering(*args: Any) -> str:
+        return template.format(*args, **dict(zip(names, args)))
+
+    return staticmethod(lowering)
+
+
+_lock = threading.RLock()
+_active: list[Fault] = []
+
+
+def active_faults() -> list[Fault]:
+    """The faults in effect in this process, innermost last."""
+    with _lock:
+        return list(_active)
+
+
+@contextlib.contextmanager
+def _patched_overrides(fault: Fault, names: list[str]) -> Iterator[None]:
+    saved = []
+    for flavour, template in ((cpp_overrides.SCALAR, fault.scalar),
+                              (cpp_overrides.VECTORIZED, fault.vectorized or fault.scalar)):
+        own = cpp_overrides.defines(flavour, fault.op)
+        saved.append((flavour, own, cpp_overrides.get_override(flavour, fault.op) if own else None))
+        cpp_overrides.set_override(flavour, fault.op, _lowering(template, names))
+    try:
+        yield
+    finally:
+        for flavour, own, original in reversed(saved):
+            if own:
+                cpp_overrides.set_override(flavour, fault.op, original)
+            else:
+                cpp_overrides.remove_override(flavour, fault.op)
+
+
+def _environment_value(faults: list[Fault]) -> str:
+    return json.dumps([f.to_dict() for f in faults])
+
+
+@contextlib.contextmanager
+def _activated(fault: Fault, *, reset_dynamo: bool) -> Iterator[Fault]:
+    import torch
+    import torch._inductor.config as inductor_config
+
+    names = _validate(fault)
+    with _lock:
+        previous_env = os.environ.get(ENV_VAR)
+        if reset_dynamo:
+            torch._dynamo.reset()
+        with contextlib.ExitStack() as stack:
+            stack.enter_context(compile_caches_disabled())
+            if fault.config:
+                stack.enter_context(inductor_config.patch(fault.config))
+            stack.enter_context(_patched_overrides(fault, names))
+            _active.append(fault)
+            os.environ[ENV_VAR] = _environment_value(_active)
+            try:
+                yield fault
+            finally:
+                _active.remove(fault)
+                if previous_env is None:
+                    os.environ.pop(ENV_VAR, None)
+                else:
+                    os.environ[ENV_VAR] = previous_env
+                if reset_dynamo:
+                    torch._dynamo.reset()
+
+
+class bad_lowering(contextlib.ContextDecorator):
+    """Replace the C++ lowering of ``op`` with ``template`` (scalar and vectorized) while active.
+
+    Use as ``with bad_lowering(...):`` or as a decorator. ``vectorized`` gives a separate template
+    for the vectorized code generator (``Vectorized<T>`` operands); ``config`` adds Inductor
+    config patches the bug needs (e.g. ``{"cpp.simdlen": 1}`` to force scalar kernels).
+    Raises :class:`UnknownOpError` for an op with no C++ lowering and ValueError for a template
+    naming a parameter the lowering does not have.
+    """
+
+    def __init__(self, op: str, template: str, *, vectorized: Optional[str] = None,
+                 config: Optional[dict[str, Any]] = None, name: str = "", reset_dynamo: bool = True) -> None:
+        self.fault = Fault(op=op, scalar=template, vectorized=vectorized, config=dict(config or {}), name=name)
+        _validate(self.fault)
+        self.reset_dynamo = reset_dynamo
+        self._contexts: list[Any] = []
+
+    def __enter__(self) -> Fault:
+        context = _activated(self.fault, reset_dynamo=self.reset_dynamo)
+        fault = context.__enter__()
+        self._contexts.append(context)
+        return fault
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self._contexts.pop().__exit__(*exc_info)
+
+    def __repr__(self) -> str:
+        return f"bad_lowering({self.fault.label})"
+
+
+def cast_dropping_neg(**kwargs: Any) -> bad_lowering:
+    """The tutorial's compile-error bug: ``neg`` lowered to ``-{x}``, dropping the cast.
+
+    On uint8 inputs ``-tmp1`` is an ``int``, so ``max_propagate_nan(tmp0, tmp2)`` gets two
+    different types and the C++ compile fails. This only happens in scalar kernels, so the
+    preset switches vectorization off (``cpp.simdlen=1``); a vectorized variant is not faithful.
+    """
+    return bad_lowering("neg", "-{x}", config={"cpp.simdlen": 1}, name="cast-dropping neg", **kwargs)
+
+
+def doubling_neg(**kwargs: Any) -> bad_lowering:
+    """The tutorial's accuracy bug: ``neg`` lowered to ``2 * x``, so float results are wrong."""
+    return bad_lowering("neg", "decltype({x})(2 * {x})", vectorized="decltype({x})({x} + {x})",
+                        name="doubling neg", **kwargs)
+
+
+_environment_stack: Optional[contextlib.ExitStack] = None
+
+
+def install_from_environment() -> list[Fault]:
+    """Activate, for the rest of the process, the faults listed in ``INSTRUMENTED_BACKEND_FAULTS``.
+
+    Called when the package is imported, so child processes inherit a parent's faults. Returns
+    the faults activated (none when the variable is unset or already applied here).
+    """
+    global _environment_stack
+    raw = os.environ.get(ENV_VAR)
+    if not raw or _environment_stack is not None:
+        return []
+    try:
+        faults = [Fault.from_dict(item) for item in json.loads(raw)]
+    except (ValueError, TypeError) as exc:
+        raise ValueError(f"{ENV_VAR} must be a JSON list of faults ({exc}): {raw[:200]!r}") from exc
+    stack = contextlib.ExitStack()
+    for fault in faults:
+        stack.enter_context(_activated(fault, reset_dynamo=False))
+    _environment_stack = stack
+    return faults

@@ -1,0 +1,86 @@
+"""Seam: the C++ backend's per-op lowerings, ``CppOverrides`` (scalar) and ``CppVecOverrides`` (vectorized).
+
+Each ``ops.<name>`` of a LoopBody becomes C++ text through a static method of one of these two
+classes (``CppOverrides.neg(x) -> "decltype(x)(-x)"``, ``CppVecOverrides.neg(x) -> "x.neg()"``);
+the kernel looks the method up on its overrides class at codegen time, so replacing the class
+attribute changes what the next compile generates. Used by :mod:`instrumented_backend.faults`.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any, Callable
+
+from . import SeamMoved
+
+__all__ = ["SCALAR", "VECTORIZED", "overrides_class", "patchable_ops", "get_override", "set_override",
+           "parameter_names", "check"]
+
+SCALAR = "scalar"
+VECTORIZED = "vectorized"
+
+
+def overrides_class(flavour: str) -> type:
+    """CppOverrides for ``"scalar"``, CppVecOverrides for ``"vectorized"``."""
+    from torch._inductor.codegen.cpp import CppOverrides, CppVecOverrides
+
+    if flavour == SCALAR:
+        return CppOverrides
+    if flavour == VECTORIZED:
+        return CppVecOverrides
+    raise ValueError(f"unknown override flavour {flavour!r}; expected 'scalar' or 'vectorized'")
+
+
+def patchable_ops() -> list[str]:
+    """Every op name with a C++ lowering (defined or inherited) on the scalar overrides class."""
+    cls = overrides_class(SCALAR)
+    names = []
+    for name in dir(cls):
+        if name.startswith("_"):
+            continue
+        raw = inspect.getattr_static(cls, name)
+        if isinstance(raw, staticmethod):
+            names.append(name)
+    return sorted(names)
+
+
+def get_override(flavour: str, op: str) -> Any:
+    """The raw class attribute (a staticmethod) lowering ``op`` for ``flavour``."""
+    return inspect.getattr_static(overrides_class(flavour), op)
+
+
+def set_override(flavour: str, op: str, value: Any) -> None:
+    """Install ``value`` (a staticmethod, or the raw attribute saved by get_override) for ``op``."""
+    setattr(overrides_class(flavour), op, value)
+
+
+def remove_override(flavour: str, op: str) -> None:
+    """Delete a class attribute set by set_override (restores inheritance)."""
+    delattr(overrides_class(flavour), op)
+
+
+def defines(flavour: str, op: str) -> bool:
+    """True when ``op`` is set on the flavour's class itself (not inherited)."""
+    return op in vars(overrides_class(flavour))
+
+
+def parameter_names(op: str) -> list[str]:
+    """Names of the scalar lowering's parameters (``["x"]`` for neg, ``["a", "b"]`` for maximum)."""
+    function: Callable[..., Any] = get_override(SCALAR, op).__func__
+    return [p.name for p in inspect.signature(function).parameters.values()
+            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+
+
+def check() -> None:
+    """Raise SeamMoved unless both override classes exist and lower neg through a static method."""
+    try:
+        from torch._inductor.codegen.cpp import CppOverrides, CppVecOverrides
+    except ImportError as exc:  # pragma: no cover
+        raise SeamMoved(f"cpp_overrides: CppOverrides/CppVecOverrides are gone: {exc}") from exc
+    if not issubclass(CppVecOverrides, CppOverrides):
+        raise SeamMoved("cpp_overrides: CppVecOverrides no longer derives from CppOverrides")
+    for cls in (CppOverrides, CppVecOverrides):
+        if not isinstance(vars(cls).get("neg"), staticmethod):
+            raise SeamMoved(f"cpp_overrides: {cls.__name__}.neg is no longer a static method")
+    if parameter_names("neg") != ["x"]:
+        raise SeamMoved("cpp_overrides: CppOverrides.neg(x) changed its signature")
