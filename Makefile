@@ -20,6 +20,8 @@ install: $(STAMP)
 
 demo: $(STAMP)
 	$(PY) examples/tutorial_capture.py
+	$(PY) examples/neg_compile_error.py
+	$(PY) examples/neg_accuracy.py
 
 test: $(STAMP)
 	$(PY) -m pytest

@@ -21,6 +21,8 @@ check_torch_version(_torch.__version__)
 
 from . import faults, report  # noqa: E402
 from .backend import instrumented  # noqa: E402
+from .diagnosis import (AccuracyError, KernelCompileError, check_accuracy, find_failing_layer,  # noqa: E402
+                        find_first_divergence)
 from .diagnostics import InstrumentationWarning  # noqa: E402
 from .dump import load  # noqa: E402
 from .model import CaptureProblem, CaptureSession, GraphCapture, InputInfo, KernelInfo  # noqa: E402
@@ -39,6 +41,11 @@ __all__ = [
     "load",
     "report",
     "faults",
+    "check_accuracy",
+    "find_failing_layer",
+    "find_first_divergence",
+    "AccuracyError",
+    "KernelCompileError",
     "GraphCapture",
     "KernelInfo",
     "InputInfo",

@@ -173,4 +173,43 @@ def instrumented(
         return compile_fx(gm, example_inputs, config_patches=settings.inductor_patches)
     patches = {**settings.inductor_patches, **CACHE_BYPASS_PATCHES}
     with autograd_cache_disabled():
-        return compile_fx(gm, example_inputs, inner_compile=job.inner_compile, config_patches=patches)
+        compiled = compile_fx(gm, example_inputs, inner_compile=job.inner_compile, config_patches=patches)
+    if settings.check_accuracy:
+        return _accuracy_checked(compiled, job, raise_on_failure=settings.check_accuracy in (True, "raise"))
+    return compiled
+
+
+def _accuracy_checked(compiled: Callable[..., Any], job: CompileJob, *, raise_on_failure: bool) -> Callable[..., Any]:
+    """``compiled``, judged against the Dynamo graph run eagerly on its first call."""
+    from .diagnosis.accuracy import AccuracyError, check_graph_call, clone_inputs
+    from .registry import captures as all_captures
+
+    checked = False
+
+    def run(*args: Any) -> Any:
+        nonlocal checked
+        if checked:
+            return compiled(*args)
+        checked = True
+        try:
+            saved = clone_inputs(args)
+        except Exception as exc:  # noqa: BLE001
+            warn_once("accuracy", f"could not copy the inputs for the accuracy check ({exc!r}); not checked")
+            return compiled(*args)
+        result = compiled(*args)
+        try:
+            report = check_graph_call(job.dynamo_graph, saved, result)
+        except Exception as exc:  # noqa: BLE001
+            warn_once("accuracy", f"the accuracy check failed to run ({exc!r}); not checked")
+            return result
+        for graph in all_captures():
+            if graph.compile_id == job.compile_id:
+                graph.accuracy = report
+        if report.passed is False:
+            error = AccuracyError(report, where=f"graph {job.compile_id}")
+            if raise_on_failure:
+                raise error
+            warn_once(f"accuracy:{job.compile_id}", str(error))
+        return result
+
+    return run

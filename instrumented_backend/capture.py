@@ -143,6 +143,7 @@ class CaptureBuilder:
             output_code=output_code,
             kernels=kernels,
             wrapper_lines=wrapper_lines or [],
+            buffers=dict(self.recorder.buffer_nodes),
             nodes=nodes,
             inputs=self.inputs,
             node_counts=node_counts,

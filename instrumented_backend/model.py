@@ -162,6 +162,8 @@ class GraphCapture:
     output_code: str
     kernels: list[KernelInfo] = field(default_factory=list)
     wrapper_lines: list[KernelLine] = field(default_factory=list)
+    # The wrapper's buffers: name -> the post-grad FX node whose value it holds (``buf0 -> maximum``).
+    buffers: dict[str, str] = field(default_factory=dict)
     nodes: dict[str, NodeProvenance] = field(default_factory=dict)
     inputs: list[InputInfo] = field(default_factory=list)
     node_counts: dict[str, int] = field(default_factory=dict)
@@ -173,6 +175,8 @@ class GraphCapture:
     torch_version: str = ""
     # Set when a kernel failed to compile (diagnosis.compile_error.CompileErrorReport); in-process.
     compile_error_report: Any = field(default=None, repr=False, compare=False)
+    # Set by options={"check_accuracy": ...} on the first call (diagnosis.accuracy.AccuracyReport).
+    accuracy: Any = field(default=None, repr=False, compare=False)
     # Live objects, in-process only: never serialized, None after load().
     dynamo_graph: Any = field(default=None, repr=False, compare=False)
     post_grad_graph: Any = field(default=None, repr=False, compare=False)

@@ -6,6 +6,12 @@ backend takes (validated and applied by Inductor's own code) and these keys of o
 ``dump_dir``
     write every captured graph under this folder as it is compiled. The environment variable
     ``INSTRUMENTED_BACKEND_DUMP_DIR`` sets it for scripts you cannot edit.
+
+``check_accuracy``
+    ``True``: on the first call of each compiled graph, compare its outputs with the graph run
+    eagerly (fp64 as referee; see :mod:`instrumented_backend.diagnosis.accuracy`) and raise
+    ``AccuracyError`` when they disagree; ``"warn"``: warn instead. The report is kept on the
+    graph's captures (``cap.accuracy``). Random graphs are reported as not checked.
 """
 
 from __future__ import annotations
@@ -20,7 +26,7 @@ from .seams.inductor_options import inductor_config_keys, inductor_config_patche
 __all__ = ["BackendOptions", "OUR_OPTIONS", "DUMP_DIR_ENV", "parse_options"]
 
 DUMP_DIR_ENV = "INSTRUMENTED_BACKEND_DUMP_DIR"
-OUR_OPTIONS = ("dump_dir",)
+OUR_OPTIONS = ("dump_dir", "check_accuracy")
 
 
 @dataclass(frozen=True)
@@ -29,6 +35,7 @@ class BackendOptions:
 
     inductor_patches: dict[str, Any] = field(default_factory=dict)
     dump_dir: Optional[Path] = None
+    check_accuracy: "bool | str" = False
 
 
 def parse_options(mode: Optional[str] = None, options: Optional[Mapping[str, Any]] = None) -> BackendOptions:
@@ -49,4 +56,8 @@ def parse_options(mode: Optional[str] = None, options: Optional[Mapping[str, Any
     dump_dir = ours.get("dump_dir", os.environ.get(DUMP_DIR_ENV) or None)
     if dump_dir is not None and not isinstance(dump_dir, (str, os.PathLike)):
         raise ValueError(f"instrumented backend: dump_dir must be a path, got {type(dump_dir).__name__}")
-    return BackendOptions(inductor_patches=patches, dump_dir=Path(dump_dir) if dump_dir else None)
+    check = ours.get("check_accuracy", False)
+    if check not in (True, False, "warn", "raise"):
+        raise ValueError(f"instrumented backend: check_accuracy must be True, False or 'warn', got {check!r}")
+    return BackendOptions(inductor_patches=patches, dump_dir=Path(dump_dir) if dump_dir else None,
+                          check_accuracy=check)

@@ -57,6 +57,7 @@ class LineRecorder:
         self.problems: list[str] = []
         # Buffers the wrapper names -> FX nodes lowered into them; the graph's input names.
         self.buffer_origins: dict[str, list[str]] = {}
+        self.buffer_nodes: dict[str, str] = {}  # buffer -> the FX node it is the value of
         self.graph_inputs: list[str] = []
         self.wrapper_code: str = ""  # the output code Inductor went on to load
 

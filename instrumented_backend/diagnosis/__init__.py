@@ -1,7 +1,21 @@
-"""Diagnosis: explain compile errors, check accuracy, find the failing layer and the first diverging kernel."""
+"""Diagnosis: explain compile errors, check accuracy, find the failing layer and the first diverging kernel.
+
+* :func:`check_accuracy` - compiled vs eager, fp64 as referee (``options={"check_accuracy": True}``
+  does it inside the backend);
+* :func:`find_failing_layer` - eager / aot_eager / aot_eager_decomp_partition / inductor /
+  instrumented, the first that errors or is inaccurate;
+* :func:`find_first_divergence` - the first buffer whose value differs from eager, its kernel,
+  the culprit FX node and its kernel lines;
+* :class:`KernelCompileError` - what a failed C++ compile raises under the instrumented backend.
+"""
 
 from __future__ import annotations
 
+from .accuracy import AccuracyError, AccuracyReport, OutputComparison, check_accuracy
 from .compile_error import CompileErrorReport, KernelCompileError, explain_compile_error
+from .divergence import DivergenceReport, find_first_divergence
+from .layers import LAYERS, LayerReport, LayerResult, find_failing_layer
 
-__all__ = ["CompileErrorReport", "KernelCompileError", "explain_compile_error"]
+__all__ = ["AccuracyError", "AccuracyReport", "OutputComparison", "check_accuracy", "CompileErrorReport",
+           "KernelCompileError", "explain_compile_error", "DivergenceReport", "find_first_divergence",
+           "LAYERS", "LayerReport", "LayerResult", "find_failing_layer"]

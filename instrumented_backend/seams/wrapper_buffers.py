@@ -19,7 +19,7 @@ from typing import Any
 from .. import provenance
 from . import SeamMoved, install_once
 
-__all__ = ["install", "check", "buffer_origins"]
+__all__ = ["install", "check", "buffer_origins", "buffer_nodes"]
 
 
 def buffer_origins(graph: Any) -> dict[str, list[str]]:
@@ -28,6 +28,16 @@ def buffer_origins(graph: Any) -> dict[str, list[str]]:
     for name, buffer in graph.name_to_buffer.items():
         origins = getattr(buffer, "origins", None) or ()
         result[name] = sorted({node.name for node in origins})
+    return result
+
+
+def buffer_nodes(graph: Any) -> dict[str, str]:
+    """``{buffer name: the FX node that created it}`` (``origin_node``; fused inputs are origins only)."""
+    result: dict[str, str] = {}
+    for name, buffer in graph.name_to_buffer.items():
+        node = getattr(buffer, "origin_node", None)
+        if node is not None:
+            result[name] = node.name
     return result
 
 
@@ -44,6 +54,7 @@ def install() -> None:
             try:
                 recorder.wrapper_code = wrapper_code.value  # output_code.py, even if loading it fails
                 recorder.buffer_origins.update(buffer_origins(self))
+                recorder.buffer_nodes.update(buffer_nodes(self))
                 recorder.graph_inputs.extend(n for n in self.graph_inputs if n not in recorder.graph_inputs)
             except Exception as exc:  # noqa: BLE001 - provenance must never break a compile
                 recorder.problems.append(f"wrapper_buffers: {exc!r}")

@@ -1,0 +1,253 @@
+"""Accuracy of compiled code against eager, judged against an fp64 reference.
+
+The rule is the one PyTorch's ``torch._dynamo.utils.same`` applies to floating outputs: an
+output passes when it is ``allclose`` to eager at the dtype's tolerance, or when its RMSE against
+the fp64 reference is at most ``multiplier`` times eager's own RMSE against it (plus tol/10):
+compiled code may be as wrong as eager is, but not much more. Integer and bool outputs must be
+equal. Eager runs twice first: a function whose two eager runs disagree is reported as
+nondeterministic, never as a compiler bug.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional, Sequence
+
+import torch
+import torch.utils._pytree as pytree
+
+__all__ = ["OutputComparison", "AccuracyReport", "AccuracyError", "compare_outputs", "check_accuracy",
+           "default_tolerance", "clone_inputs", "to_fp64", "check_graph_call"]
+
+RMSE_MULTIPLIER = 2.0
+
+
+def default_tolerance(dtype: torch.dtype) -> float:
+    """Absolute and relative tolerance used for ``allclose`` on one floating dtype."""
+    if dtype in (torch.float16, torch.bfloat16):
+        return 1e-2
+    if dtype == torch.float64:
+        return 1e-7
+    return 1e-4
+
+
+@dataclass
+class OutputComparison:
+    """One output (``path`` in the output pytree) of compiled vs eager vs fp64."""
+
+    path: str
+    dtype: str
+    shape: list[int]
+    passed: bool
+    max_abs_error: float = 0.0
+    max_rel_error: float = 0.0
+    rmse_compiled: Optional[float] = None  # against fp64
+    rmse_eager: Optional[float] = None  # against fp64
+    first_bad_index: Optional[list[int]] = None
+    compiled_value: Optional[float] = None  # at first_bad_index
+    eager_value: Optional[float] = None
+    mismatched: int = 0
+    note: str = ""
+
+
+@dataclass
+class AccuracyReport:
+    """The verdict over every output; ``passed`` is None when eager itself is nondeterministic."""
+
+    passed: Optional[bool]
+    outputs: list[OutputComparison] = field(default_factory=list)
+    nondeterministic: bool = False
+    backend: str = ""
+    error: str = ""  # when the compiled function raised instead of returning
+
+    @property
+    def failing(self) -> list[OutputComparison]:
+        return [o for o in self.outputs if not o.passed]
+
+    def render(self) -> str:
+        from tabulate import tabulate
+
+        if self.error:
+            return f"accuracy: compiled function raised: {self.error}"
+        if self.nondeterministic:
+            head = "accuracy: NOT CHECKED - two eager runs disagree (nondeterministic function, not a compiler bug)"
+        else:
+            head = f"accuracy ({self.backend or 'compiled'} vs eager, fp64 reference): " + (
+                "PASS" if self.passed else f"FAIL ({len(self.failing)} of {len(self.outputs)} outputs)")
+        rows = [[o.path, o.dtype, "x".join(map(str, o.shape)) or "scalar", "ok" if o.passed else "FAIL",
+                 f"{o.max_abs_error:.3g}", f"{o.max_rel_error:.3g}",
+                 "-" if o.rmse_compiled is None else f"{o.rmse_compiled:.3g}",
+                 "-" if o.rmse_eager is None else f"{o.rmse_eager:.3g}",
+                 "-" if o.first_bad_index is None else
+                 f"{o.first_bad_index}: {o.compiled_value:.6g} vs {o.eager_value:.6g}",
+                 o.mismatched] for o in self.outputs]
+        table = tabulate(rows, headers=["output", "dtype", "shape", "", "max abs err", "max rel err",
+                                        "RMSE compiled", "RMSE eager", "first difference (compiled vs eager)",
+                                        "# differing"])
+        return head + "\n" + table
+
+    def __str__(self) -> str:
+        return self.render()
+
+
+class AccuracyError(AssertionError):
+    """Compiled results disagree with eager beyond what eager's own error explains (``.report``)."""
+
+    def __init__(self, report: AccuracyReport, where: str = "") -> None:
+        self.report = report
+        super().__init__((f"{where}: " if where else "") + report.render())
+
+
+def clone_inputs(values: Sequence[Any]) -> list[Any]:
+    """Deep copies of tensors (strides and requires_grad kept); other values as they are."""
+    def clone(value: Any) -> Any:
+        if isinstance(value, torch.Tensor):
+            copied = value.detach().clone(memory_format=torch.preserve_format)
+            return copied.requires_grad_(value.requires_grad)
+        return value
+
+    return [pytree.tree_map(clone, v) for v in values]
+
+
+def to_fp64(value: Any) -> Any:
+    """Floating tensors (and modules' floating parameters) converted to float64."""
+    if isinstance(value, torch.nn.Module):
+        return copy.deepcopy(value).double()
+    if isinstance(value, torch.Tensor) and value.is_floating_point():
+        return value.detach().double().requires_grad_(value.requires_grad)
+    return value
+
+
+def _rmse(reference: torch.Tensor, value: torch.Tensor) -> float:
+    return math.sqrt(torch.mean(torch.square(reference.double() - value.double())).item()) if reference.numel() else 0.0
+
+
+def _compare_tensor(path: str, compiled: torch.Tensor, eager: torch.Tensor, fp64: Optional[torch.Tensor],
+                    tol: Optional[float]) -> OutputComparison:
+    result = OutputComparison(path=path, dtype=str(eager.dtype).replace("torch.", ""),
+                              shape=list(eager.shape), passed=True)
+    if compiled.shape != eager.shape or compiled.dtype != eager.dtype:
+        result.passed = False
+        result.note = f"compiled gave {compiled.dtype} {list(compiled.shape)}"
+        return result
+    compiled, eager = compiled.detach().cpu(), eager.detach().cpu()
+    if not eager.is_floating_point() and not eager.is_complex():
+        bad = compiled != eager
+        difference = (compiled.long() - eager.long()).abs() if eager.dtype != torch.bool else bad.long()
+        result.max_abs_error = float(difference.max().item()) if difference.numel() else 0.0
+        result.passed = not bool(bad.any())
+    else:
+        atol = rtol = tol if tol is not None else default_tolerance(eager.dtype)
+        difference = (compiled.double() - eager.double()).abs()
+        finite = torch.isfinite(difference)
+        result.max_abs_error = float(difference[finite].max().item()) if finite.any() else 0.0
+        relative = difference / eager.double().abs().clamp_min(1e-12)
+        result.max_rel_error = float(relative[finite].max().item()) if finite.any() else 0.0
+        bad = ~torch.isclose(compiled, eager, atol=atol, rtol=rtol, equal_nan=True)
+        if bad.any() and fp64 is not None:
+            result.rmse_compiled = _rmse(fp64, compiled)
+            result.rmse_eager = _rmse(fp64, eager)
+            result.passed = result.rmse_compiled <= RMSE_MULTIPLIER * result.rmse_eager + atol / 10.0
+        else:
+            result.passed = not bool(bad.any())
+    result.mismatched = int(bad.sum().item())
+    if bad.any():
+        first = [int(i) for i in torch.nonzero(bad)[0].tolist()] if bad.dim() else []
+        result.first_bad_index = first
+        result.compiled_value = float(compiled[tuple(first)].item())
+        result.eager_value = float(eager[tuple(first)].item())
+    return result
+
+
+def _leaves(value: Any) -> list[tuple[str, Any]]:
+    leaves, _ = pytree.tree_flatten_with_path(value)
+    return [(pytree.keystr(path) or "output", leaf) for path, leaf in leaves]
+
+
+def compare_outputs(compiled: Any, eager: Any, fp64: Any = None, *, tol: Optional[float] = None,
+                    backend: str = "") -> AccuracyReport:
+    """Compare two output pytrees leaf by leaf (fp64 reference optional); non-tensors must be equal."""
+    compiled_leaves, eager_leaves = _leaves(compiled), _leaves(eager)
+    fp64_leaves = _leaves(fp64) if fp64 is not None else [(p, None) for p, _ in eager_leaves]
+    if [p for p, _ in compiled_leaves] != [p for p, _ in eager_leaves]:
+        return AccuracyReport(passed=False, backend=backend, outputs=[OutputComparison(
+            path="output", dtype="?", shape=[], passed=False,
+            note=f"structure differs: {len(compiled_leaves)} compiled vs {len(eager_leaves)} eager outputs")])
+    outputs = []
+    for (path, c), (_, e), (_, r) in zip(compiled_leaves, eager_leaves, fp64_leaves):
+        if isinstance(e, torch.Tensor) and isinstance(c, torch.Tensor):
+            outputs.append(_compare_tensor(path, c, e, r if isinstance(r, torch.Tensor) else None, tol))
+        else:
+            outputs.append(OutputComparison(path=path, dtype=type(e).__name__, shape=[], passed=c == e,
+                                            note="" if c == e else f"{c!r} vs {e!r}"))
+    return AccuracyReport(passed=all(o.passed for o in outputs), outputs=outputs, backend=backend)
+
+
+def _run(fn: Callable[..., Any], inputs: Sequence[Any], seed: int) -> Any:
+    torch.manual_seed(seed)
+    with torch.no_grad():
+        return fn(*clone_inputs(inputs))
+
+
+def eager_is_nondeterministic(fn: Callable[..., Any], inputs: Sequence[Any], seed: int = 0,
+                              tol: Optional[float] = None) -> tuple[Any, bool]:
+    """Run eager twice with the same seed; return (first result, whether the two disagree)."""
+    first = _run(fn, inputs, seed)
+    second = _run(fn, inputs, seed)
+    return first, not compare_outputs(second, first, tol=tol).passed
+
+
+def check_accuracy(fn: Callable[..., Any], *inputs: Any, backend: str = "instrumented",
+                   options: Optional[dict[str, Any]] = None, tol: Optional[float] = None,
+                   seed: int = 0) -> AccuracyReport:
+    """Compile ``fn`` with ``backend`` and compare its outputs with eager's, fp64 as the referee.
+
+    Random ops: the compile uses ``fallback_random`` (eager's RNG) unless ``options`` says
+    otherwise, and every run starts from ``seed``. Returns an :class:`AccuracyReport`; an
+    exception in the compiled function is reported in ``error`` (compile errors included).
+    """
+    if not callable(fn):
+        raise TypeError(f"check_accuracy needs a callable, got {type(fn).__name__}")
+    eager, nondeterministic = eager_is_nondeterministic(fn, inputs, seed, tol)
+    if nondeterministic:
+        return AccuracyReport(passed=None, nondeterministic=True, backend=backend,
+                              outputs=compare_outputs(eager, eager, tol=tol).outputs)
+    fp64_fn = to_fp64(fn)
+    try:
+        fp64 = _run(fp64_fn, [to_fp64(v) for v in inputs], seed)
+    except Exception:  # noqa: BLE001 - some ops have no fp64 kernel; compare without the referee
+        fp64 = None
+    compile_options = {"fallback_random": True, **(options or {})}
+    torch._dynamo.reset()
+    compiled_fn = torch.compile(fn, backend=backend, options=compile_options)
+    try:
+        compiled = _run(compiled_fn, inputs, seed)
+    except Exception as exc:  # noqa: BLE001 - reported, not raised
+        return AccuracyReport(passed=False, backend=backend, error=f"{type(exc).__name__}: {exc}".split("\n")[0])
+    return compare_outputs(compiled, eager, fp64, tol=tol, backend=backend)
+
+
+def check_graph_call(graph: torch.fx.GraphModule, args: Sequence[Any], compiled_result: Any, *,
+                     tol: Optional[float] = None, backend: str = "instrumented") -> AccuracyReport:
+    """Judge one call of a compiled Dynamo graph: ``compiled_result`` against ``graph`` run eagerly.
+
+    ``args`` are copies taken before the compiled call. Eager runs twice under two different
+    seeds: if they disagree the graph is random or nondeterministic and is not judged. The
+    caller's RNG state is restored afterwards, so checking never changes the program's results.
+    """
+    state = torch.get_rng_state()
+    try:
+        first = _run(graph, args, seed=0)
+        second = _run(graph, args, seed=1)
+        if not compare_outputs(second, first, tol=tol).passed:
+            return AccuracyReport(passed=None, nondeterministic=True, backend=backend,
+                                  outputs=compare_outputs(first, first, tol=tol).outputs)
+        try:
+            fp64 = _run(to_fp64(graph), [to_fp64(v) for v in args], seed=0)
+        except Exception:  # noqa: BLE001
+            fp64 = None
+        return compare_outputs(compiled_result, first, fp64, tol=tol, backend=backend)
+    finally:
+        torch.set_rng_state(state)

@@ -1,0 +1,308 @@
+"""The first diverging kernel: compare every buffer the compiled code writes with eager's value.
+
+1. Compile with the instrumented backend and keep each compiled graph's call arguments.
+2. Make a copy of the graph's output code with ``run_intermediate_hooks('<fx node>', bufN)``
+   after every statement that writes a buffer (kernel launches, extern calls), load it, and run
+   it on the same arguments, collecting every buffer. (Inductor's own
+   ``generate_intermediate_hooks`` only hooks extern and Triton kernels, not C++ kernels.)
+3. Run the post-grad graph eagerly with an FX interpreter, keeping every node's value, and walk
+   the buffers in execution order: the first whose value differs from its FX node's eager value
+   is the first diverging buffer, and the kernel that wrote it the first diverging kernel.
+4. A fused kernel computes several FX nodes; to say which one is wrong, each of the kernel's nodes
+   that feed the diverging buffer is compiled alone with Inductor, on eager inputs, and
+   compared: the first that diverges is the culprit, and its kernel lines are the answer.
+"""
+
+from __future__ import annotations
+
+import operator
+import os
+import re
+import tempfile
+import types
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional
+
+import torch
+import torch.fx
+
+from ..model import GraphCapture, KernelLine
+from .accuracy import _run, clone_inputs, compare_outputs
+
+__all__ = ["BufferCheck", "DivergenceReport", "find_first_divergence", "hooked_output_code", "collect_buffers"]
+
+_PLUMBING_OPS = {"ops.load", "ops.store", "ops.index_expr", "ops.constant", "ops.indirect_indexing"}
+
+
+@dataclass
+class BufferCheck:
+    """One compared buffer: the post-grad node it is named after and its eager counterpart."""
+
+    node: str
+    dynamo_node: str
+    passed: bool
+    max_abs_error: float = 0.0
+    first_bad_index: Optional[list[int]] = None
+
+
+@dataclass
+class DivergenceReport:
+    """Where compiled and eager first disagree, down to kernel lines and source."""
+
+    graph: str = ""
+    checked: list[BufferCheck] = field(default_factory=list)
+    diverging_node: Optional[str] = None  # the buffer's post-grad node
+    kernel: Optional[str] = None
+    culprit: Optional[str] = None  # the FX node whose code is wrong (after narrowing)
+    culprit_target: str = ""
+    narrowed: list[tuple[str, bool]] = field(default_factory=list)  # (node, diverges alone)
+    lines: list[KernelLine] = field(default_factory=list)  # the culprit's lines in the kernel
+    note: str = ""
+
+    @property
+    def found(self) -> bool:
+        return self.diverging_node is not None
+
+    @property
+    def key_lines(self) -> list[KernelLine]:
+        """The culprit's compute lines (loads and stores left out)."""
+        return [line for line in self.lines if not set(line.ir_ops) <= _PLUMBING_OPS] or self.lines
+
+    def render(self) -> str:
+        if not self.found:
+            return f"no diverging buffer: all {len(self.checked)} compared buffers match eager" + (
+                f" ({self.note})" if self.note else "")
+        first = next(c for c in self.checked if not c.passed)
+        out = [f"first diverging buffer: {self.diverging_node} (Dynamo node {first.dynamo_node}) in graph {self.graph}, "
+               f"max abs err {first.max_abs_error:.3g} at {first.first_bad_index}; "
+               f"{sum(c.passed for c in self.checked)} buffer(s) before it match eager"]
+        if self.kernel:
+            out.append(f"  written by kernel {self.kernel}")
+        for node, diverges in self.narrowed:
+            out.append(f"  {node} compiled alone: {'DIVERGES' if diverges else 'matches eager'}")
+        if self.culprit:
+            out.append(f"  culprit: {self.culprit} ({self.culprit_target})")
+        for line in self.key_lines:
+            source = f"{line.source.code}  [{line.source.file.rsplit('/', 1)[-1]}:{line.source.line}]" if line.source else "?"
+            out.append(f"    {line.text.strip()}    <- {', '.join(line.ir_ops) or '?'} <- {source}")
+        if self.note:
+            out.append(f"  note: {self.note}")
+        return "\n".join(out)
+
+    def __str__(self) -> str:
+        return self.render()
+
+
+class _Recorder(torch.fx.Interpreter):
+    """Runs a graph and keeps every node's value."""
+
+    def __init__(self, module: torch.fx.GraphModule) -> None:
+        super().__init__(module)
+        self.values: dict[str, Any] = {}
+
+    def run_node(self, n: torch.fx.Node) -> Any:
+        value = super().run_node(n)
+        self.values[n.name] = value
+        return value
+
+
+def _eager_values(graph: torch.fx.GraphModule, args: list[Any], seed: int) -> dict[str, Any]:
+    recorder = _Recorder(graph)
+    _run(recorder.run, args, seed)
+    return recorder.values
+
+
+def _single_op_module(node: torch.fx.Node) -> tuple[torch.fx.GraphModule, list[torch.fx.Node]]:
+    """A graph computing ``node`` alone from its tensor inputs (other arguments kept constant)."""
+    graph = torch.fx.Graph()
+    inputs: list[torch.fx.Node] = []
+    mapping: dict[torch.fx.Node, torch.fx.Node] = {}
+
+    def arg(value: torch.fx.Node) -> torch.fx.Node:
+        if value not in mapping:
+            mapping[value] = graph.placeholder(f"in_{len(inputs)}")
+            inputs.append(value)
+        return mapping[value]
+
+    new_args = torch.fx.map_arg(node.args, arg)
+    new_kwargs = torch.fx.map_arg(node.kwargs, arg)
+    out = graph.call_function(node.target, new_args, new_kwargs)
+    graph.output(out)
+    return torch.fx.GraphModule(torch.nn.Module(), graph), inputs
+
+
+def _narrow(graph: GraphCapture, diverging: str, kernel_nodes: list[str], values: dict[str, Any], seed: int,
+            tol: Optional[float], options: dict[str, Any]) -> tuple[Optional[str], list[tuple[str, bool]], str]:
+    post_grad = graph.post_grad_graph
+    nodes = {n.name: n for n in post_grad.graph.nodes}
+    target = nodes[diverging]
+    ancestors = _ancestors(target) | {target}
+    candidates = [n for n in post_grad.graph.nodes if n.name in kernel_nodes and n in ancestors
+                  and n.op == "call_function" and n.target is not operator.getitem]
+    tried: list[tuple[str, bool]] = []
+    for node in candidates:
+        module, inputs = _single_op_module(node)
+        torch._dynamo.reset()
+        try:
+            compiled = torch.compile(module, backend="inductor", options=options)
+            result = _run(compiled, [values[i.name] for i in inputs], seed)
+        except Exception:  # noqa: BLE001 - compiling alone failed: it is at fault on its own
+            tried.append((node.name, True))
+            return node.name, tried, ""
+        diverges = not compare_outputs(result, values[node.name], tol=tol).passed
+        tried.append((node.name, diverges))
+        if diverges:
+            return node.name, tried, ""
+    return None, tried, "no node of the kernel diverges alone (a fusion or scheduling bug?)"
+
+
+def _ancestors(node: torch.fx.Node) -> set[torch.fx.Node]:
+    seen: set[torch.fx.Node] = set()
+    stack = list(node.all_input_nodes)
+    while stack:
+        current = stack.pop()
+        if current not in seen:
+            seen.add(current)
+            stack.extend(current.all_input_nodes)
+    return seen
+
+
+_BUFFER = re.compile(r"\bbuf\d+\b")
+
+
+def _launches(graph: GraphCapture) -> dict[int, str]:
+    """{output-code line: kernel name} for every kernel launch and extern call in ``call()``."""
+    launches = {n: k.name for k in graph.kernels for n in k.call_lines}
+    launches.update({k.start_line: k.name for k in graph.kernels if k.kind == "extern"})
+    return launches
+
+
+def _written_buffers(graph: GraphCapture, text: str) -> list[str]:
+    return [b for b in dict.fromkeys(_BUFFER.findall(text)) if b in graph.buffers]
+
+
+def buffer_writers(graph: GraphCapture) -> dict[str, str]:
+    """{FX node: the kernel whose launch first passes its buffer} (the kernel that computes it)."""
+    lines = graph.output_code.splitlines()
+    writers: dict[str, str] = {}
+    for number, kernel in sorted(_launches(graph).items()):
+        for buffer in _written_buffers(graph, lines[number - 1]):
+            writers.setdefault(graph.buffers[buffer], kernel)
+    return writers
+
+
+def hooked_output_code(graph: GraphCapture) -> str:
+    """``graph.output_code`` with a ``run_intermediate_hooks`` call after each buffer-writing statement."""
+    lines = graph.output_code.splitlines()
+    insert: dict[int, list[str]] = {}
+    for number in sorted(_launches(graph)):
+        text = lines[number - 1]
+        indent = text[: len(text) - len(text.lstrip())]
+        insert[number] = [f"{indent}run_intermediate_hooks({graph.buffers[b]!r}, {b})"
+                          for b in _written_buffers(graph, text)]
+    out = ["from torch._inductor.hooks import run_intermediate_hooks"]
+    for number, text in enumerate(lines, start=1):
+        out.append(text)
+        out.extend(insert.get(number, []))
+    return "\n".join(out) + "\n"
+
+
+def _load_module(source: str, name: str) -> types.ModuleType:
+    module = types.ModuleType(name)
+    path = os.path.join(tempfile.mkdtemp(prefix="ib-hooked-"), f"{name}.py")
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.write(source)
+    module.__file__ = path
+    exec(compile(source, path, "exec"), module.__dict__)  # noqa: S102 - Inductor's own generated code
+    return module
+
+
+def collect_buffers(graph: GraphCapture, args: list[Any]) -> dict[str, torch.Tensor]:
+    """Run a hooked copy of ``graph``'s output code on ``args``; return {FX node: buffer value}."""
+    from torch._inductor.hooks import intermediate_hook
+
+    module = _load_module(hooked_output_code(graph), f"ib_hooked_{graph.index}")
+    buffers: dict[str, torch.Tensor] = {}
+
+    def keep(name: str, value: Any) -> None:
+        if isinstance(value, torch.Tensor) and name not in buffers:
+            buffers[name] = value.detach().clone()
+
+    with torch.no_grad(), intermediate_hook(keep):
+        module.call(clone_inputs(args))
+    return buffers
+
+
+def find_first_divergence(fn: Callable[..., Any], *inputs: Any, options: Optional[dict[str, Any]] = None,
+                          tol: Optional[float] = None, seed: int = 0, narrow: bool = True) -> DivergenceReport:
+    """Compile ``fn`` with the instrumented backend and find the first buffer that disagrees with eager.
+
+    Runs under ``torch.no_grad()`` (inference graphs; the graph's inputs must be its call's
+    arguments, which holds unless parameters were frozen into constants). ``narrow`` compiles
+    the nodes of the diverging kernel one by one to name the culprit node and its kernel lines.
+    """
+    from ..backend import instrumented
+    from ..registry import captures
+
+    compile_options = {"fallback_random": True, **(options or {})}
+    calls: list[tuple[list[GraphCapture], list[Any]]] = []
+
+    def backend(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Callable[..., Any]:
+        before = len(captures())
+        compiled = instrumented(gm, example_inputs, options=compile_options)
+        graph_captures = list(captures())[before:]
+
+        def run(*args: Any) -> Any:
+            calls.append((graph_captures, clone_inputs(args)))
+            return compiled(*args)
+
+        return run
+
+    torch._dynamo.reset()
+    _run(torch.compile(fn, backend=backend), inputs, seed)
+    torch._dynamo.reset()
+    report = DivergenceReport()
+    for graph_captures, args in calls:
+        graph = next((g for g in graph_captures if g.kind in ("inference", "forward") and g.output_code), None)
+        if graph is None or graph.post_grad_graph is None:
+            continue
+        report.graph = graph.label
+        placeholders = [n for n in graph.post_grad_graph.graph.nodes if n.op == "placeholder"]
+        if len(placeholders) != len(args):
+            report.note = f"graph {graph.label}: its {len(placeholders)} inputs are not the call's {len(args)} arguments"
+            continue
+        eager = _eager_values(graph.post_grad_graph, args, seed)
+        for name, value in collect_buffers(graph, args).items():
+            expected = eager.get(name)
+            if not isinstance(expected, torch.Tensor) or expected.shape != value.shape:
+                continue
+            comparison = compare_outputs(value, expected, tol=tol).outputs[0]
+            roots = graph.nodes[name].dynamo_nodes if name in graph.nodes else []
+            report.checked.append(BufferCheck(name, ", ".join(roots), comparison.passed,
+                                              comparison.max_abs_error, comparison.first_bad_index))
+            if not comparison.passed:
+                _explain(report, graph, name, eager, seed, tol, compile_options if narrow else None)
+                return report
+    if not report.checked and not report.note:
+        report.note = "no buffer could be compared"
+    return report
+
+
+def _explain(report: DivergenceReport, graph: GraphCapture, name: str, eager: dict[str, Any], seed: int,
+             tol: Optional[float], options: Optional[dict[str, Any]]) -> None:
+    report.diverging_node = name
+    kernel = buffer_writers(graph).get(name)
+    report.kernel = kernel
+    kernel_nodes: list[str] = []
+    if kernel is not None:
+        for line in graph.kernel(kernel).lines:
+            kernel_nodes.extend(n for n in line.fx_nodes if n not in kernel_nodes)
+    culprit = name
+    if options is not None and len(kernel_nodes) > 1:
+        found, tried, note = _narrow(graph, name, kernel_nodes, eager, seed, tol, options)
+        report.narrowed, report.note = tried, note
+        culprit = found or name
+    report.culprit = culprit
+    report.culprit_target = graph.nodes[culprit].target if culprit in graph.nodes else ""
+    if kernel is not None:
+        report.lines = [line for line in graph.kernel(kernel).lines if culprit in line.fx_nodes]

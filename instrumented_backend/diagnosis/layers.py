@@ -1,0 +1,171 @@
+"""Which layer of torch.compile breaks a function: the tutorial's backend-by-backend table, automated.
+
+``eager`` (Dynamo only) -> ``aot_eager`` (+ AOTAutograd) -> ``aot_eager_decomp_partition``
+(+ decompositions and partitioning) -> ``inductor`` (+ lowering and codegen) -> ``instrumented``.
+Each layer is compiled fresh, run, and judged against eager with the accuracy rule of
+:mod:`.accuracy`. The first failing layer names the culprit; ``bisect=True`` then asks
+Inductor's own ``CompilerBisector`` for the subsystem (and the application of it) that breaks.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional
+
+import torch
+
+from .compile_error import find_cpp_compile_error, parse_compiler_output
+from .accuracy import AccuracyReport, _run, compare_outputs, eager_is_nondeterministic, to_fp64
+
+__all__ = ["LAYERS", "LayerResult", "LayerReport", "find_failing_layer"]
+
+LAYERS = ("eager", "aot_eager", "aot_eager_decomp_partition", "inductor", "instrumented")
+
+_WHAT_IT_ADDS = {
+    "eager": "Dynamo graph capture",
+    "aot_eager": "AOTAutograd tracing (functionalization, joint graph)",
+    "aot_eager_decomp_partition": "decompositions and the min-cut partitioner",
+    "inductor": "Inductor: post-grad passes, lowering, fusion, code generation",
+    "instrumented": "this package's instrumentation around Inductor",
+}
+
+
+@dataclass
+class LayerResult:
+    """One backend's outcome: ``status`` is ``ok``, ``error`` or ``inaccurate``."""
+
+    backend: str
+    status: str
+    detail: str = ""
+    seconds: float = 0.0
+    accuracy: Optional[AccuracyReport] = None
+
+
+@dataclass
+class LayerReport:
+    """The table of layers, the first failing one, and (optionally) Inductor's bisection."""
+
+    layers: list[LayerResult] = field(default_factory=list)
+    nondeterministic: bool = False
+    bisection: Optional[dict[str, Any]] = None
+
+    @property
+    def first_failing(self) -> Optional[str]:
+        for layer in self.layers:
+            if layer.status != "ok":
+                return layer.backend
+        return None
+
+    def render(self) -> str:
+        from tabulate import tabulate
+
+        rows = [[layer.backend, layer.status.upper() if layer.status != "ok" else "ok", f"{layer.seconds:.1f}s",
+                 layer.detail[:110]] for layer in self.layers]
+        out = [tabulate(rows, headers=["backend", "result", "time", "detail"])]
+        if self.nondeterministic:
+            out.append("eager is nondeterministic: accuracy was not judged")
+        failing = self.first_failing
+        if failing is None:
+            out.append("every layer passes")
+        else:
+            out.append(f"first failing layer: {failing} - the bug is in what it adds: {_WHAT_IT_ADDS[failing]}")
+        if self.bisection:
+            parts = ", ".join(f"{k}={v}" for k, v in self.bisection.items() if v is not None and k != "log")
+            out.append(f"Inductor's compiler bisector: {parts}")
+        return "\n".join(out)
+
+    def __str__(self) -> str:
+        return self.render()
+
+
+def _error_summary(exc: BaseException) -> str:
+    """One line: the exception type and, for a C++ compile error, the compiler's first error."""
+    text = f"{type(exc).__name__}: {exc}"
+    first = next((line for line in text.splitlines() if line.strip()), text)
+    cpp_error = find_cpp_compile_error(exc)
+    if cpp_error is not None:
+        errors = [m for m in parse_compiler_output(cpp_error.output) if m.severity.endswith("error")]
+        if errors:
+            first = f"{type(cpp_error).__name__}: {errors[0].text}"
+    return first
+
+
+def _judge(backend: str, fn: Callable[..., Any], inputs: tuple[Any, ...], eager: Any, fp64: Any,
+           tol: Optional[float], seed: int, options: Optional[dict[str, Any]]) -> LayerResult:
+    torch._dynamo.reset()
+    started = time.perf_counter()
+    kwargs: dict[str, Any] = {}
+    if backend in ("inductor", "instrumented"):
+        kwargs["options"] = {"fallback_random": True, **(options or {})}
+    try:
+        compiled = torch.compile(fn, backend=backend, **kwargs)
+        result = _run(compiled, inputs, seed)
+    except Exception as exc:  # noqa: BLE001 - a failing layer is a finding, not a crash
+        return LayerResult(backend, "error", _error_summary(exc), time.perf_counter() - started)
+    report = compare_outputs(result, eager, fp64, tol=tol, backend=backend)
+    seconds = time.perf_counter() - started
+    if report.passed:
+        return LayerResult(backend, "ok", "matches eager", seconds, report)
+    worst = report.failing[0]
+    detail = (f"{worst.path}: max abs err {worst.max_abs_error:.3g}, {worst.mismatched} element(s) differ"
+              + (f", first at {worst.first_bad_index}" if worst.first_bad_index is not None else "")
+              + (f" ({worst.note})" if worst.note else ""))
+    return LayerResult(backend, "inaccurate", detail, seconds, report)
+
+
+def _bisect(fn: Callable[..., Any], inputs: tuple[Any, ...], eager: Any, fp64: Any, tol: Optional[float],
+            seed: int) -> Optional[dict[str, Any]]:
+    from torch._inductor.compiler_bisector import CompilerBisector
+
+    def passes() -> bool:
+        torch._dynamo.reset()
+        try:
+            result = _run(torch.compile(fn, backend="inductor", options={"fallback_random": True}), inputs, seed)
+        except Exception:  # noqa: BLE001
+            return False
+        return bool(compare_outputs(result, eager, fp64, tol=tol).passed)
+
+    log = io.StringIO()
+    with contextlib.redirect_stdout(log):  # the bisector narrates on stdout; keep it in the report
+        found = CompilerBisector.do_bisect(passes)
+    torch._dynamo.reset()
+    if found is None:
+        return None
+    return {"backend": found.backend, "subsystem": found.subsystem, "bisect_number": found.bisect_number,
+            "debug_info": found.debug_info, "log": log.getvalue()}
+
+
+def find_failing_layer(fn: Callable[..., Any], *inputs: Any, layers: tuple[str, ...] = LAYERS,
+                       options: Optional[dict[str, Any]] = None, tol: Optional[float] = None, seed: int = 0,
+                       bisect: bool = False, stop_at_first: bool = False) -> LayerReport:
+    """Run ``fn`` under each layer of torch.compile and report the first that errors or is inaccurate.
+
+    ``options`` go to the Inductor-based layers. ``bisect=True`` runs Inductor's
+    ``CompilerBisector`` when a layer fails (many compiles: seconds to minutes).
+    ``stop_at_first`` skips the layers after the first failure.
+    """
+    unknown = [name for name in layers if name not in LAYERS]
+    if unknown:
+        raise ValueError(f"unknown layer(s) {unknown}; layers are {list(LAYERS)}")
+    eager, nondeterministic = eager_is_nondeterministic(fn, inputs, seed, tol)
+    report = LayerReport(nondeterministic=nondeterministic)
+    try:
+        fp64 = _run(to_fp64(fn), [to_fp64(v) for v in inputs], seed)
+    except Exception:  # noqa: BLE001
+        fp64 = None
+    for backend in layers:
+        if nondeterministic:
+            eager = _run(fn, inputs, seed)
+        result = _judge(backend, fn, inputs, eager, fp64, tol, seed, options)
+        if nondeterministic and result.status == "inaccurate":
+            result.status, result.detail = "ok", "not judged: eager is nondeterministic"
+        report.layers.append(result)
+        if stop_at_first and result.status != "ok":
+            break
+    torch._dynamo.reset()
+    if bisect and report.first_failing is not None and not nondeterministic:
+        report.bisection = _bisect(fn, inputs, eager, fp64, tol, seed)
+    return report

@@ -1,0 +1,149 @@
+"""Diagnosis: explained compile errors, accuracy, failing layer, first diverging kernel."""
+
+from __future__ import annotations
+
+import inspect
+import warnings
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch._inductor.exc import CppCompileError, InductorError
+
+import instrumented_backend as ib
+from conftest import foo1, tutorial_inputs
+
+FOO1_LINE = inspect.getsourcelines(foo1)[1]
+
+
+@pytest.fixture(scope="module")
+def compile_error():
+    torch._dynamo.reset()
+    with ib.faults.cast_dropping_neg(), ib.capture() as session:
+        with pytest.raises(InductorError) as raised:
+            torch.compile(foo1, backend="instrumented")(*tutorial_inputs())
+    return raised.value, session
+
+
+def test_compile_error_keeps_inductors_type_and_explains_the_lines(compile_error):
+    error, _ = compile_error
+    inner = error.inner_exception
+    assert isinstance(inner, ib.KernelCompileError) and isinstance(inner, CppCompileError)
+    assert isinstance(inner.__cause__, CppCompileError) and inner.output == inner.__cause__.output
+    report = inner.report
+    assert report.kernel.startswith("cpp_fused_maximum_neg")
+    assert any("max_propagate_nan" in m.text for m in report.errors)
+    failing, *definitions = report.lines
+    assert failing.role == "error" and failing.line.text.strip() == "auto tmp3 = max_propagate_nan(tmp0, tmp2);"
+    assert failing.line.ir_ops == ["ops.maximum"] and failing.node_targets == ["aten.maximum.default"]
+    assert failing.line.source.code == "b = torch.maximum(x2, a)" and failing.line.source.line == FOO1_LINE + 3
+    tmp2 = next(d for d in definitions if d.variable == "tmp2")
+    assert tmp2.line.text.strip() == "auto tmp2 = -tmp1;" and tmp2.line.ir_ops == ["ops.neg"]
+    assert tmp2.line.source.code == "a = torch.neg(x1)"
+    message = str(error)
+    assert "b = torch.maximum(x2, a)" in message and "a = torch.neg(x1)" in message and "Command:" in message
+
+
+def test_failed_compile_keeps_its_capture(compile_error):
+    _, session = compile_error
+    (graph,) = session
+    assert graph.failed and "CppCompileError" in graph.compile_error
+    assert graph.compile_error_report is not None
+    assert "max_propagate_nan(tmp0, tmp2)" in graph.output_code and graph.kernels[0].tagged_lines
+    assert graph.nodes["neg"].dynamo_nodes == ["a"]
+
+
+def test_check_accuracy_passes_clean_and_fails_doubling_neg():
+    x = tutorial_inputs(torch.float32)
+    clean = ib.check_accuracy(foo1, *x)
+    assert clean.passed is True and clean.outputs[0].max_abs_error == 0
+    with ib.faults.doubling_neg():
+        bad = ib.check_accuracy(foo1, *x)
+    (out,) = bad.outputs
+    assert bad.passed is False and not out.passed
+    expected = foo1(*x)
+    wrong = torch.maximum(x[1], 2 * x[0])
+    differs = (~torch.isclose(wrong, expected, atol=1e-4, rtol=1e-4)).nonzero()  # float32 tolerance
+    assert out.first_bad_index == differs[0].tolist() and out.mismatched == len(differs)
+    assert out.rmse_compiled > 0 and out.rmse_eager == 0
+    assert out.max_abs_error == pytest.approx((expected - wrong).abs().max().item())
+    assert "FAIL" in str(bad)
+
+
+def test_integer_outputs_compare_exactly_and_nondeterminism_is_not_a_compiler_bug():
+    with ib.faults.bad_lowering("bitwise_and", "({a} | {b})"):
+        report = ib.check_accuracy(lambda a, b: (a & b) + 1, torch.arange(16), torch.full((16,), 6))
+    assert report.passed is False and report.outputs[0].dtype == "int64"
+    assert report.outputs[0].max_abs_error > 0
+
+    calls = iter(range(100))
+    nondeterministic = ib.check_accuracy(lambda t: t + next(calls), torch.ones(3))
+    assert nondeterministic.passed is None and nondeterministic.nondeterministic
+
+
+def test_check_accuracy_option_raises_or_warns_and_records_the_report():
+    x = tutorial_inputs(torch.float32)
+    with ib.faults.doubling_neg(), ib.capture() as session:
+        with pytest.raises(ib.AccuracyError, match="FAIL"):
+            torch.compile(foo1, backend="instrumented", options={"check_accuracy": True})(*x)
+        torch._dynamo.reset()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            result = torch.compile(foo1, backend="instrumented", options={"check_accuracy": "warn"})(*x)
+    assert torch.equal(result, torch.maximum(x[1], 2 * x[0]))  # the program's own result is untouched
+    assert any("accuracy" in str(w.message) for w in caught)
+    assert session[-1].accuracy is not None and session[-1].accuracy.passed is False
+    torch._dynamo.reset()
+    fine = torch.compile(foo1, backend="instrumented", options={"check_accuracy": True})(*x)
+    assert torch.equal(fine, foo1(*x)) and ib.last_capture().accuracy.passed is True
+    with pytest.raises(Exception, match="check_accuracy must be True, False or 'warn', got 'sometimes'"):
+        torch.compile(foo1, backend="instrumented", options={"check_accuracy": "sometimes"})(*x)
+
+
+def test_failing_layer_table_and_inductor_bisector():
+    x = tutorial_inputs(torch.float32)
+    with ib.faults.doubling_neg():
+        report = ib.find_failing_layer(foo1, *x, bisect=True)
+    statuses = {layer.backend: layer.status for layer in report.layers}
+    assert statuses == {"eager": "ok", "aot_eager": "ok", "aot_eager_decomp_partition": "ok",
+                        "inductor": "inaccurate", "instrumented": "inaccurate"}
+    assert report.first_failing == "inductor"
+    assert report.bisection["subsystem"] == "lowerings" and report.bisection["debug_info"] == "neg"
+    assert "first failing layer: inductor" in str(report)
+    assert ib.find_failing_layer(foo1, *x, layers=("eager", "inductor")).first_failing is None
+    with pytest.raises(ValueError, match="unknown layer"):
+        ib.find_failing_layer(foo1, *x, layers=("inductr",))
+
+
+def test_first_divergence_points_at_the_neg_line():
+    x = tutorial_inputs(torch.float32)
+    with ib.faults.doubling_neg():
+        report = ib.find_first_divergence(foo1, *x)
+    assert report.diverging_node == "maximum" and report.kernel.startswith("cpp_fused_maximum_neg")
+    assert report.culprit == "neg" and report.culprit_target == "aten.neg.default"
+    (line,) = report.key_lines
+    assert line.ir_ops == ["ops.neg"] and "tmp1 + tmp1" in line.text
+    assert line.source.code == "a = torch.neg(x1)" and line.source.line == FOO1_LINE + 2
+    clean = ib.find_first_divergence(foo1, *x)
+    assert not clean.found and clean.checked and all(c.passed for c in clean.checked)
+
+
+def block(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+    h = torch.relu(x @ w + bias)
+    n = F.layer_norm(h, (h.shape[-1],))
+    s = torch.softmax(n * 0.5, dim=-1)
+    g = F.gelu(s + h)
+    return torch.tanh(g) * n
+
+
+def test_first_divergence_in_a_larger_graph_with_a_bad_exp():
+    torch.manual_seed(0)
+    inputs = (torch.randn(64, 32), torch.randn(32, 32), torch.randn(32))
+    first = inspect.getsourcelines(block)[1]
+    with ib.faults.bad_lowering("exp", "std::exp({x}) * decltype({x})(1.5)", vectorized="{x}.exp() * decltype({x})(1.5)"):
+        report = ib.find_first_divergence(block, *inputs)
+    assert report.found and report.culprit_target == "aten.exp.default"
+    assert any(c.passed for c in report.checked)  # buffers before it (layer norm) matched eager
+    lines = report.key_lines
+    assert lines and all(line.source.line == first + 3 for line in lines)  # the softmax line
+    assert any("exp()" in line.text or "std::exp" in line.text for line in lines)

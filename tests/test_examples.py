@@ -1,0 +1,28 @@
+"""The examples a user copies run end to end and print the diagnosis (each in a fresh process)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from conftest import REPO
+
+
+def _run_example(name: str, *args: str) -> str:
+    proc = subprocess.run([sys.executable, str(REPO / "examples" / name), *args], capture_output=True,
+                          text=True, timeout=600, cwd=str(REPO))
+    assert proc.returncode == 0, f"{name} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
+    return proc.stdout
+
+
+def test_neg_compile_error_example():
+    out = _run_example("neg_compile_error.py")
+    assert "failing line" in out and "auto tmp3 = max_propagate_nan(tmp0, tmp2);" in out
+    assert "<- ops.neg <- aten.neg.default (neg) <- a = torch.neg(x1)" in out
+    assert "first failing layer: inductor" in out
+
+
+def test_neg_accuracy_example():
+    out = _run_example("neg_accuracy.py", "--no-bisect")
+    assert "FAIL (1 of 1 outputs)" in out and "first failing layer: inductor" in out
+    assert "culprit: neg (aten.neg.default)" in out and "<- ops.neg <- a = torch.neg(x1)" in out

@@ -1,0 +1,71 @@
+"""Fault injection: scalar and vectorized lowerings patched, restored, cache-proof, inherited by children."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+import torch
+
+import instrumented_backend as ib
+from conftest import compile_and_run, foo1, run_python, tutorial_inputs
+from instrumented_backend.seams.caches import cache_counters
+
+
+def test_unknown_op_and_bad_template_are_named():
+    with pytest.raises(ib.faults.UnknownOpError, match="'negg'.*did you mean 'neg'"):
+        ib.faults.bad_lowering("negg", "-{x}")
+    with pytest.raises(ValueError, match=r"uses 'x'.*\['a', 'b'\]"):
+        ib.faults.bad_lowering("maximum", "{x}")
+    assert {"neg", "maximum", "exp", "add"} <= set(ib.faults.patchable_ops())
+
+
+@pytest.mark.parametrize("options", [None, {"cpp.simdlen": 1}], ids=["vectorized", "scalar"])
+def test_doubling_neg_patches_both_code_generators_and_restores_them(options):
+    x = tutorial_inputs(torch.float32)
+    _, (before,) = compile_and_run(foo1, *x, backend="inductor", options=options)
+    with ib.faults.doubling_neg():
+        result, (code,) = compile_and_run(foo1, *x, backend="inductor", options=options)
+    _, (after,) = compile_and_run(foo1, *x, backend="inductor", options=options)
+    expected = "decltype(tmp1)(2 * tmp1)" if options else "decltype(tmp1)(tmp1 + tmp1)"
+    assert expected in code and expected not in before
+    assert torch.equal(result, torch.maximum(x[1], 2 * x[0]))
+    assert after == before  # the original lowering is back, byte for byte
+
+
+def test_fault_never_served_from_or_written_into_the_caches():
+    x = tutorial_inputs(torch.float32)
+    compile_and_run(foo1, *x, backend="inductor")  # a cache entry for the good build may exist now
+    counters = cache_counters()
+    with ib.faults.doubling_neg():
+        result, _ = compile_and_run(foo1, *x, backend="inductor")
+    assert cache_counters() == counters  # neither looked up nor stored
+    assert not torch.equal(result, foo1(*x))
+    good, _ = compile_and_run(foo1, *x, backend="inductor")
+    assert torch.equal(good, foo1(*x))
+
+
+def test_environment_variable_and_decorator():
+    assert ib.faults.ENV_VAR not in os.environ
+
+    @ib.faults.doubling_neg()
+    def inside() -> list[dict]:
+        return json.loads(os.environ[ib.faults.ENV_VAR])
+
+    (fault,) = inside()
+    assert fault["op"] == "neg" and fault["name"] == "doubling neg"
+    assert ib.faults.ENV_VAR not in os.environ and ib.faults.active_faults() == []
+
+
+def test_child_process_inherits_the_fault():
+    with ib.faults.doubling_neg():
+        env = {ib.faults.ENV_VAR: os.environ[ib.faults.ENV_VAR]}
+    code = (
+        "import torch, instrumented_backend as ib\n"
+        "x = torch.tensor([1.0, -2.0])\n"
+        "print(ib.faults.active_faults()[0].name)\n"
+        "print(torch.compile(lambda t: torch.neg(t))(x).tolist())\n"
+    )
+    out = run_python(code, env=env).splitlines()
+    assert out[-2:] == ["doubling neg", "[2.0, -4.0]"]
