@@ -138,27 +138,33 @@ def _activated(fault: Fault, *, reset_dynamo: bool) -> Iterator[Fault]:
     import torch._inductor.config as inductor_config
 
     names = _validate(fault)
-    with _lock:
+    stack = contextlib.ExitStack()
+    with _lock:  # held while patching and unpatching, not while the fault is in effect
         previous_env = os.environ.get(ENV_VAR)
         if reset_dynamo:
             torch._dynamo.reset()
-        with contextlib.ExitStack() as stack:
+        try:
             stack.enter_context(compile_caches_disabled())
             if fault.config:
                 stack.enter_context(inductor_config.patch(fault.config))
             stack.enter_context(_patched_overrides(fault, names))
-            _active.append(fault)
-            os.environ[ENV_VAR] = _environment_value(_active)
-            try:
-                yield fault
-            finally:
-                _active.remove(fault)
-                if previous_env is None:
-                    os.environ.pop(ENV_VAR, None)
-                else:
-                    os.environ[ENV_VAR] = previous_env
-                if reset_dynamo:
-                    torch._dynamo.reset()
+        except BaseException:
+            stack.close()
+            raise
+        _active.append(fault)
+        os.environ[ENV_VAR] = _environment_value(_active)
+    try:
+        yield fault
+    finally:
+        with _lock:
+            _active.remove(fault)
+            if previous_env is None:
+                os.environ.pop(ENV_VAR, None)
+            else:
+                os.environ[ENV_VAR] = previous_env
+            stack.close()
+            if reset_dynamo:
+                torch._dynamo.reset()
 
 
 class bad_lowering(contextlib.ContextDecorator):
