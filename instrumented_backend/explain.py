@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Optional
 
+from .line_map import WRAPPER
+
 if TYPE_CHECKING:
     from .model import GraphCapture, KernelLine
 
@@ -58,7 +60,7 @@ def explain(graph: "GraphCapture", node: str) -> str:
         kernel_lines = [line for line in _all_lines(graph) if name in line.fx_nodes]
         by_op: dict[str, list["KernelLine"]] = {}
         for line in kernel_lines:
-            for op in line.ir_ops or (["(wrapper code)"] if line.kernel == "call" else ["?"]):
+            for op in line.ir_ops or (["(wrapper code)"] if line.kernel == WRAPPER else ["?"]):
                 by_op.setdefault(op, []).append(line)
         if not by_op:
             out.append("  -> (no kernel line: folded away, a view, or an extern call)")

@@ -42,6 +42,26 @@ def test_a_moved_cache_switch_is_reported(monkeypatch):
         caches.check()
 
 
+def test_a_moved_wrapper_loader_is_reported(monkeypatch):
+    from torch._inductor.graph import GraphLowering
+
+    from instrumented_backend.seams import wrapper_buffers
+
+    monkeypatch.delattr(GraphLowering, "_compile_to_module_lines")
+    with pytest.raises(SeamMoved, match="_compile_to_module_lines is gone"):
+        wrapper_buffers.check()
+
+
+def test_a_changed_cpp_lowering_is_reported(monkeypatch):
+    from torch._inductor.codegen.cpp import CppVecOverrides
+
+    from instrumented_backend.seams import cpp_overrides
+
+    monkeypatch.setattr(CppVecOverrides, "neg", lambda x: f"{x}.neg()")  # no longer a staticmethod
+    with pytest.raises(SeamMoved, match="CppVecOverrides.neg is no longer a static method"):
+        cpp_overrides.check()
+
+
 def test_ir_wrapper_is_installed_once_and_delegates():
     import torch._inductor.debug as debug
     from instrumented_backend.seams import ir_logging

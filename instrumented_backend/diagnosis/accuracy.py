@@ -19,7 +19,8 @@ import torch
 import torch.utils._pytree as pytree
 
 __all__ = ["OutputComparison", "AccuracyReport", "AccuracyError", "compare_outputs", "check_accuracy",
-           "default_tolerance", "clone_inputs", "to_fp64", "check_graph_call"]
+           "default_tolerance", "clone_inputs", "to_fp64", "check_graph_call",
+           "run_seeded", "fp64_reference", "eager_is_nondeterministic"]
 
 RMSE_MULTIPLIER = 2.0
 
@@ -185,17 +186,27 @@ def compare_outputs(compiled: Any, eager: Any, fp64: Any = None, *, tol: Optiona
     return AccuracyReport(passed=all(o.passed for o in outputs), outputs=outputs, backend=backend)
 
 
-def _run(fn: Callable[..., Any], inputs: Sequence[Any], seed: int) -> Any:
+def run_seeded(fn: Callable[..., Any], inputs: Sequence[Any], seed: int) -> Any:
+    """``fn`` on copies of ``inputs``, under ``no_grad``, with the RNG seeded to ``seed``."""
     torch.manual_seed(seed)
     with torch.no_grad():
         return fn(*clone_inputs(inputs))
 
 
+def fp64_reference(fn: Callable[..., Any], inputs: Sequence[Any], seed: int) -> Any:
+    """``fn`` (and its parameters) run in float64 on float64 copies of ``inputs``; None when an op
+    has no float64 kernel (the comparison then goes on without the referee)."""
+    try:
+        return run_seeded(to_fp64(fn), [to_fp64(v) for v in inputs], seed)
+    except Exception:  # noqa: BLE001
+        return None
+
+
 def eager_is_nondeterministic(fn: Callable[..., Any], inputs: Sequence[Any], seed: int = 0,
                               tol: Optional[float] = None) -> tuple[Any, bool]:
     """Run eager twice with the same seed; return (first result, whether the two disagree)."""
-    first = _run(fn, inputs, seed)
-    second = _run(fn, inputs, seed)
+    first = run_seeded(fn, inputs, seed)
+    second = run_seeded(fn, inputs, seed)
     return first, not compare_outputs(second, first, tol=tol).passed
 
 
@@ -214,16 +225,12 @@ def check_accuracy(fn: Callable[..., Any], *inputs: Any, backend: str = "instrum
     if nondeterministic:
         return AccuracyReport(passed=None, nondeterministic=True, backend=backend,
                               outputs=compare_outputs(eager, eager, tol=tol).outputs)
-    fp64_fn = to_fp64(fn)
-    try:
-        fp64 = _run(fp64_fn, [to_fp64(v) for v in inputs], seed)
-    except Exception:  # noqa: BLE001 - some ops have no fp64 kernel; compare without the referee
-        fp64 = None
+    fp64 = fp64_reference(fn, inputs, seed)
     compile_options = {"fallback_random": True, **(options or {})}
     torch._dynamo.reset()
     compiled_fn = torch.compile(fn, backend=backend, options=compile_options)
     try:
-        compiled = _run(compiled_fn, inputs, seed)
+        compiled = run_seeded(compiled_fn, inputs, seed)
     except Exception as exc:  # noqa: BLE001 - reported, not raised
         return AccuracyReport(passed=False, backend=backend, error=f"{type(exc).__name__}: {exc}".split("\n")[0])
     return compare_outputs(compiled, eager, fp64, tol=tol, backend=backend)
@@ -239,15 +246,12 @@ def check_graph_call(graph: torch.fx.GraphModule, args: Sequence[Any], compiled_
     """
     state = torch.get_rng_state()
     try:
-        first = _run(graph, args, seed=0)
-        second = _run(graph, args, seed=1)
+        first = run_seeded(graph, args, seed=0)
+        second = run_seeded(graph, args, seed=1)
         if not compare_outputs(second, first, tol=tol).passed:
             return AccuracyReport(passed=None, nondeterministic=True, backend=backend,
                                   outputs=compare_outputs(first, first, tol=tol).outputs)
-        try:
-            fp64 = _run(to_fp64(graph), [to_fp64(v) for v in args], seed=0)
-        except Exception:  # noqa: BLE001
-            fp64 = None
+        fp64 = fp64_reference(graph, args, seed=0)
         return compare_outputs(compiled_result, first, fp64, tol=tol, backend=backend)
     finally:
         torch.set_rng_state(state)

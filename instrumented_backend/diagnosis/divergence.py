@@ -27,7 +27,7 @@ import torch
 import torch.fx
 
 from ..model import GraphCapture, KernelLine
-from .accuracy import _run, clone_inputs, compare_outputs
+from .accuracy import clone_inputs, compare_outputs, run_seeded
 
 __all__ = ["BufferCheck", "DivergenceReport", "find_first_divergence", "hooked_output_code", "collect_buffers"]
 
@@ -108,7 +108,7 @@ class _Recorder(torch.fx.Interpreter):
 
 def _eager_values(graph: torch.fx.GraphModule, args: list[Any], seed: int) -> dict[str, Any]:
     recorder = _Recorder(graph)
-    _run(recorder.run, args, seed)
+    run_seeded(recorder.run, args, seed)
     return recorder.values
 
 
@@ -145,7 +145,7 @@ def _narrow(graph: GraphCapture, diverging: str, kernel_nodes: list[str], values
         torch._dynamo.reset()
         try:
             compiled = torch.compile(module, backend="inductor", options=options)
-            result = _run(compiled, [values[i.name] for i in inputs], seed)
+            result = run_seeded(compiled, [values[i.name] for i in inputs], seed)
         except Exception:  # noqa: BLE001 - compiling alone failed: it is at fault on its own
             tried.append((node.name, True))
             return node.name, tried, ""
@@ -259,7 +259,7 @@ def find_first_divergence(fn: Callable[..., Any], *inputs: Any, options: Optiona
         return run
 
     torch._dynamo.reset()
-    _run(torch.compile(fn, backend=backend), inputs, seed)
+    run_seeded(torch.compile(fn, backend=backend), inputs, seed)
     torch._dynamo.reset()
     report = DivergenceReport()
     for graph_captures, args in calls:

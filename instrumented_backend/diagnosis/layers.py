@@ -18,7 +18,7 @@ from typing import Any, Callable, Optional
 import torch
 
 from .compile_error import find_cpp_compile_error, parse_compiler_output
-from .accuracy import AccuracyReport, _run, compare_outputs, eager_is_nondeterministic, to_fp64
+from .accuracy import AccuracyReport, compare_outputs, eager_is_nondeterministic, fp64_reference, run_seeded
 
 __all__ = ["LAYERS", "LayerResult", "LayerReport", "find_failing_layer"]
 
@@ -102,7 +102,7 @@ def _judge(backend: str, fn: Callable[..., Any], inputs: tuple[Any, ...], eager:
         kwargs["options"] = {"fallback_random": True, **(options or {})}
     try:
         compiled = torch.compile(fn, backend=backend, **kwargs)
-        result = _run(compiled, inputs, seed)
+        result = run_seeded(compiled, inputs, seed)
     except Exception as exc:  # noqa: BLE001 - a failing layer is a finding, not a crash
         return LayerResult(backend, "error", _error_summary(exc), time.perf_counter() - started)
     report = compare_outputs(result, eager, fp64, tol=tol, backend=backend)
@@ -123,7 +123,7 @@ def _bisect(fn: Callable[..., Any], inputs: tuple[Any, ...], eager: Any, fp64: A
     def passes() -> bool:
         torch._dynamo.reset()
         try:
-            result = _run(torch.compile(fn, backend="inductor", options={"fallback_random": True}), inputs, seed)
+            result = run_seeded(torch.compile(fn, backend="inductor", options={"fallback_random": True}), inputs, seed)
         except Exception:  # noqa: BLE001
             return False
         return bool(compare_outputs(result, eager, fp64, tol=tol).passed)
@@ -152,13 +152,8 @@ def find_failing_layer(fn: Callable[..., Any], *inputs: Any, layers: tuple[str, 
         raise ValueError(f"unknown layer(s) {unknown}; layers are {list(LAYERS)}")
     eager, nondeterministic = eager_is_nondeterministic(fn, inputs, seed, tol)
     report = LayerReport(nondeterministic=nondeterministic)
-    try:
-        fp64 = _run(to_fp64(fn), [to_fp64(v) for v in inputs], seed)
-    except Exception:  # noqa: BLE001
-        fp64 = None
+    fp64 = fp64_reference(fn, inputs, seed)
     for backend in layers:
-        if nondeterministic:
-            eager = _run(fn, inputs, seed)
         result = _judge(backend, fn, inputs, eager, fp64, tol, seed, options)
         if nondeterministic and result.status == "inaccurate":
             result.status, result.detail = "ok", "not judged: eager is nondeterministic"
