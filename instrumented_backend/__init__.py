@@ -19,6 +19,7 @@ from ._torch_support import SUPPORTED_TORCH, UnsupportedTorchError, check_torch_
 
 check_torch_version(_torch.__version__)
 
+import minifier  # noqa: E402
 from . import faults, report  # noqa: E402
 from .backend import instrumented  # noqa: E402
 from .diagnosis import (AccuracyError, KernelCompileError, check_accuracy, find_failing_layer,  # noqa: E402
@@ -31,6 +32,7 @@ from .registry import capture, captures, clear, last_capture  # noqa: E402
 __version__ = "0.1.0"
 
 faults.install_from_environment()  # faults a parent process injected reach its children
+minifier.register_context_provider(faults.carried_context)  # ... and the minifier's workers and repros
 
 __all__ = [
     "instrumented",

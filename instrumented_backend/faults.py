@@ -35,7 +35,7 @@ from .seams import cpp_overrides
 from .seams.caches import compile_caches_disabled
 
 __all__ = ["Fault", "bad_lowering", "cast_dropping_neg", "doubling_neg", "active_faults", "patchable_ops",
-           "UnknownOpError", "ENV_VAR", "install_from_environment"]
+           "UnknownOpError", "ENV_VAR", "install_from_environment", "carried_context"]
 
 ENV_VAR = "INSTRUMENTED_BACKEND_FAULTS"
 
@@ -235,3 +235,15 @@ def install_from_environment() -> list[Fault]:
         stack.enter_context(_activated(fault, reset_dynamo=False))
     _environment_stack = stack
     return faults
+
+
+def carried_context() -> Any:
+    """For the minifier: the faults in effect, as modules to import and variables to set in its
+    workers and repro scripts (None when no fault is active). Registered at import."""
+    faults = active_faults()
+    if not faults:
+        return None
+    from minifier import CarriedContext
+
+    return CarriedContext(imports=("instrumented_backend",), env=((ENV_VAR, _environment_value(faults)),),
+                          description="injected fault: " + ", ".join(f.label for f in faults))

@@ -12,6 +12,11 @@ backend takes (validated and applied by Inductor's own code) and these keys of o
     eagerly (fp64 as referee; see :mod:`instrumented_backend.diagnosis.accuracy`) and raise
     ``AccuracyError`` when they disagree; ``"warn"``: warn instead. The report is kept on the
     graph's captures (``cap.accuracy``). Random graphs are reported as not checked.
+
+``minify``
+    ``True``: when the accuracy check or the compile fails, shrink the failing graph with the
+    :mod:`minifier` and name the repro script in the error (see
+    :mod:`instrumented_backend.auto_minify`). ``INSTRUMENTED_BACKEND_MINIFY=1`` sets it.
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ from .seams.inductor_options import inductor_config_keys, inductor_config_patche
 __all__ = ["BackendOptions", "OUR_OPTIONS", "DUMP_DIR_ENV", "parse_options"]
 
 DUMP_DIR_ENV = "INSTRUMENTED_BACKEND_DUMP_DIR"
-OUR_OPTIONS = ("dump_dir", "check_accuracy")
+OUR_OPTIONS = ("dump_dir", "check_accuracy", "minify")
 
 
 @dataclass(frozen=True)
@@ -36,6 +41,7 @@ class BackendOptions:
     inductor_patches: dict[str, Any] = field(default_factory=dict)
     dump_dir: Optional[Path] = None
     check_accuracy: "bool | str" = False
+    minify: bool = False
 
 
 def parse_options(mode: Optional[str] = None, options: Optional[Mapping[str, Any]] = None) -> BackendOptions:
@@ -59,5 +65,8 @@ def parse_options(mode: Optional[str] = None, options: Optional[Mapping[str, Any
     check = ours.get("check_accuracy", False)
     if check not in (True, False, "warn", "raise"):
         raise ValueError(f"instrumented backend: check_accuracy must be True, False or 'warn', got {check!r}")
+    minify = ours.get("minify", os.environ.get("INSTRUMENTED_BACKEND_MINIFY", "") not in ("", "0"))
+    if not isinstance(minify, bool):
+        raise ValueError(f"instrumented backend: minify must be True or False, got {minify!r}")
     return BackendOptions(inductor_patches=patches, dump_dir=Path(dump_dir) if dump_dir else None,
-                          check_accuracy=check)
+                          check_accuracy=check, minify=minify)

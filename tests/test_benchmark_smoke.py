@@ -28,3 +28,13 @@ def test_statement_filter_keeps_computation_and_drops_structure():
     ])]
     assert [l.text.strip() for l in provenance_coverage.statement_lines(lines)] == [
         "auto tmp0 = in_ptr0[x0];", "tmp_acc0 = tmp_acc0 + tmp0;", "out_ptr0[x0] = tmp0;"]
+
+
+def test_minifier_benchmark_smoke_prints_its_table():
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "benchmarks/minifier_vs_pytorch.py", "--smoke"], cwd=REPO,
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert "tutorial" in proc.stdout and "ours compiles" in proc.stdout

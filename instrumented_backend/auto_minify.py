@@ -1,0 +1,81 @@
+"""``options={"minify": True}``: shrink a failing graph automatically and name the repro in the error.
+
+On an accuracy failure (with ``check_accuracy``) the Dynamo graph is minified with the call's
+real arguments (torch level); on a compile failure, the AOT graph Inductor was given is minified
+(ATen level) with seeded random inputs of the example inputs' shapes, strides and dtypes, and
+the FX nodes of the failing kernel line are tried first. ``INSTRUMENTED_BACKEND_MINIFY=1``
+turns it on for scripts you cannot edit; ``INSTRUMENTED_BACKEND_MINIFY_DIR`` says where repros go.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Optional, Sequence
+
+import torch
+
+from .diagnostics import warn_once
+
+__all__ = ["MINIFY_ENV", "MINIFY_DIR_ENV", "minify_accuracy_failure", "minify_compile_failure", "real_inputs"]
+
+MINIFY_ENV = "INSTRUMENTED_BACKEND_MINIFY"
+MINIFY_DIR_ENV = "INSTRUMENTED_BACKEND_MINIFY_DIR"
+
+
+def _repro_dir() -> Optional[str]:
+    return os.environ.get(MINIFY_DIR_ENV) or None
+
+
+def real_inputs(example_inputs: Sequence[Any], seed: int = 0) -> list[Any]:
+    """Concrete inputs like Inductor's (possibly fake) example inputs: same shapes, strides, dtypes."""
+    generator = torch.Generator().manual_seed(seed)
+    values = []
+    for value in example_inputs:
+        if isinstance(value, torch.Tensor):
+            size = [int(s) for s in value.shape]
+            stride = [int(s) for s in value.stride()]
+            base = torch.empty_strided(size, stride, dtype=value.dtype, device="cpu")
+            if value.dtype.is_floating_point or value.dtype.is_complex:
+                base.copy_(torch.randn(size, generator=generator).to(value.dtype))
+            elif value.dtype == torch.bool:
+                base.copy_(torch.randint(0, 2, size, generator=generator).bool())
+            else:
+                base.copy_(torch.randint(0, 100, size, generator=generator).to(value.dtype))
+            values.append(base)
+        elif isinstance(value, torch.SymInt):
+            values.append(int(value.node.hint) if value.node.hint is not None else 2)
+        else:
+            values.append(value)
+    return values
+
+
+def _run(gm: torch.fx.GraphModule, inputs: Sequence[Any], check: Any, hint_nodes: Sequence[str] = (),
+         isolate: bool = True) -> Optional[Any]:
+    from minifier import minify
+    from torch._subclasses.fake_tensor import unset_fake_temporarily  # private seam: Inductor compiles under a FakeTensorMode
+
+    try:
+        with unset_fake_temporarily():
+            return minify(gm, list(inputs), check=check, hint_nodes=hint_nodes, repro_dir=_repro_dir(), isolate=isolate)
+    except Exception as exc:  # noqa: BLE001 - never hide the user's real error behind ours
+        warn_once("minify", f"the minifier could not shrink the failing graph ({exc!r})")
+        return None
+
+
+def minify_accuracy_failure(dynamo_graph: torch.fx.GraphModule, args: Sequence[Any]) -> Optional[Any]:
+    from minifier import AccuracyFailure
+
+    return _run(dynamo_graph, args, AccuracyFailure())
+
+
+def minify_compile_failure(aot_graph: torch.fx.GraphModule, example_inputs: Sequence[Any],
+                           suspects: Sequence[str] = ()) -> Optional[Any]:
+    from minifier import CompileFailure
+
+    # Judged in this process: a compile-only check never runs the candidate, and the C++
+    # compiler runs in its own process. (The AOT graph Inductor hands over does not pickle.)
+    from torch._subclasses.fake_tensor import unset_fake_temporarily
+
+    with unset_fake_temporarily():
+        inputs = real_inputs(example_inputs)
+    return _run(aot_graph, inputs, CompileFailure(), hint_nodes=suspects, isolate=False)

@@ -1,0 +1,77 @@
+"""A warm judging process: ``python -m minifier._worker`` (started by :mod:`minifier.workers`).
+
+Protocol on stdin/stdout: length-prefixed pickles. The first message is the setup
+(``{"imports": [...], "warm": bool}``); the worker imports torch and those modules, compiles a
+trivial graph to warm Inductor, answers ``{"ready": ...}`` and then judges one candidate per
+message (``{"module", "inputs", "spec"}``) until stdin closes. Anything the compiler or the
+graph prints goes to stderr (a log file the parent reads when the worker dies).
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import pickle
+import struct
+import sys
+import time
+from typing import Any, BinaryIO, Optional
+
+
+def read_message(stream: BinaryIO) -> Optional[Any]:
+    header = stream.read(8)
+    if len(header) < 8:
+        return None
+    (size,) = struct.unpack("<Q", header)
+    payload = stream.read(size)
+    if len(payload) < size:
+        return None
+    return pickle.loads(payload)
+
+
+def write_message(stream: BinaryIO, message: Any) -> None:
+    payload = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
+    stream.write(struct.pack("<Q", len(payload)) + payload)
+    stream.flush()
+
+
+def _warm(judge: Any) -> None:
+    import torch
+
+    class Tiny(torch.nn.Module):
+        def forward(self, x: torch.Tensor) -> tuple[torch.Tensor]:
+            return (torch.ops.aten.add.Tensor(x, 1),)
+
+    gm = torch.fx.symbolic_trace(Tiny())
+    judge(gm, [torch.zeros(4)], {"level": "aten", "want": "compile"})
+
+
+def main() -> int:
+    replies = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)  # stray prints (compilers, graphs) must not corrupt the protocol
+    requests = sys.stdin.buffer
+    setup = read_message(requests) or {}
+    start = time.perf_counter()
+    for name in setup.get("imports", []):
+        importlib.import_module(name)
+    from minifier.judge import INVALID, judge, outcome
+
+    if setup.get("warm", True):
+        try:
+            _warm(judge)
+        except Exception as exc:  # noqa: BLE001 - a cold worker still works
+            print(f"minifier worker: warm-up failed: {exc!r}", file=sys.stderr)
+    write_message(replies, {"ready": True, "seconds": time.perf_counter() - start, "pid": os.getpid()})
+    while True:
+        request = read_message(requests)
+        if request is None:
+            return 0
+        try:
+            result = judge(request["module"], request["inputs"], request["spec"])
+        except BaseException as exc:  # noqa: BLE001 - report, keep serving
+            result = outcome(INVALID, f"{type(exc).__name__}: judging failed", repr(exc))
+        write_message(replies, result)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

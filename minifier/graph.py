@@ -1,0 +1,213 @@
+"""Candidates as slices of the original graph.
+
+A :class:`Candidate` names the compute nodes it keeps (by their names in the original graph),
+the graph inputs it takes and the values it returns. :class:`GraphSlicer` turns one into a
+runnable ``GraphModule`` plus inputs: a kept node whose producer was removed reads that
+producer's *concrete* value (recorded once from an eager run of the original graph) through a
+new input of the same name. The dependency structure is a networkx DiGraph, so ancestors,
+descendants and topological slices are one call each.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from typing import Any, Iterable, Optional, Sequence
+
+import networkx as nx
+import torch
+import torch.fx
+
+__all__ = ["Candidate", "GraphSlicer", "InvalidCandidate", "record_values", "input_ok"]
+
+_COMPUTE = ("call_function", "call_method", "call_module", "get_attr")
+
+
+class InvalidCandidate(ValueError):
+    """The node set cannot be made into a runnable graph (no output, or an input that is not a value)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Candidate:
+    """A sub-graph of the original: kept compute nodes, inputs and outputs, all by original name."""
+
+    nodes: frozenset[str]
+    inputs: tuple[str, ...]
+    outputs: tuple[str, ...]
+
+    def describe(self) -> str:
+        return f"({len(self.nodes)} nodes, {len(self.inputs)} inputs)"
+
+
+def input_ok(value: Any) -> bool:
+    """Can this value be a graph input? (tensors and Python / symbolic scalars)."""
+    return isinstance(value, (torch.Tensor, int, float, bool, torch.SymInt, torch.SymFloat))
+
+
+class _Recorder(torch.fx.Interpreter):
+    def __init__(self, module: torch.fx.GraphModule) -> None:
+        super().__init__(module, garbage_collect_values=False)
+        self.values: dict[str, Any] = {}
+
+    def run_node(self, n: torch.fx.Node) -> Any:
+        value = super().run_node(n)
+        # Cloned: a later in-place op must not change what this node produced.
+        self.values[n.name] = value.detach().clone() if isinstance(value, torch.Tensor) else value
+        return value
+
+
+def record_values(module: torch.fx.GraphModule, inputs: Sequence[Any], seed: int = 0) -> dict[str, Any]:
+    """Every node's value in one seeded eager run of ``module`` (inputs are not modified)."""
+    from .judge import clone_inputs
+
+    recorder = _Recorder(module)
+    torch.manual_seed(seed)
+    with torch.no_grad():
+        recorder.run(*clone_inputs(inputs))
+    for node, value in zip((n for n in module.graph.nodes if n.op == "placeholder"), inputs):
+        recorder.values[node.name] = value
+    return recorder.values
+
+
+class GraphSlicer:
+    """Builds candidates of one original graph; knows its dependency DAG and eager values."""
+
+    def __init__(self, module: torch.fx.GraphModule, inputs: Sequence[Any], values: dict[str, Any]) -> None:
+        self.module = module
+        self.values = values
+        self.nodes = {n.name: n for n in module.graph.nodes}
+        self.placeholders = [n.name for n in module.graph.nodes if n.op == "placeholder"]
+        self.order = [n.name for n in module.graph.nodes if n.op in _COMPUTE]
+        self.position = {name: i for i, name in enumerate(n.name for n in module.graph.nodes)}
+        output = next(n for n in module.graph.nodes if n.op == "output")
+        self.original_outputs = tuple(a.name for a in output.all_input_nodes)
+        self.dag = nx.DiGraph()  # data dependencies: what a node reads
+        for node in module.graph.nodes:
+            if node.op == "output":
+                continue
+            self.dag.add_node(node.name)
+            for producer in node.all_input_nodes:
+                self.dag.add_edge(producer.name, node.name)
+        # Influence: data dependencies plus an in-place op's effect on later readers of what it mutates.
+        self.flow = self.dag.copy()
+        for node in module.graph.nodes:
+            mutated = _mutated_argument(node)
+            if mutated is not None:
+                for reader in mutated.users:
+                    if self.position[reader.name] > self.position[node.name] and reader.op != "output":
+                        self.flow.add_edge(node.name, reader.name)
+
+    # ------------------------------------------------------------------ shapes of candidates
+
+    def full(self) -> Candidate:
+        return Candidate(frozenset(self.order), tuple(self.placeholders), self.original_outputs)
+
+    def sort(self, names: Iterable[str]) -> list[str]:
+        return sorted(names, key=self.position.__getitem__)
+
+    def needed_inputs(self, nodes: Iterable[str]) -> list[str]:
+        kept = set(nodes)
+        needed = {p for n in kept for p in self.dag.predecessors(n) if p not in kept}
+        return self.sort(needed)
+
+    def frontier(self, nodes: Iterable[str]) -> list[str]:
+        """Kept nodes whose value leaves the set (used outside it, or an original output)."""
+        kept = set(nodes)
+        originals = set(self.original_outputs)
+        return self.sort(n for n in kept if n in originals or any(u not in kept for u in self.dag.successors(n)))
+
+    def ancestors(self, names: Iterable[str]) -> set[str]:
+        """Nodes that can change the values of ``names`` (in-place effects included)."""
+        found: set[str] = set()
+        for name in names:
+            found |= nx.ancestors(self.flow, name) | {name}
+        return found
+
+    def make(self, nodes: Iterable[str], *, inputs: Sequence[str] = (), outputs: Optional[Sequence[str]] = None) -> Candidate:
+        """A valid candidate keeping ``nodes`` (minus those that cannot be kept), or InvalidCandidate.
+
+        A kept node reading a removed producer whose value cannot be an input (a tuple from a
+        multi-output op) is itself removed, and becomes an input when its own value can. Inputs
+        are those needed plus ``inputs`` (earlier ones, kept until "remove unused inputs" drops
+        them); outputs are ``outputs`` or else the frontier, tensor values only.
+        """
+        kept = {n for n in nodes if n in self.nodes and self.nodes[n].op in _COMPUTE}
+        changed = True
+        while changed:
+            changed = False
+            for name in list(kept):
+                if any(p not in kept and not input_ok(self.values.get(p)) for p in self.dag.predecessors(name)):
+                    kept.discard(name)
+                    changed = True
+        if not kept:
+            raise InvalidCandidate("no node left")
+        wanted = self.frontier(kept) if outputs is None else [o for o in outputs if o in kept]
+        wanted = [o for o in wanted if isinstance(self.values.get(o), torch.Tensor)]
+        if not wanted:
+            raise InvalidCandidate("no tensor output")
+        needed = self.needed_inputs(kept)
+        if any(not input_ok(self.values.get(p)) for p in needed):
+            raise InvalidCandidate("an input is not a tensor or scalar")
+        carried = [i for i in inputs if i not in kept]
+        return Candidate(frozenset(kept), tuple(self.sort(set(needed) | set(carried))), tuple(self.sort(wanted)))
+
+    # ------------------------------------------------------------------ building
+
+    def build(self, candidate: Candidate) -> tuple[torch.fx.GraphModule, list[Any]]:
+        """The candidate as a GraphModule (inputs named as in the original) and its input values."""
+        graph = torch.fx.Graph()
+        env: dict[str, torch.fx.Node] = {}
+        for name in candidate.inputs:
+            placeholder = graph.placeholder(name)
+            original = self.nodes[name]
+            placeholder.meta.update({k: v for k, v in original.meta.items() if k in ("val", "example_value", "tensor_meta")})
+            env[name] = placeholder
+        for name in self.order:
+            if name not in candidate.nodes:
+                continue
+            env[name] = graph.node_copy(self.nodes[name], lambda n: env[n.name])
+        graph.output(tuple(env[name] for name in candidate.outputs))
+        owner = torch.nn.Module()
+        for name in candidate.nodes:
+            node = self.nodes[name]
+            if node.op in ("get_attr", "call_module"):
+                _copy_attribute(self.module, owner, str(node.target))
+        module = torch.fx.GraphModule(owner, graph, class_name=type(self.module).__name__)
+        return module, [self.values[name] for name in candidate.inputs]
+
+    def key(self, candidate: Candidate) -> str:
+        """A hash of what would be compiled: the graph's code and its inputs' types and shapes."""
+        module, args = self.build(candidate)
+        described = [(type(a).__name__, tuple(a.shape), tuple(a.stride()), str(a.dtype)) if isinstance(a, torch.Tensor)
+                     else (type(a).__name__, a) for a in args]
+        return hashlib.sha1((module.code + repr(described)).encode()).hexdigest()
+
+
+def _mutated_argument(node: torch.fx.Node) -> Optional[torch.fx.Node]:
+    """The node an in-place op writes to (``x.add_(1)``, ``aten.add_.Tensor``, ``out=``), or None."""
+    if node.op not in ("call_function", "call_method") or not node.args or not isinstance(node.args[0], torch.fx.Node):
+        return None
+    schema = getattr(node.target, "_schema", None)
+    if schema is not None:
+        return node.args[0] if schema.is_mutable else None
+    name = node.target if isinstance(node.target, str) else getattr(node.target, "__name__", "")
+    return node.args[0] if name.endswith("_") and not name.endswith("__") else None
+
+
+def _copy_attribute(source: torch.nn.Module, target: torch.nn.Module, qualified: str) -> None:
+    *path, last = qualified.split(".")
+    src, dst = source, target
+    for part in path:
+        src = getattr(src, part)
+        if not hasattr(dst, part):
+            dst.add_module(part, torch.nn.Module())
+        dst = getattr(dst, part)
+    value = getattr(src, last)
+    if isinstance(value, torch.nn.Module):
+        dst.add_module(last, value)
+    elif isinstance(value, torch.nn.Parameter):
+        dst.register_parameter(last, value)
+    elif isinstance(value, torch.Tensor):
+        dst.register_buffer(last, value)
+    else:
+        setattr(dst, last, value)

@@ -1,0 +1,287 @@
+"""Judge one candidate graph: compile it the way Inductor compiles its level, run it, classify.
+
+This module imports nothing but torch and the standard library: the minifier's worker processes
+run it, and every repro script the minifier writes embeds this file verbatim, so a repro judges
+its graph exactly as the minifier did (same compile path, same comparison, same pinning).
+
+An *outcome* is a plain dict (it crosses process boundaries)::
+
+    {"kind": "pass" | "compile_error" | "runtime_error" | "accuracy" | "nondeterministic"
+             | "crash" | "timeout" | "invalid",
+     "signature": "CppCompileError: no matching function for call to 'max_propagate_nan(...)'",
+     "message": "...", "failing": [output indices], "details": ["out[0]: max |err| 2.3", ...],
+     "seconds": 1.2}
+
+A *spec* says how to judge::
+
+    {"level": "aten" | "torch", "want": "accuracy" | "compile" | "runtime",
+     "dynamic": {input index: [dims]}, "dynamic_ints": [input indices], "config": {inductor key: value},
+     "tol": float | None, "seed": int}
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import time
+import traceback
+from typing import Any, Callable, Optional, Sequence
+
+import torch
+
+PASS = "pass"
+COMPILE_ERROR = "compile_error"
+RUNTIME_ERROR = "runtime_error"
+ACCURACY = "accuracy"
+NONDETERMINISTIC = "nondeterministic"
+CRASH = "crash"
+TIMEOUT = "timeout"
+INVALID = "invalid"
+
+# Parts of error messages that change as a graph shrinks but do not change what the bug is.
+_NOISE = [
+    (re.compile(r"(?:[A-Za-z]:)?(?:/[^\s:'\"()]+)+"), "<path>"),
+    (re.compile(r"0x[0-9a-fA-F]+"), "<addr>"),
+    (re.compile(r"\b(?:cpp|triton)_(?:fused|poi|red|per)\w*"), "<kernel>"),
+    (re.compile(r"\b(tmp|buf|arg|x|y|in_ptr|out_ptr|in_out_ptr|primals_|tangents_)\d+(?:_\d+)?\b"), r"\1N"),
+    (re.compile(r"\d+"), "N"),
+    (re.compile(r"\s+"), " "),
+]
+
+
+def normalize(message: str) -> str:
+    """The gist of an error message: its compiler ``error:`` line, or its first line, minus noise."""
+    lines = [line for line in str(message).splitlines() if line.strip()]
+    compiler_errors = [line.split("error:", 1)[1] for line in lines if "error:" in line]
+    text = compiler_errors[0] if compiler_errors else (lines[0] if lines else "")
+    for pattern, replacement in _NOISE:
+        text = pattern.sub(replacement, text)
+    return text.strip()[:300]
+
+
+def innermost_error(exc: BaseException) -> BaseException:
+    """The error under Dynamo's and Inductor's wrappers (BackendCompilerFailed, InductorError)."""
+    seen = set()
+    while id(exc) not in seen:
+        seen.add(id(exc))
+        inner = getattr(exc, "inner_exception", None)
+        if isinstance(inner, BaseException):
+            exc = inner
+            continue
+        if type(exc).__name__ in ("BackendCompilerFailed", "InductorError") and exc.__cause__ is not None:
+            exc = exc.__cause__
+            continue
+        break
+    return exc
+
+
+def error_signature(exc: BaseException) -> str:
+    """Exception type and normalised message: what must stay the same for a candidate to count."""
+    inner = innermost_error(exc)
+    text = getattr(inner, "output", None) or str(inner)
+    return f"{type(inner).__name__}: {normalize(text)}"
+
+
+def outcome(kind: str, signature: str = "", message: str = "", *, failing: Sequence[int] = (),
+            details: Sequence[str] = (), seconds: float = 0.0) -> dict[str, Any]:
+    return {"kind": kind, "signature": signature, "message": message[-4000:], "failing": list(failing),
+            "details": list(details), "seconds": round(seconds, 3)}
+
+
+def _error_outcome(kind: str, exc: BaseException, seconds: float) -> dict[str, Any]:
+    inner = innermost_error(exc)
+    text = getattr(inner, "output", None) or "".join(traceback.format_exception_only(type(inner), inner))
+    return outcome(kind, error_signature(exc), str(text), seconds=seconds)
+
+
+def matches(expected: dict[str, Any], actual: dict[str, Any], pattern: Optional[str] = None) -> bool:
+    """Does ``actual`` fail the same way as ``expected``? (kind, signature; for accuracy, outputs).
+
+    ``expected["failing"]`` for an accuracy failure lists the outputs that may fail (a repro's
+    own output indices); at least one of them must. ``pattern`` (a regex) must also occur in the
+    failure's message or signature when given.
+    """
+    if actual["kind"] != expected["kind"] or actual["kind"] in (PASS, INVALID, NONDETERMINISTIC):
+        return False
+    if actual["kind"] == ACCURACY:
+        if expected.get("failing") and not set(actual["failing"]) & set(expected["failing"]):
+            return False
+    elif actual["signature"] != expected["signature"]:
+        return False
+    if pattern and not re.search(pattern, actual["signature"] + "\n" + actual["message"]):
+        return False
+    return True
+
+
+# ----------------------------------------------------------------------------------- running
+
+def clone_inputs(values: Sequence[Any]) -> list[Any]:
+    return [v.detach().clone() if isinstance(v, torch.Tensor) else v for v in values]
+
+
+def _to_fp64(value: Any) -> Any:
+    if isinstance(value, torch.Tensor) and value.is_floating_point():
+        return value.detach().to(torch.float64)
+    return value
+
+
+def _flat(value: Any) -> list[Any]:
+    if isinstance(value, (list, tuple)):
+        return [leaf for item in value for leaf in _flat(item)]
+    return [value]
+
+
+def run_seeded(fn: Callable[..., Any], args: Sequence[Any], seed: int) -> list[Any]:
+    torch.manual_seed(seed)
+    with torch.no_grad():
+        return _flat(fn(*clone_inputs(args)))
+
+
+def default_tolerance(values: Sequence[Any]) -> float:
+    low = {torch.float16, torch.bfloat16}
+    return 1e-2 if any(isinstance(v, torch.Tensor) and v.dtype in low for v in values) else 1e-4
+
+
+def _same(ref: Any, res: Any, fp64: Any, tol: float) -> bool:
+    if isinstance(ref, torch.Tensor) and isinstance(res, torch.Tensor):
+        if ref.shape != res.shape or ref.dtype != res.dtype:
+            return False
+        if not ref.is_floating_point():
+            return bool(torch.equal(ref, res))
+        from torch._dynamo.utils import same  # the rule torch's own accuracy checks use
+
+        fp64_ok = isinstance(fp64, torch.Tensor) and fp64.shape == ref.shape
+        return bool(same(ref, res, fp64 if fp64_ok else None, tol=tol, equal_nan=True,
+                         log_error=lambda *a, **k: None))
+    if isinstance(ref, float) and isinstance(res, float):
+        return abs(ref - res) <= tol * max(1.0, abs(ref))
+    return ref == res
+
+
+def _detail(index: int, ref: Any, res: Any) -> str:
+    if isinstance(ref, torch.Tensor) and isinstance(res, torch.Tensor) and ref.shape == res.shape:
+        if ref.dtype != res.dtype:
+            return f"out[{index}]: dtype {res.dtype}, eager {ref.dtype}"
+        diff = (res.double() - ref.double()).abs()
+        diff = torch.where(torch.isnan(diff), torch.full_like(diff, float("inf")), diff)
+        return f"out[{index}]: max |compiled - eager| = {diff.max().item():.4g}" if diff.numel() else f"out[{index}]"
+    shape = getattr(res, "shape", None)
+    return f"out[{index}]: {type(res).__name__} {tuple(shape) if shape is not None else res!r}, eager {getattr(ref, 'shape', ref)!r}"
+
+
+@contextlib.contextmanager
+def caches_off(config: dict[str, Any]):
+    """Inductor config patches in effect, with the FX-graph and AOTAutograd caches off.
+
+    The caches' keys cannot see in-memory patches (an injected fault, a local edit): a cached
+    build could "reproduce" a fixed bug, or hide a new one.
+    """
+    import torch._functorch.config as functorch_config
+    import torch._inductor.config as inductor_config
+
+    patches = {"fx_graph_cache": False, "fx_graph_remote_cache": False, **config}
+    with inductor_config.patch(patches), functorch_config.patch(enable_autograd_cache=False):
+        yield
+
+
+def _marked(args: Sequence[Any], dynamic: dict[Any, Sequence[int]]) -> list[Any]:
+    args = clone_inputs(args)
+    for index, dims in dynamic.items():
+        value = args[int(index)]
+        if isinstance(value, torch.Tensor):
+            for dim in dims:
+                torch._dynamo.mark_dynamic(value, int(dim))
+    return args
+
+
+def compile_and_run(module: torch.nn.Module, args: Sequence[Any], spec: dict[str, Any]) -> tuple[str, Any]:
+    """Compile ``module`` as Inductor compiles its level and run it once: ``("ok", outputs)``,
+    ``("compile", exception)`` or ``("run", exception)``.
+
+    Static shapes: a post-AOT ATen graph goes straight to ``compile_fx_inner`` (as after AOT
+    autograd), a torch-level graph to ``compile_fx`` (as a Dynamo backend). Symbolic shapes:
+    Dynamo re-traces the graph with the originally symbolic dimensions marked dynamic, so the
+    candidate is compiled with symbolic sizes, not specialised to the example's.
+    """
+    from torch._inductor.compile_fx import compile_fx, compile_fx_inner
+
+    dynamic = spec.get("dynamic") or {}
+    dynamic_ints = spec.get("dynamic_ints") or []
+    with caches_off(spec.get("config") or {}):
+        if not dynamic and not dynamic_ints:
+            try:
+                if spec["level"] == "aten":
+                    compiled_inner = compile_fx_inner(module, clone_inputs(args))
+
+                    def compiled(*call_args: Any) -> Any:
+                        return compiled_inner(list(call_args))
+                else:
+                    compiled = compile_fx(module, clone_inputs(args))
+            except Exception as exc:  # noqa: BLE001 - the candidate's failure is the result
+                return "compile", exc
+        else:
+            failures: list[BaseException] = []
+
+            def backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Any:
+                try:
+                    return compile_fx(gm, example_inputs)
+                except Exception as exc:
+                    failures.append(exc)
+                    raise
+
+            torch._dynamo.reset()
+            compiled = torch.compile(module, backend=backend, fullgraph=True,
+                                     dynamic=True if dynamic_ints else None)
+            try:
+                torch.manual_seed(spec.get("seed", 0))
+                with torch.no_grad():
+                    first = _flat(compiled(*_marked(args, dynamic)))
+            except Exception as exc:  # noqa: BLE001
+                return ("compile" if failures else "run"), (failures[0] if failures else exc)
+            return "ok", first
+        try:
+            return "ok", run_seeded(compiled, args, spec.get("seed", 0))
+        except Exception as exc:  # noqa: BLE001
+            return "run", exc
+
+
+def judge(module: torch.nn.Module, args: Sequence[Any], spec: dict[str, Any]) -> dict[str, Any]:
+    """Compile and run one candidate and say how it fails (see the module docstring)."""
+    start = time.perf_counter()
+    seed = spec.get("seed", 0)
+    want = spec.get("want", ACCURACY)
+    reference = fp64 = None
+    if want == ACCURACY:
+        try:
+            reference = run_seeded(module, args, seed)
+            again = run_seeded(module, args, seed)
+        except Exception as exc:  # noqa: BLE001 - a graph eager cannot run is not a candidate
+            return _error_outcome(INVALID, exc, time.perf_counter() - start)
+        tol = spec.get("tol") or default_tolerance(reference)
+        if len(again) != len(reference) or not all(_same(a, b, None, 0.0) for a, b in zip(reference, again)):
+            return outcome(NONDETERMINISTIC, "eager results differ between two seeded runs",
+                           seconds=time.perf_counter() - start)
+        try:
+            fp64 = run_seeded(module, [_to_fp64(a) for a in args], seed)
+        except Exception:  # noqa: BLE001 - no fp64 referee for this graph
+            fp64 = None
+    status, value = compile_and_run(module, args, spec)
+    seconds = time.perf_counter() - start
+    if status == "compile":
+        return _error_outcome(COMPILE_ERROR, value, seconds)
+    if status == "run":
+        return _error_outcome(RUNTIME_ERROR, value, seconds)
+    if want != ACCURACY:
+        return outcome(PASS, seconds=seconds)
+    failing, details = [], []
+    for index, (ref, res) in enumerate(zip(reference, value)):
+        ref64 = fp64[index] if fp64 is not None and len(fp64) == len(reference) else None
+        if not _same(ref, res, ref64, tol):
+            failing.append(index)
+            details.append(_detail(index, ref, res))
+    if len(value) != len(reference):
+        failing.append(len(reference))
+        details.append(f"{len(value)} outputs, eager has {len(reference)}")
+    if failing:
+        return outcome(ACCURACY, "accuracy", "; ".join(details), failing=failing, details=details, seconds=seconds)
+    return outcome(PASS, seconds=seconds)

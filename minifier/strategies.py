@@ -1,0 +1,197 @@
+"""Shrinking strategies, registered by name with :func:`strategy`.
+
+Each strategy gets the :class:`~minifier.minify.MinifyState`, tries candidates through
+``state.fails(candidate)`` (which compiles, pins and caches) and returns a smaller failing
+candidate, or None. *Opening* strategies run once, before the loop (they jump straight to a
+suspected node); the others run in order, again and again, until none makes progress.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Callable, Optional
+
+from .graph import Candidate, InvalidCandidate
+from .judge import ACCURACY
+
+if TYPE_CHECKING:
+    from .minify import MinifyState
+
+__all__ = ["strategy", "STRATEGIES", "OPENING", "CLOSING", "Strategy"]
+
+Strategy = Callable[["MinifyState"], Optional[Candidate]]
+STRATEGIES: dict[str, Strategy] = {}
+OPENING: list[str] = []
+CLOSING: list[str] = []
+
+
+def strategy(name: str, *, opening: bool = False, closing: bool = False) -> Callable[[Strategy], Strategy]:
+    """Register a strategy under ``name`` (the name its log lines show). ``opening``: run once
+    before the loop; ``closing``: once after it (a strategy that trades nodes for inputs)."""
+
+    def register(fn: Strategy) -> Strategy:
+        STRATEGIES[name] = fn
+        if opening:
+            OPENING.append(name)
+        if closing:
+            CLOSING.append(name)
+        return fn
+
+    return register
+
+
+def _try(state: "MinifyState", nodes: set[str], **make_kwargs: object) -> Optional[Candidate]:
+    try:
+        candidate = state.slicer.make(nodes, **make_kwargs)
+    except InvalidCandidate:
+        return None
+    if candidate == state.current:
+        return None
+    return candidate if state.fails(candidate) else None
+
+
+@strategy("Isolate suspected nodes", opening=True)
+def isolate_suspects(state: "MinifyState") -> Optional[Candidate]:
+    """The nodes the caller already suspects (e.g. the first diverging kernel's FX nodes), alone."""
+    suspects = {n for n in state.hint_nodes if n in state.current.nodes}
+    if not suspects:
+        return None
+    state.announce("Isolate suspected nodes", None)
+    return _try(state, suspects)
+
+
+@strategy("Isolate first diverging node", opening=True)
+def isolate_first_divergence(state: "MinifyState") -> Optional[Candidate]:
+    """Accuracy only: one compile returning every node's value names the nodes that diverge;
+    each diverging node (earliest first) is then tried alone, its inputs frozen to eager values."""
+    if state.check.want != ACCURACY or len(state.current.nodes) < 2:
+        return None
+    nodes = state.current.nodes
+    try:
+        probe = state.slicer.make(nodes, outputs=state.slicer.sort(nodes))
+    except InvalidCandidate:
+        return None
+    state.announce("Isolate first diverging node", None)
+    result = state.probe(probe)
+    if result["kind"] != ACCURACY:
+        return None
+    diverging = [probe.outputs[i] for i in result["failing"] if i < len(probe.outputs)]
+    diverging = [n for n in state.slicer.sort(diverging) if n in state.related]
+    for name in diverging[:3]:
+        found = _try(state, {name})
+        if found is not None:
+            return found
+    return None
+
+
+def _smallest_failing(state: "MinifyState", label: str, count: int, make: Callable[[int], set[str]]) -> Optional[Candidate]:
+    """Binary search for the smallest ``k`` in [1, count) whose candidate ``make(k)`` fails."""
+    low, high, best = 1, count, None
+    pieces = 2
+    while low < high:
+        middle = (low + high) // 2
+        state.announce(label, pieces)
+        found = _try(state, make(middle), inputs=state.current.inputs)
+        if found is not None:
+            high, best = middle, found
+        else:
+            low = middle + 1
+        pieces *= 2
+    return best
+
+
+@strategy("Truncate suffix")
+def truncate_suffix(state: "MinifyState") -> Optional[Candidate]:
+    """Keep the shortest prefix of the graph that still fails (binary search over cut points)."""
+    order = state.slicer.sort(state.current.nodes)
+    return _smallest_failing(state, "Truncate suffix", len(order), lambda k: set(order[:k]))
+
+
+@strategy("Truncate prefix")
+def truncate_prefix(state: "MinifyState") -> Optional[Candidate]:
+    """Freeze the longest head of the graph into inputs (their eager values) that still fails."""
+    order = state.slicer.sort(state.current.nodes)
+    return _smallest_failing(state, "Truncate prefix", len(order), lambda k: set(order[len(order) - k:]))
+
+
+@strategy("Delta debugging")
+def delta_debugging(state: "MinifyState") -> Optional[Candidate]:
+    """ddmin: remove chunks of nodes at granularity 2, 4, 8...; removed producers become inputs."""
+    best: Optional[Candidate] = None
+    granularity = 2
+    while True:
+        order = state.slicer.sort((best or state.current).nodes)
+        if len(order) < 2:
+            return best
+        granularity = min(granularity, len(order))
+        state.announce("Delta debugging", granularity)
+        size = -(-len(order) // granularity)
+        chunks = [order[i:i + size] for i in range(0, len(order), size)]
+        removed = None
+        for chunk in chunks:
+            found = _try(state, set(order) - set(chunk), inputs=(best or state.current).inputs)
+            if found is not None:
+                removed = found
+                break
+        if removed is not None:
+            best = removed
+            granularity = max(granularity - 1, 2)
+        elif granularity >= len(order):
+            return best  # single nodes tried: 1-minimal
+        else:
+            granularity *= 2
+
+
+@strategy("Eliminate dead code")
+def eliminate_dead_code(state: "MinifyState") -> Optional[Candidate]:
+    """Keep only what the failing outputs need: their ancestors (one output at a time for errors)."""
+    current = state.current
+    if state.current_outcome.get("kind") == ACCURACY:
+        failing = [current.outputs[i] for i in state.current_outcome["failing"] if i < len(current.outputs)]
+        groups = [failing] if failing else []
+    else:
+        groups = [[o] for o in current.outputs] if 1 < len(current.outputs) <= 8 else []
+    for group in groups:
+        keep = state.slicer.ancestors(group) & set(current.nodes)
+        if keep == set(current.nodes):
+            continue
+        state.announce("Eliminate dead code", None)
+        found = _try(state, keep, inputs=current.inputs, outputs=group)
+        if found is not None:
+            return found
+    return None
+
+
+@strategy("Remove unused inputs")
+def remove_unused_inputs(state: "MinifyState") -> Optional[Candidate]:
+    """Drop graph inputs no kept node reads."""
+    needed = state.slicer.needed_inputs(state.current.nodes)
+    if len(needed) == len(state.current.inputs):
+        return None
+    state.announce("Remove unused inputs", None)
+    return _try(state, set(state.current.nodes), outputs=state.current.outputs)
+
+
+@strategy("Consolidate inputs", closing=True)
+def consolidate_inputs(state: "MinifyState") -> Optional[Candidate]:
+    """Recompute a frozen input from inputs the graph already has, when that means fewer inputs
+    (a smaller repro: fewer saved tensors) without more than one extra node per input removed."""
+    current = state.current
+    have = set(current.inputs)
+    extra = set()
+    for name in current.inputs:
+        producer = state.slicer.nodes[name]
+        if name in state.slicer.placeholders or producer.op == "get_attr":
+            continue
+        sources = {p.name for p in producer.all_input_nodes}
+        if sources and sources <= have and len(sources) <= 1:
+            extra.add(name)
+    if not extra:
+        return None
+    try:
+        candidate = state.slicer.make(set(current.nodes) | extra, outputs=current.outputs)
+    except InvalidCandidate:
+        return None
+    if len(candidate.inputs) >= len(current.inputs):
+        return None
+    state.announce("Consolidate inputs", None)
+    return candidate if state.fails(candidate) else None

@@ -1,0 +1,175 @@
+"""Warm worker processes that judge candidates, so a crash or a hang costs a candidate, not the user.
+
+Importing torch and warming Inductor costs seconds, so workers are started once and reused
+across candidates and across ``minify`` calls with the same setup. A worker that dies
+(segfault, abort) is replaced and the death is reported as a ``crash`` outcome with its signal;
+one that overruns its timeout is killed, replaced, and reported as ``timeout``.
+"""
+
+from __future__ import annotations
+
+import atexit
+import dataclasses
+import os
+import pickle
+import select
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any, Optional, Sequence
+
+import torch
+
+from ._worker import read_message, write_message
+from .judge import CRASH, TIMEOUT, outcome
+
+__all__ = ["WorkerSetup", "Worker", "WorkerPool", "pool", "prewarm"]
+
+_PACKAGE_ROOT = str(Path(__file__).resolve().parent.parent)
+
+
+@dataclasses.dataclass(frozen=True)
+class WorkerSetup:
+    """What a worker needs before judging: modules to import and environment variables."""
+
+    imports: tuple[str, ...] = ()
+    env: tuple[tuple[str, str], ...] = ()
+    warm: bool = True
+
+
+def _signal_name(returncode: int) -> str:
+    if returncode < 0:
+        try:
+            return f"signal {signal.Signals(-returncode).name}"
+        except ValueError:
+            return f"signal {-returncode}"
+    return f"exit status {returncode}"
+
+
+class Worker:
+    """One judging subprocess."""
+
+    def __init__(self, setup: WorkerSetup) -> None:
+        self.setup = setup
+        env = dict(os.environ)
+        env.update(dict(setup.env))
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (_PACKAGE_ROOT, env.get("PYTHONPATH")) if p)
+        self.log = tempfile.NamedTemporaryFile(prefix="minifier-worker-", suffix=".log", delete=False)
+        self.process = subprocess.Popen([sys.executable, "-m", "minifier._worker"], stdin=subprocess.PIPE,
+                                        stdout=subprocess.PIPE, stderr=self.log, env=env)
+        self.started = time.perf_counter()
+        self.ready = False
+        self.startup_seconds = 0.0
+        write_message(self.process.stdin, {"imports": list(setup.imports), "warm": setup.warm})
+
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def _read(self, timeout: Optional[float]) -> Optional[Any]:
+        """The next reply, ``None`` when the worker died, or raise TimeoutError."""
+        stdout = self.process.stdout
+        ready, _, _ = select.select([stdout], [], [], timeout)
+        if not ready:
+            raise TimeoutError
+        return read_message(stdout)
+
+    def wait_ready(self, timeout: float = 600.0) -> None:
+        if self.ready:
+            return
+        reply = self._read(timeout)
+        if reply is None:
+            raise RuntimeError(f"minifier worker failed to start ({_signal_name(self.process.wait())}): {self.log_tail()}")
+        self.ready = True
+        self.startup_seconds = time.perf_counter() - self.started
+
+    def log_tail(self, chars: int = 2000) -> str:
+        try:
+            return Path(self.log.name).read_text(errors="replace")[-chars:]
+        except OSError:
+            return ""
+
+    def judge(self, module: torch.nn.Module, inputs: Sequence[Any], spec: dict[str, Any], timeout: float) -> dict[str, Any]:
+        """Judge one candidate here; a death or an overrun becomes a crash or timeout outcome."""
+        self.wait_ready()
+        start = time.perf_counter()
+        try:
+            write_message(self.process.stdin, {"module": module, "inputs": list(inputs), "spec": spec})
+            reply = self._read(timeout)
+        except TimeoutError:
+            self.kill()
+            return outcome(TIMEOUT, "timeout", f"no answer within {timeout:.0f} s; worker killed",
+                           seconds=time.perf_counter() - start)
+        except (BrokenPipeError, pickle.PickleError, EOFError):
+            reply = None
+        if reply is None:
+            code = self.process.wait()
+            tail = self.log_tail()
+            return outcome(CRASH, _signal_name(code), f"worker died ({_signal_name(code)})\n{tail}",
+                           seconds=time.perf_counter() - start)
+        return reply
+
+    def kill(self) -> None:
+        if self.alive():
+            self.process.kill()
+            self.process.wait()
+
+    def close(self) -> None:
+        try:
+            if self.alive():
+                self.process.stdin.close()
+                self.process.wait(timeout=5)
+        except Exception:  # noqa: BLE001
+            self.kill()
+        try:
+            os.unlink(self.log.name)
+        except OSError:
+            pass
+
+
+class WorkerPool:
+    """Keeps one warm worker per setup; replaces a dead one in the background."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._workers: dict[WorkerSetup, Worker] = {}
+        self.crashes = 0
+        self.restarts = 0
+
+    def get(self, setup: WorkerSetup) -> Worker:
+        with self._lock:
+            for other in [s for s in self._workers if s != setup]:
+                self._workers.pop(other).close()
+            worker = self._workers.get(setup)
+            if worker is None or not worker.alive():
+                if worker is not None:
+                    self.restarts += 1
+                    worker.close()
+                worker = self._workers[setup] = Worker(setup)
+            return worker
+
+    def judge(self, setup: WorkerSetup, module: torch.nn.Module, inputs: Sequence[Any], spec: dict[str, Any],
+              timeout: float) -> dict[str, Any]:
+        result = self.get(setup).judge(module, inputs, spec, timeout)
+        if result["kind"] in (CRASH, TIMEOUT):
+            self.crashes += 1
+            self.get(setup)  # start the replacement now: it warms while the caller carries on
+        return result
+
+    def shutdown(self) -> None:
+        with self._lock:
+            for worker in self._workers.values():
+                worker.close()
+            self._workers.clear()
+
+
+pool = WorkerPool()
+atexit.register(pool.shutdown)
+
+
+def prewarm(setup: WorkerSetup = WorkerSetup()) -> Worker:
+    """Start (or keep) the worker for ``setup`` now, so the first candidate does not wait for it."""
+    return pool.get(setup)

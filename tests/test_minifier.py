@@ -1,0 +1,245 @@
+"""The minifier end to end: real compiles in warm workers, pinned failures, repros that reproduce.
+
+Tests are grouped by injected fault so each group shares one warm worker. Every repro a test
+writes lands in ``REPROS``; the last test of the module runs each of them as a script.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from torch.fx.experimental.proxy_tensor import make_fx
+
+import instrumented_backend as ib
+from minifier import AccuracyFailure, CompileFailure, RuntimeFailure, minify
+
+REPROS: list[tuple[Path, int]] = []  # (repro script, exit status it must give)
+OPS = lambda result: [str(n.target) for n in result.graph_module.graph.nodes if n.op == "call_function"]  # noqa: E731
+
+
+@pytest.fixture(scope="module")
+def out(tmp_path_factory):
+    return tmp_path_factory.mktemp("repros")
+
+
+def keep(result, expected_status=1):
+    assert result.repro_path is not None and result.repro_path.exists()
+    REPROS.append((result.repro_path, expected_status))
+    return result
+
+
+def tutorial(x1, x2):
+    a = torch.neg(x1)
+    b = torch.maximum(x2, a)
+    return (torch.cat([b], dim=0),)
+
+
+def dynamo_graph(fn, *args, **compile_kwargs):
+    """The graph a Dynamo backend receives for ``fn(*args)``, with the real arguments of its call."""
+    seen = []
+
+    def backend(gm, example_inputs):
+        def run(*real):
+            if not seen:
+                seen.append((gm, [a.clone() if isinstance(a, torch.Tensor) else a for a in real]))
+            return gm.forward(*real)
+        return run
+
+    torch._dynamo.reset()
+    torch.compile(fn, backend=backend, **compile_kwargs)(*args)
+    torch._dynamo.reset()
+    return seen[0]
+
+
+# --------------------------------------------------------------------------- doubling neg
+
+@pytest.fixture(scope="class")
+def doubling():
+    with ib.faults.doubling_neg():
+        yield
+
+
+@pytest.mark.usefixtures("doubling")
+class TestDoublingNeg:
+    """One fault, one warm worker for the whole group."""
+
+    def test_tutorial_accuracy_bug_shrinks_to_one_neg_in_at_most_five_compiles(self, out):
+        torch.manual_seed(0)
+        x1, x2 = torch.randn(1, 8), torch.randn(8390, 8)
+        lines = []
+        result = keep(minify(make_fx(tutorial)(x1, x2), [x1, x2], check=AccuracyFailure(), repro_dir=out, echo=lines.append))
+        assert OPS(result) == ["aten.neg.default"]
+        assert result.reproduced and result.compiles <= 5
+        assert lines[0].startswith("Started off with 3 nodes (2 inputs")
+        assert "doubling neg" in "\n".join(lines)  # the fault is carried, and said so
+        assert any(line.startswith("SUCCESS: Went from 3 to 1 nodes") for line in lines)
+        assert str(result.repro_path) in lines[-1]  # the line that ends the run names the repro
+        assert torch.equal(result.inputs[0], x1)
+
+
+    def test_suspected_nodes_are_tried_first(self, out):
+        torch.manual_seed(0)
+        x1, x2 = torch.randn(1, 8), torch.randn(64, 8)
+        lines = []
+        result = minify(make_fx(tutorial)(x1, x2), [x1, x2], check=AccuracyFailure(), hint_nodes=["neg"],
+                        repro_dir=out, echo=lines.append)
+        assert OPS(result) == ["aten.neg.default"] and result.compiles <= 3
+        assert lines[3].startswith("Strategy: Isolate suspected nodes")
+
+
+    def test_several_outputs_and_a_buried_bug(self, out):
+        def fn(x, y):
+            a = torch.relu(x) * 2
+            b = torch.exp(torch.neg(torch.sin(y))) + 1
+            return a.sum(), b * a, torch.cos(a)
+
+        torch.manual_seed(0)
+        x, y = torch.randn(16, 16), torch.randn(16, 16)
+        result = keep(minify(make_fx(fn)(x, y), [x, y], check=AccuracyFailure(), repro_dir=out, echo=lambda s: None))
+        assert OPS(result) == ["aten.neg.default"]
+
+
+    def test_torch_level_graph_with_in_place_ops(self, out):
+        def fn(x):
+            y = x.clone()
+            y.add_(1)
+            y.mul_(torch.neg(x))
+            return y.relu()
+
+        x = torch.randn(32, 8)
+        gm, args = dynamo_graph(fn, x)
+        result = keep(minify(gm, args, check=AccuracyFailure(), repro_dir=out, echo=lambda s: None))
+        assert result.level == "torch"
+        assert len(result.graph_module.graph.find_nodes(op="call_function", target=torch.neg)) == 1
+        assert result.final_nodes == 1
+
+
+    def test_random_ops_do_not_count_as_inaccuracy(self, out):
+        def fn(x):
+            noise = torch.rand_like(x)
+            return torch.neg(x) + noise, torch.nn.functional.dropout(x, 0.5, training=True)
+
+        x = torch.randn(64, 8)
+        result = minify(make_fx(fn)(x), [x], check=AccuracyFailure(), repro_dir=out, echo=lambda s: None)
+        assert OPS(result) == ["aten.neg.default"]
+
+
+    def test_symbolic_shapes_and_int_inputs_are_kept(self, out):
+        def fn(x, n):
+            return torch.neg(x[:n]) * n
+
+        gm, args = dynamo_graph(fn, torch.randn(12, 4), 6, dynamic=True)
+        assert any(isinstance(a, int) for a in args)  # SymInt inputs arrive as ints
+        result = keep(minify(gm, args, check=AccuracyFailure(), repro_dir=out, echo=lambda s: None))
+        assert result.reproduced
+        text = result.repro_path.read_text()
+        spec_line = next(line for line in text.splitlines() if line.startswith("SPEC = "))
+        assert "'dynamic': {}" not in spec_line or "'dynamic_ints': []" not in spec_line
+
+
+def test_nondeterministic_graphs_are_reported_not_minified(out):
+    @torch.library.custom_op("minifier_test::noisy", mutates_args=())
+    def noisy(x: torch.Tensor) -> torch.Tensor:
+        return x + random.random()
+
+    @noisy.register_fake
+    def _(x):
+        return torch.empty_like(x)
+
+    x = torch.randn(8)
+    gm = make_fx(lambda x: (torch.neg(torch.ops.minifier_test.noisy(x)),))(x)
+    lines = []
+    result = minify(gm, [x], check=AccuracyFailure(), isolate=False, repro_dir=out, echo=lines.append)
+    assert result.status == "nondeterministic" and result.repro_path is None
+    assert "nondeterministic" in lines[-1]
+
+
+def test_a_graph_that_does_not_fail_is_a_clear_error(out):
+    x = torch.randn(8)
+    with pytest.raises(ib_not_failing(), match="does not fail as AccuracyFailure"):
+        minify(make_fx(lambda x: (torch.neg(x),))(x), [x], check=AccuracyFailure(), repro_dir=out, echo=lambda s: None)
+
+
+def ib_not_failing():
+    from minifier import NotFailingError
+
+    return NotFailingError
+
+
+# --------------------------------------------------------------------------- compile error
+
+def test_compile_error_shrinks_to_neg_and_maximum_at_torch_level(out):
+    torch.manual_seed(0)
+    x1 = torch.randint(256, (1, 8), dtype=torch.uint8)
+    x2 = torch.randint(256, (8390, 8), dtype=torch.uint8)
+    gm, args = dynamo_graph(tutorial, x1, x2)
+    with ib.faults.cast_dropping_neg():
+        result = keep(minify(gm, args, check=CompileFailure(pattern="max_propagate_nan"), repro_dir=out,
+                             echo=lambda s: None))
+    assert sorted(n.target.__name__ for n in result.graph_module.graph.nodes if n.op == "call_function") == ["maximum", "neg"]
+    assert result.original["signature"].startswith("CppCompileError: no matching function for call to")
+    assert "'cpp.simdlen': 1" in result.repro_path.read_text()  # the fault's config is carried
+
+
+# --------------------------------------------------------------------------- crashes and hangs
+
+def _neg_in_the_middle(x):
+    return (torch.exp(torch.neg(torch.relu(x))) + 1,)
+
+
+def test_segfaulting_candidates_cost_a_worker_not_the_process(out):
+    x = torch.randn(64)
+    crash = ib.faults.bad_lowering("neg", "decltype({x})(*(volatile int*)nullptr)", config={"cpp.simdlen": 1},
+                                   name="segfaulting neg")
+    with crash:
+        result = keep(minify(make_fx(_neg_in_the_middle)(x), [x], check=RuntimeFailure(), hint_nodes=["neg"],
+                             repro_dir=out, echo=lambda s: None))
+    assert result.original["kind"] == "crash" and result.original["signature"] == "signal SIGSEGV"
+    assert OPS(result) == ["aten.neg.default"] and result.reproduced
+    assert result.crashes >= 2  # the original and the isolated neg both killed their worker
+
+
+def test_hanging_candidates_are_killed_after_the_timeout(out):
+    x = torch.randn(64)
+    hang = ib.faults.bad_lowering("neg", "decltype({x})([&]{{ volatile int spin = 1; while (spin) {{}} return {x}; }}())",
+                                  config={"cpp.simdlen": 1}, name="hanging neg")
+    with hang:
+        result = keep(minify(make_fx(_neg_in_the_middle)(x), [x], check=RuntimeFailure(), hint_nodes=["neg"],
+                             timeout=12, repro_dir=out, echo=lambda s: None))
+    assert result.original["kind"] == "timeout"
+    assert OPS(result) == ["aten.neg.default"] and result.reproduced
+
+
+# --------------------------------------------------------------------------- repros and CLI
+
+def test_the_cli_shrinks_a_saved_repro_again(out):
+    first = next(path for path, status in REPROS if status == 1)
+    proc = subprocess.run([sys.executable, "-m", "minifier", str(first), "--out", str(out / "again")],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "minified" in proc.stdout and "Started off with" in proc.stderr
+    REPROS.extend((path, 1) for path in (out / "again").glob("*.py"))
+
+
+def test_every_repro_the_suite_wrote_reproduces(out):
+    assert len(REPROS) >= 6
+    for path, status in REPROS:
+        proc = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=600)
+        assert proc.returncode == status, f"{path}: {proc.stdout[-2000:]}{proc.stderr[-2000:]}"
+        assert "REPRODUCES" in proc.stdout
+
+
+def test_a_repro_passes_once_the_bug_is_gone(out):
+    path = next(p for p, status in REPROS if status == 1 and "doubling neg" in p.read_text())
+    fixed = out / "fixed_repro.py"
+    fixed.write_text("\n".join("ENV = {}" if line.startswith("ENV = ") else line
+                               for line in path.read_text().splitlines()))
+    env = {k: v for k, v in os.environ.items() if k != ib.faults.ENV_VAR}
+    proc = subprocess.run([sys.executable, str(fixed)], capture_output=True, text=True, timeout=600, env=env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr[-2000:]

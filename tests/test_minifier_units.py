@@ -1,0 +1,179 @@
+"""The minifier's parts without compiling: slicing, pinning, strategies (with a scripted judge)."""
+
+from __future__ import annotations
+
+import operator
+
+import pytest
+import torch
+from torch.fx.experimental.proxy_tensor import make_fx
+
+import minifier
+from minifier import AccuracyFailure, CompileFailure, RuntimeFailure
+from minifier import _seams
+from minifier.graph import GraphSlicer, InvalidCandidate, record_values
+from minifier.judge import matches, normalize
+from minifier.minify import MinifyState, detect_level
+from minifier.strategies import STRATEGIES
+
+
+def chain(x, y):
+    a = torch.relu(x)
+    b = torch.neg(a)
+    c = torch.exp(b)
+    d = torch.mul(c, y)
+    e = torch.add(d, 1.0)
+    mean, var = torch.ops.aten.var_mean.correction(e, [1], correction=0, keepdim=True)
+    return (e - mean, var)
+
+
+@pytest.fixture(scope="module")
+def sliced():
+    torch.manual_seed(0)
+    inputs = [torch.randn(4, 8), torch.randn(4, 8)]
+    gm = make_fx(chain)(*inputs)
+    return gm, inputs, GraphSlicer(gm, inputs, record_values(gm, inputs))
+
+
+def test_the_seams_torch_moves_are_where_we_expect():
+    _seams.check_seams()
+
+
+def test_a_slice_freezes_removed_producers_into_inputs_with_their_eager_values(sliced):
+    gm, inputs, slicer = sliced
+    candidate = slicer.make({"exp", "mul"})
+    assert candidate.inputs == ("y_1", "neg")  # the original input it reads and the removed producer (graph order)
+    assert candidate.outputs == ("mul",)
+    module, args = slicer.build(candidate)
+    assert torch.equal(args[1], slicer.values["neg"])
+    assert torch.allclose(module(*args)[0], slicer.values["mul"])
+
+
+def test_a_consumer_of_a_removed_multi_output_op_becomes_an_input_itself(sliced):
+    _, _, slicer = sliced
+    getitems = [n for n in slicer.order if slicer.nodes[n].target is operator.getitem]
+    candidate = slicer.make(set(getitems) | {"sub"})
+    assert not set(getitems) & candidate.nodes  # a tuple cannot be an input; the getitems are frozen instead
+    assert set(getitems) & set(candidate.inputs)
+
+
+def test_empty_and_outputless_candidates_are_invalid(sliced):
+    _, _, slicer = sliced
+    with pytest.raises(InvalidCandidate):
+        slicer.make(set())
+
+
+def test_the_candidate_key_is_the_same_for_the_same_graph_and_differs_otherwise(sliced):
+    _, _, slicer = sliced
+    assert slicer.key(slicer.make({"neg"})) == slicer.key(slicer.make({"neg"}))
+    assert slicer.key(slicer.make({"neg"})) != slicer.key(slicer.make({"exp"}))
+
+
+def test_levels_are_told_apart(sliced):
+    gm, _, _ = sliced
+    assert detect_level(gm) == "aten"
+    assert detect_level(torch.fx.symbolic_trace(torch.nn.Linear(2, 2))) == "torch"
+
+
+def test_error_messages_are_normalised_so_the_same_bug_keeps_one_signature():
+    a = ("/tmp/x/ab.main.cpp:24:58: error: no matching function for call to 'max_propagate_nan(unsigned char&, int&)'\n"
+         "   24 |  auto tmp3 = max_propagate_nan(tmp0, tmp2);")
+    b = ("/tmp/y/cd.main.cpp:31:12: error: no matching function for call to 'max_propagate_nan(unsigned char&, int&)'\n"
+         "   31 |  auto tmp9 = max_propagate_nan(tmp4, tmp8);")
+    assert normalize(a) == normalize(b) == "no matching function for call to 'max_propagate_nan(unsigned char&, int&)'"
+    assert normalize("kernel cpp_fused_neg_3 failed at buf12") == "kernel <kernel> failed at bufN"
+
+
+def _outcome(kind, signature="", failing=()):
+    return {"kind": kind, "signature": signature, "message": signature, "failing": list(failing), "details": []}
+
+
+def test_pinning_rejects_drift_to_another_failure():
+    original = _outcome("compile_error", "CppCompileError: no matching function")
+    check = CompileFailure()
+    assert check.same_failure(original, _outcome("compile_error", "CppCompileError: no matching function"))
+    assert not check.same_failure(original, _outcome("compile_error", "CppCompileError: something else"))
+    assert not check.same_failure(original, _outcome("crash", "signal SIGSEGV"))
+    assert not check.same_failure(original, _outcome("pass"))
+    pinned = CompileFailure(pattern="max_propagate")
+    assert not pinned.accepts_original(_outcome("compile_error", "CppCompileError: unrelated"))
+
+
+def test_an_accuracy_check_never_counts_an_error_or_an_unrelated_output():
+    original = _outcome("accuracy", "accuracy", failing=[0])
+    check = AccuracyFailure()
+    assert check.same_failure(original, _outcome("accuracy", "accuracy", [1]), related=lambda i: i == 1)
+    assert not check.same_failure(original, _outcome("accuracy", "accuracy", [0]), related=lambda i: i == 1)
+    assert not check.same_failure(original, _outcome("runtime_error", "RuntimeError: boom"))
+    assert not check.same_failure(original, _outcome("crash", "signal SIGSEGV"))
+    assert RuntimeFailure().accepts_original(_outcome("crash", "signal SIGSEGV"))
+    assert matches(_outcome("accuracy", "accuracy", [0]), _outcome("accuracy", "accuracy", [0]))
+
+
+def _scripted_state(slicer, culprits, emitted):
+    """A search whose judge 'fails' exactly when every culprit is kept (no compiler involved)."""
+    def run(candidate):
+        failing = culprits <= candidate.nodes
+        return _outcome("compile_error", "Boom: x") if failing else _outcome("pass")
+
+    full = slicer.full()
+    original = run(full)
+    return MinifyState(slicer=slicer, check=CompileFailure(), original=original, current=full,
+                       current_outcome=original, related=set(slicer.order), hint_nodes=(), run=run,
+                       emit=emitted.append, progress=lambda text: None)
+
+
+@pytest.mark.parametrize("culprits", [{"exp"}, {"neg", "mul"}])
+def test_the_loop_strategies_shrink_to_exactly_the_culprits(sliced, culprits):
+    _, _, slicer = sliced
+    emitted = []
+    state = _scripted_state(slicer, culprits, emitted)
+    progress = True
+    while progress:
+        progress = False
+        for name in ("Truncate suffix", "Truncate prefix", "Delta debugging", "Eliminate dead code", "Remove unused inputs"):
+            found = STRATEGIES[name](state)
+            if found is not None:
+                state.accept(found)
+                progress = True
+    assert state.current.nodes == culprits
+    assert any(line.startswith("Strategy: Truncate suffix (G: 2) (") for line in emitted)
+    assert any(line.startswith("SUCCESS: Went from ") for line in emitted)
+    compiled = state.compiles
+    for name in ("Truncate suffix", "Truncate prefix", "Delta debugging"):
+        assert STRATEGIES[name](state) is None
+    assert state.compiles == compiled  # a graph already judged is never compiled again (hash cache)
+
+
+def test_strategies_are_registered_by_name_with_a_decorator():
+    assert {"Truncate suffix", "Delta debugging", "Eliminate dead code", "Remove unused inputs",
+            "Consolidate inputs", "Isolate first diverging node", "Isolate suspected nodes"} <= set(STRATEGIES)
+
+    @minifier.strategy("Test: nothing")
+    def nothing(state):
+        return None
+
+    try:
+        assert STRATEGIES["Test: nothing"] is nothing
+    finally:
+        del STRATEGIES["Test: nothing"]
+
+
+def test_bad_input_gets_a_clear_error(sliced):
+    gm, inputs, _ = sliced
+    with pytest.raises(minifier.MinifierError, match="expected a torch.fx.GraphModule"):
+        minifier.minify(torch.nn.ReLU(), inputs, check=CompileFailure())
+    with pytest.raises(minifier.MinifierError, match="has 2 inputs but 1 values"):
+        minifier.minify(gm, inputs[:1], check=CompileFailure())
+    with pytest.raises(minifier.MinifierError, match="check must be"):
+        minifier.minify(gm, inputs, check="accuracy")
+    with pytest.raises(minifier.MinifierError, match="unknown strategies"):
+        minifier.minify(gm, inputs, check=CompileFailure(), strategies=["Shrink harder"])
+
+
+def test_the_minifier_never_imports_the_backend():
+    import pathlib
+
+    root = pathlib.Path(minifier.__file__).parent
+    for path in root.glob("*.py"):
+        assert "import instrumented_backend" not in path.read_text().replace('f"import {name}', ""), path
