@@ -15,10 +15,10 @@ from typing import Any, Optional, Sequence
 import torch
 
 from .diagnostics import warn_once
+from .seams.fake_mode import real_tensors
 
-__all__ = ["MINIFY_ENV", "MINIFY_DIR_ENV", "minify_accuracy_failure", "minify_compile_failure", "real_inputs"]
+__all__ = ["MINIFY_DIR_ENV", "minify_accuracy_failure", "minify_compile_failure", "real_inputs"]
 
-MINIFY_ENV = "INSTRUMENTED_BACKEND_MINIFY"
 MINIFY_DIR_ENV = "INSTRUMENTED_BACKEND_MINIFY_DIR"
 
 
@@ -49,33 +49,42 @@ def real_inputs(example_inputs: Sequence[Any], seed: int = 0) -> list[Any]:
     return values
 
 
-def _run(gm: torch.fx.GraphModule, inputs: Sequence[Any], check: Any, hint_nodes: Sequence[str] = (),
-         isolate: bool = True) -> Optional[Any]:
+def _run(error: BaseException, gm: torch.fx.GraphModule, inputs: Sequence[Any], check: Any,
+         hint_nodes: Sequence[str] = (), isolate: bool = True) -> Optional[Any]:
+    """Minify; name the repro in ``error``'s notes. A failure of the minifier is one warning."""
     from minifier import minify
-    from torch._subclasses.fake_tensor import unset_fake_temporarily  # private seam: Inductor compiles under a FakeTensorMode
 
     try:
-        with unset_fake_temporarily():
-            return minify(gm, list(inputs), check=check, hint_nodes=hint_nodes, repro_dir=_repro_dir(), isolate=isolate)
+        with real_tensors():  # the minifier is called from inside Inductor's fake-mode compile
+            result = minify(gm, list(inputs), check=check, hint_nodes=hint_nodes, repro_dir=_repro_dir(),
+                            isolate=isolate)
     except Exception as exc:  # noqa: BLE001 - never hide the user's real error behind ours
         warn_once("minify", f"the minifier could not shrink the failing graph ({exc!r})")
         return None
+    if result.repro_path is not None:
+        error.add_note(result.summary())
+    return result
 
 
-def minify_accuracy_failure(dynamo_graph: torch.fx.GraphModule, args: Sequence[Any]) -> Optional[Any]:
+def minify_accuracy_failure(error: BaseException, dynamo_graph: torch.fx.GraphModule,
+                            args: Sequence[Any]) -> Optional[Any]:
+    """Shrink the Dynamo graph whose outputs disagreed with eager (the call's real arguments)."""
     from minifier import AccuracyFailure
 
-    return _run(dynamo_graph, args, AccuracyFailure())
+    return _run(error, dynamo_graph, args, AccuracyFailure())
 
 
-def minify_compile_failure(aot_graph: torch.fx.GraphModule, example_inputs: Sequence[Any],
-                           suspects: Sequence[str] = ()) -> Optional[Any]:
+def minify_compile_failure(error: BaseException, aot_graph: torch.fx.GraphModule, example_inputs: Sequence[Any],
+                           graph: Optional[Any]) -> Optional[Any]:
+    """Shrink the AOT graph whose compile failed, trying the failing kernel line's FX nodes first."""
     from minifier import CompileFailure
 
-    # Judged in this process: a compile-only check never runs the candidate, and the C++
-    # compiler runs in its own process. (The AOT graph Inductor hands over does not pickle.)
-    from torch._subclasses.fake_tensor import unset_fake_temporarily
-
-    with unset_fake_temporarily():
+    suspects: list[str] = []
+    report = getattr(graph, "compile_error_report", None)
+    for item in (report.lines if report is not None else []):
+        suspects.extend(n for n in item.line.fx_nodes if n not in suspects)
+    with real_tensors():
         inputs = real_inputs(example_inputs)
-    return _run(aot_graph, inputs, CompileFailure(), hint_nodes=suspects, isolate=False)
+    # Judged in this process: a compile-only check never runs a candidate, and the C++ compiler
+    # runs in its own process, so there is no worker to start.
+    return _run(error, aot_graph, inputs, CompileFailure(), hint_nodes=suspects, isolate=False)

@@ -76,7 +76,9 @@ class CompileJob:
             graph = self._publish(builder, None, exc)
             explained = _explained_compile_error(graph, exc)
             if self.options.minify:
-                _minify_compile_failure(builder.original_graph, example_inputs, graph, explained or exc)
+                from .auto_minify import minify_compile_failure
+
+                minify_compile_failure(explained or exc, builder.original_graph, example_inputs, graph)
             if explained is None:
                 raise
             raise explained from None
@@ -131,20 +133,6 @@ def _explained_compile_error(graph: Optional[GraphCapture], error: BaseException
     except Exception as exc:  # noqa: BLE001 - never hide the user's real error behind ours
         warn_once("compile_error", f"could not explain the compile error ({exc!r})")
         return None
-
-
-def _minify_compile_failure(aot_graph: torch.fx.GraphModule, example_inputs: Sequence[Any],
-                            graph: Optional[GraphCapture], error: BaseException) -> None:
-    """Shrink the graph whose compile failed; the repro's path is added to the error's notes."""
-    from .auto_minify import minify_compile_failure
-
-    suspects: list[str] = []
-    report = getattr(graph, "compile_error_report", None)
-    for item in (report.lines if report is not None else []):
-        suspects.extend(n for n in item.line.fx_nodes if n not in suspects)
-    minified = minify_compile_failure(aot_graph, example_inputs, suspects)
-    if minified is not None and minified.repro_path is not None:
-        error.add_note(minified.summary())
 
 
 @contextlib.contextmanager
@@ -226,9 +214,7 @@ def _accuracy_checked(compiled: Callable[..., Any], job: CompileJob, *, raise_on
             if job.options.minify:
                 from .auto_minify import minify_accuracy_failure
 
-                minified = minify_accuracy_failure(job.dynamo_graph, saved)
-                if minified is not None and minified.repro_path is not None:
-                    error.add_note(minified.summary())
+                minify_accuracy_failure(error, job.dynamo_graph, saved)
             if raise_on_failure:
                 raise error
             warn_once(f"accuracy:{job.compile_id}", str(error))

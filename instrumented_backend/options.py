@@ -28,9 +28,10 @@ from typing import Any, Mapping, Optional
 
 from .seams.inductor_options import inductor_config_keys, inductor_config_patches
 
-__all__ = ["BackendOptions", "OUR_OPTIONS", "DUMP_DIR_ENV", "parse_options"]
+__all__ = ["BackendOptions", "OUR_OPTIONS", "DUMP_DIR_ENV", "MINIFY_ENV", "parse_options"]
 
 DUMP_DIR_ENV = "INSTRUMENTED_BACKEND_DUMP_DIR"
+MINIFY_ENV = "INSTRUMENTED_BACKEND_MINIFY"
 OUR_OPTIONS = ("dump_dir", "check_accuracy", "minify")
 
 
@@ -65,7 +66,7 @@ def parse_options(mode: Optional[str] = None, options: Optional[Mapping[str, Any
     check = ours.get("check_accuracy", False)
     if check not in (True, False, "warn", "raise"):
         raise ValueError(f"instrumented backend: check_accuracy must be True, False or 'warn', got {check!r}")
-    minify = ours.get("minify", os.environ.get("INSTRUMENTED_BACKEND_MINIFY", "") not in ("", "0"))
+    minify = ours.get("minify", os.environ.get(MINIFY_ENV, "") not in ("", "0"))
     if not isinstance(minify, bool):
         raise ValueError(f"instrumented backend: minify must be True or False, got {minify!r}")
     return BackendOptions(inductor_patches=patches, dump_dir=Path(dump_dir) if dump_dir else None,

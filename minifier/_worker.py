@@ -29,10 +29,18 @@ def read_message(stream: BinaryIO) -> Optional[Any]:
     return pickle.loads(payload)
 
 
-def write_message(stream: BinaryIO, message: Any) -> None:
+def encode_message(message: Any) -> bytes:
     payload = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
-    stream.write(struct.pack("<Q", len(payload)) + payload)
+    return struct.pack("<Q", len(payload)) + payload
+
+
+def send_encoded(stream: BinaryIO, encoded: bytes) -> None:
+    stream.write(encoded)
     stream.flush()
+
+
+def write_message(stream: BinaryIO, message: Any) -> None:
+    send_encoded(stream, encode_message(message))
 
 
 def _warm(judge: Any) -> None:

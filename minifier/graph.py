@@ -72,7 +72,7 @@ def record_values(module: torch.fx.GraphModule, inputs: Sequence[Any], seed: int
 class GraphSlicer:
     """Builds candidates of one original graph; knows its dependency DAG and eager values."""
 
-    def __init__(self, module: torch.fx.GraphModule, inputs: Sequence[Any], values: dict[str, Any]) -> None:
+    def __init__(self, module: torch.fx.GraphModule, values: dict[str, Any]) -> None:
         self.module = module
         self.values = values
         self.nodes = {n.name: n for n in module.graph.nodes}
@@ -176,11 +176,10 @@ class GraphSlicer:
         return module, [self.values[name] for name in candidate.inputs]
 
     def key(self, candidate: Candidate) -> str:
-        """A hash of what would be compiled: the graph's code and its inputs' types and shapes."""
-        module, args = self.build(candidate)
-        described = [(type(a).__name__, tuple(a.shape), tuple(a.stride()), str(a.dtype)) if isinstance(a, torch.Tensor)
-                     else (type(a).__name__, a) for a in args]
-        return hashlib.sha1((module.code + repr(described)).encode()).hexdigest()
+        """A hash of what would be compiled. A candidate of this graph determines its code and its
+        inputs' values (names in the original, sorted), so it is hashed without building it."""
+        described = (sorted(candidate.nodes), candidate.inputs, candidate.outputs)
+        return hashlib.sha1(repr(described).encode()).hexdigest()
 
 
 def _mutated_argument(node: torch.fx.Node) -> Optional[torch.fx.Node]:

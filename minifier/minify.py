@@ -12,10 +12,9 @@ from typing import Any, Callable, Iterable, Optional, Sequence
 import torch
 import torch.fx
 
-from . import strategies as _strategies  # noqa: F401 - registers the strategies
 from .checks import Failure
 from .context import current_context
-from .graph import Candidate, GraphSlicer, InvalidCandidate, record_values
+from .graph import Candidate, GraphSlicer, record_values
 from .judge import ACCURACY, CRASH, NONDETERMINISTIC, TIMEOUT, judge
 from .strategies import CLOSING, OPENING, STRATEGIES
 from .workers import WorkerSetup, pool
@@ -54,7 +53,7 @@ class MinifyResult:
     @property
     def reproduced(self) -> bool:
         """Did the final graph, re-checked from scratch, still fail the same way?"""
-        return self.status == "minified" and self.final.get("kind") == self.original.get("kind")
+        return self.status == "minified"  # "not confirmed" when the re-check differed
 
     def summary(self) -> str:
         where = f"; repro: {self.repro_path}" if self.repro_path else ""
@@ -102,7 +101,6 @@ class MinifyState:
     candidates_checked: int = 0
     compiles: int = 0
     cache_hits: int = 0
-    crashes: int = 0
     max_candidates: int = 500
 
     def announce(self, name: str, granularity: Optional[int]) -> None:
@@ -120,7 +118,6 @@ class MinifyState:
         self.compiles += 1
         result = self.run(candidate)
         if result["kind"] in (CRASH, TIMEOUT):
-            self.crashes += 1
             self.emit(f"  candidate {candidate.describe()}: {result['kind']} ({result['signature']}); worker restarted")
         self.cache[key] = result
         self.progress(f"{self.candidates_checked} candidates, best {len(self.current.nodes)} nodes")
@@ -165,6 +162,7 @@ class _Progress:
     def close(self) -> None:
         if self.shown:
             sys.stderr.write("\n")
+            self.shown = False
 
 
 def minify(
@@ -221,14 +219,13 @@ def minify(
 
     def emit(line: str) -> None:
         log.append(line)
-        live.close() if live.shown else None
-        live.shown = False
+        live.close()  # end the live line before a log line
         say(line)
 
     live = _Progress(progress, started)
     context = current_context(config)
     values = record_values(module, inputs, seed)
-    slicer = GraphSlicer(module, inputs, values)
+    slicer = GraphSlicer(module, values)
     symbolic = {name: _symbolic(slicer.nodes[name].meta.get("val", slicer.nodes[name].meta.get("example_value")))
                 for name in slicer.nodes}
     if dynamic is not None:

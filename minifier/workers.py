@@ -11,7 +11,6 @@ from __future__ import annotations
 import atexit
 import dataclasses
 import os
-import pickle
 import select
 import signal
 import subprocess
@@ -24,7 +23,7 @@ from typing import Any, Optional, Sequence
 
 import torch
 
-from ._worker import read_message, write_message
+from ._worker import encode_message, read_message, send_encoded, write_message
 from .judge import CRASH, TIMEOUT, outcome
 
 __all__ = ["WorkerSetup", "Worker", "WorkerPool", "pool", "prewarm"]
@@ -94,16 +93,21 @@ class Worker:
 
     def judge(self, module: torch.nn.Module, inputs: Sequence[Any], spec: dict[str, Any], timeout: float) -> dict[str, Any]:
         """Judge one candidate here; a death or an overrun becomes a crash or timeout outcome."""
+        try:  # before anything is written: a request that cannot be sent is not a crash
+            request = encode_message({"module": module, "inputs": list(inputs), "spec": spec})
+        except Exception as exc:
+            raise TypeError(f"minifier: this candidate cannot be sent to a worker process ({exc!r}); "
+                            "judge in process with isolate=False") from exc
         self.wait_ready()
         start = time.perf_counter()
         try:
-            write_message(self.process.stdin, {"module": module, "inputs": list(inputs), "spec": spec})
+            send_encoded(self.process.stdin, request)
             reply = self._read(timeout)
         except TimeoutError:
             self.kill()
             return outcome(TIMEOUT, "timeout", f"no answer within {timeout:.0f} s; worker killed",
                            seconds=time.perf_counter() - start)
-        except (BrokenPipeError, pickle.PickleError, EOFError):
+        except (BrokenPipeError, EOFError):  # the worker died while reading or answering
             reply = None
         if reply is None:
             code = self.process.wait()

@@ -187,6 +187,41 @@ def test_compile_error_shrinks_to_neg_and_maximum_at_torch_level(out):
     assert "'cpp.simdlen': 1" in result.repro_path.read_text()  # the fault's config is carried
 
 
+# --------------------------------------------------------------------------- from the backend
+
+def _noted_repro(error):
+    notes = [n for n in getattr(error, "__notes__", []) if n.startswith("minifier: minified")]
+    assert len(notes) == 1, getattr(error, "__notes__", None)
+    path = Path(notes[0].rsplit("repro: ", 1)[1])
+    assert path.exists()
+    return path
+
+
+def test_the_backend_minifies_an_accuracy_failure_and_names_the_repro(out, monkeypatch):
+    monkeypatch.setenv("INSTRUMENTED_BACKEND_MINIFY_DIR", str(out / "backend"))
+    torch.manual_seed(0)
+    x1, x2 = torch.randn(1, 8), torch.randn(64, 8)
+    with ib.faults.doubling_neg():
+        with pytest.raises(ib.AccuracyError) as caught:
+            torch.compile(tutorial, backend="instrumented", options={"minify": True, "check_accuracy": True})(x1, x2)
+    path = _noted_repro(caught.value)
+    assert "= torch.neg(" in path.read_text()
+    REPROS.append((path, 1))
+
+
+def test_the_environment_variable_minifies_a_compile_failure(out, monkeypatch):
+    monkeypatch.setenv("INSTRUMENTED_BACKEND_MINIFY", "1")
+    monkeypatch.setenv("INSTRUMENTED_BACKEND_MINIFY_DIR", str(out / "backend"))
+    x1 = torch.randint(256, (1, 8), dtype=torch.uint8)
+    x2 = torch.randint(256, (64, 8), dtype=torch.uint8)
+    with ib.faults.cast_dropping_neg():
+        with pytest.raises(Exception) as caught:
+            torch.compile(tutorial, backend="instrumented")(x1, x2)
+    path = _noted_repro(caught.value)
+    assert "torch.ops.aten.neg.default" in path.read_text()
+    REPROS.append((path, 1))
+
+
 # --------------------------------------------------------------------------- crashes and hangs
 
 def _neg_in_the_middle(x):

@@ -32,7 +32,7 @@ def sliced():
     torch.manual_seed(0)
     inputs = [torch.randn(4, 8), torch.randn(4, 8)]
     gm = make_fx(chain)(*inputs)
-    return gm, inputs, GraphSlicer(gm, inputs, record_values(gm, inputs))
+    return gm, inputs, GraphSlicer(gm, record_values(gm, inputs))
 
 
 def test_the_seams_torch_moves_are_where_we_expect():
@@ -177,3 +177,11 @@ def test_the_minifier_never_imports_the_backend():
     root = pathlib.Path(minifier.__file__).parent
     for path in root.glob("*.py"):
         assert "import instrumented_backend" not in path.read_text().replace('f"import {name}', ""), path
+
+
+def test_a_moved_judge_seam_is_reported_by_name(monkeypatch):
+    import torch._dynamo.utils as dynamo_utils
+
+    monkeypatch.delattr(dynamo_utils, "same")
+    with pytest.raises(_seams.SeamMoved, match="torch._dynamo.utils.same is gone"):
+        _seams.check_seams()

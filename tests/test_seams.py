@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+import torch
 
 from instrumented_backend.seams import SeamMoved, all_checks
 
@@ -82,3 +83,24 @@ def test_ir_wrapper_is_installed_once_and_delegates():
     finally:
         ir_logging.set_listener(previous)
     assert seen == [("post_fusion", ["b"])] and delegated == [["a"], ["b"]]
+
+
+def test_a_moved_fake_mode_switch_is_reported(monkeypatch):
+    import torch._subclasses.fake_tensor as fake_tensor
+
+    from instrumented_backend.seams import fake_mode
+
+    monkeypatch.delattr(fake_tensor, "unset_fake_temporarily")
+    with pytest.raises(SeamMoved, match="unset_fake_temporarily is gone"):
+        fake_mode.check()
+
+
+def test_tensors_made_inside_a_compile_are_real_in_the_fake_mode_seam():
+    from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
+
+    from instrumented_backend.seams.fake_mode import real_tensors
+
+    with FakeTensorMode():
+        assert isinstance(torch.ones(2), FakeTensor)
+        with real_tensors():
+            assert not isinstance(torch.ones(2), FakeTensor)
