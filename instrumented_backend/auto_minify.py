@@ -50,14 +50,13 @@ def real_inputs(example_inputs: Sequence[Any], seed: int = 0) -> list[Any]:
 
 
 def _run(error: BaseException, gm: torch.fx.GraphModule, inputs: Sequence[Any], check: Any,
-         hint_nodes: Sequence[str] = (), isolate: bool = True) -> Optional[Any]:
+         hint_nodes: Sequence[str] = ()) -> Optional[Any]:
     """Minify; name the repro in ``error``'s notes. A failure of the minifier is one warning."""
     from minifier import minify
 
     try:
         with real_tensors():  # the minifier is called from inside Inductor's fake-mode compile
-            result = minify(gm, list(inputs), check=check, hint_nodes=hint_nodes, repro_dir=_repro_dir(),
-                            isolate=isolate)
+            result = minify(gm, list(inputs), check=check, hint_nodes=hint_nodes, repro_dir=_repro_dir())
     except Exception as exc:  # noqa: BLE001 - never hide the user's real error behind ours
         warn_once("minify", f"the minifier could not shrink the failing graph ({exc!r})")
         return None
@@ -85,6 +84,6 @@ def minify_compile_failure(error: BaseException, aot_graph: torch.fx.GraphModule
         suspects.extend(n for n in item.line.fx_nodes if n not in suspects)
     with real_tensors():
         inputs = real_inputs(example_inputs)
-    # Judged in this process: a compile-only check never runs a candidate, and the C++ compiler
-    # runs in its own process, so there is no worker to start.
-    return _run(error, aot_graph, inputs, CompileFailure(), hint_nodes=suspects, isolate=False)
+    # Judged in worker processes, never here: this runs inside Inductor's compile, whose tracing
+    # context would make every in-process candidate fail on fake-tensor checks instead of the bug.
+    return _run(error, aot_graph, inputs, CompileFailure(), hint_nodes=suspects)

@@ -11,7 +11,7 @@ from typing import Any
 
 import torch
 
-__all__ = ["changed_inductor_config", "module_source", "check_seams", "SeamMoved"]
+__all__ = ["changed_inductor_config", "module_source", "inside_compile", "check_seams", "SeamMoved"]
 
 # Settings that say where or how to cache, not how to compile: never carried into a repro.
 _NOT_CARRIED = {"fx_graph_cache", "fx_graph_remote_cache", "autotune_local_cache", "autotune_remote_cache"}
@@ -37,6 +37,13 @@ def module_source(module: torch.nn.Module) -> str:
     return NNModuleToString.convert(module)
 
 
+def inside_compile() -> bool:
+    """Is a torch.compile trace in progress on this thread? (Then in-process compiles see its fake mode.)"""
+    from torch._guards import TracingContext
+
+    return TracingContext.try_get() is not None
+
+
 class SeamMoved(RuntimeError):
     """A private torch API the minifier (or its judge, embedded in repros) relies on has moved."""
 
@@ -58,6 +65,10 @@ def check_seams() -> None:
             raise SeamMoved(f"torch._inductor.config.{key} is gone (candidates are compiled with it set)")
     if "enable_autograd_cache" not in functorch_config.get_config_copy():
         raise SeamMoved("torch._functorch.config.enable_autograd_cache is gone (candidates turn it off)")
+    try:
+        inside_compile()
+    except (ImportError, AttributeError) as exc:
+        raise SeamMoved(f"torch._guards.TracingContext.try_get is gone ({exc})") from exc
     if not isinstance(changed_inductor_config(), dict):
         raise SeamMoved("reading the changed Inductor config failed")
     if "class Repro" not in module_source(torch.fx.symbolic_trace(torch.nn.ReLU())):

@@ -15,6 +15,7 @@ import torch.fx
 from .checks import Failure
 from .context import current_context
 from .graph import Candidate, GraphSlicer, record_values
+from ._seams import inside_compile
 from .judge import ACCURACY, CRASH, NONDETERMINISTIC, TIMEOUT, judge
 from .strategies import CLOSING, OPENING, STRATEGIES
 from .workers import WorkerSetup, pool
@@ -210,6 +211,9 @@ def minify(
     unknown = [s for s in (strategies or ()) if s not in STRATEGIES]
     if unknown:
         raise MinifierError(f"minify: unknown strategies {unknown}; known: {list(STRATEGIES)}")
+    if not isolate and inside_compile():
+        raise MinifierError("minify: isolate=False inside a torch.compile trace would judge every candidate under "
+                            "the trace's fake mode; use isolate=True (worker processes)")
     level = detect_level(module) if level == "auto" else level
     if level not in ("aten", "torch"):
         raise MinifierError(f"minify: level must be 'aten', 'torch' or 'auto', got {level!r}")

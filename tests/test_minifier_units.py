@@ -185,3 +185,19 @@ def test_a_moved_judge_seam_is_reported_by_name(monkeypatch):
     monkeypatch.delattr(dynamo_utils, "same")
     with pytest.raises(_seams.SeamMoved, match="torch._dynamo.utils.same is gone"):
         _seams.check_seams()
+
+
+def test_judging_in_process_inside_a_compile_is_refused(sliced):
+    gm, inputs, _ = sliced
+    seen = []
+
+    def backend(graph, example_inputs):
+        with pytest.raises(minifier.MinifierError, match="inside a torch.compile trace"):
+            minifier.minify(gm, inputs, check=CompileFailure(), isolate=False)
+        seen.append(True)
+        return graph.forward
+
+    torch._dynamo.reset()
+    torch.compile(lambda x: x + 1, backend=backend)(torch.ones(2))
+    torch._dynamo.reset()
+    assert seen
