@@ -166,6 +166,16 @@ class _Progress:
             self.shown = False
 
 
+def _undecomposed_hint(outcome: dict[str, Any]) -> str:
+    """Explain Inductor's CI-only refusal to fall back for an op that has a decomposition."""
+    if "a decomposition exists, we should switch to it" not in outcome.get("message", ""):
+        return ""
+    return ("\n(Inductor raises this only while the CI environment variable is set. The ATen graph holds an op "
+            "that AOT autograd would have decomposed for Inductor: pass the graph Inductor received, or trace "
+            "it with make_fx(torch.func.functionalize(fn), decomposition_table="
+            "torch._inductor.decomposition.select_decomp_table()).)")
+
+
 def minify(
     module: torch.fx.GraphModule,
     inputs: Sequence[Any],
@@ -274,7 +284,7 @@ def minify(
     if not check.accepts_original(original):
         detail = original.get("signature") or original.get("message", "")[:300]
         raise NotFailingError(f"minify: the graph does not fail as {check.describe()} expects: it gives "
-                              f"{original['kind']!r}{': ' + detail if detail else ''}")
+                              f"{original['kind']!r}{': ' + detail if detail else ''}{_undecomposed_hint(original)}")
     emit(f"Original failure: {original['kind']}: {original['signature'] if original['kind'] != ACCURACY else '; '.join(original['details'])}")
     failing_names = {full.outputs[i] for i in original["failing"] if i < len(full.outputs)}
     related = slicer.ancestors(failing_names) if original["kind"] == ACCURACY else set(slicer.order)

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from torch._inductor.decomposition import select_decomp_table
 from torch.fx.experimental.proxy_tensor import make_fx
 
 import instrumented_backend as ib
@@ -38,6 +39,16 @@ def tutorial(x1, x2):
     a = torch.neg(x1)
     b = torch.maximum(x2, a)
     return (torch.cat([b], dim=0),)
+
+
+def aten_graph(fn, *args):
+    """The ATen graph Inductor receives after AOT autograd: functional and decomposed.
+
+    A bare ``make_fx`` graph keeps in-place ops such as ``div_``; with ``CI`` set in the
+    environment Inductor refuses to fall back for an op it has a decomposition for.
+    """
+    return make_fx(torch.func.functionalize(fn, remove="mutations_and_views"),
+                   decomposition_table=select_decomp_table())(*args)
 
 
 def dynamo_graph(fn, *args, **compile_kwargs):
@@ -73,7 +84,7 @@ class TestDoublingNeg:
         torch.manual_seed(0)
         x1, x2 = torch.randn(1, 8), torch.randn(8390, 8)
         lines = []
-        result = keep(minify(make_fx(tutorial)(x1, x2), [x1, x2], check=AccuracyFailure(), repro_dir=out, echo=lines.append))
+        result = keep(minify(aten_graph(tutorial, x1, x2), [x1, x2], check=AccuracyFailure(), repro_dir=out, echo=lines.append))
         assert OPS(result) == ["aten.neg.default"]
         assert result.reproduced and result.compiles <= 5
         assert lines[0].startswith("Started off with 3 nodes (2 inputs")
@@ -87,7 +98,7 @@ class TestDoublingNeg:
         torch.manual_seed(0)
         x1, x2 = torch.randn(1, 8), torch.randn(64, 8)
         lines = []
-        result = minify(make_fx(tutorial)(x1, x2), [x1, x2], check=AccuracyFailure(), hint_nodes=["neg"],
+        result = minify(aten_graph(tutorial, x1, x2), [x1, x2], check=AccuracyFailure(), hint_nodes=["neg"],
                         repro_dir=out, echo=lines.append)
         assert OPS(result) == ["aten.neg.default"] and result.compiles <= 3
         assert lines[3].startswith("Strategy: Isolate suspected nodes")
@@ -101,7 +112,7 @@ class TestDoublingNeg:
 
         torch.manual_seed(0)
         x, y = torch.randn(16, 16), torch.randn(16, 16)
-        result = keep(minify(make_fx(fn)(x, y), [x, y], check=AccuracyFailure(), repro_dir=out, echo=lambda s: None))
+        result = keep(minify(aten_graph(fn, x, y), [x, y], check=AccuracyFailure(), repro_dir=out, echo=lambda s: None))
         assert OPS(result) == ["aten.neg.default"]
 
 
@@ -126,7 +137,7 @@ class TestDoublingNeg:
             return torch.neg(x) + noise, torch.nn.functional.dropout(x, 0.5, training=True)
 
         x = torch.randn(64, 8)
-        result = minify(make_fx(fn)(x), [x], check=AccuracyFailure(), repro_dir=out, echo=lambda s: None)
+        result = minify(aten_graph(fn, x), [x], check=AccuracyFailure(), repro_dir=out, echo=lambda s: None)
         assert OPS(result) == ["aten.neg.default"]
 
 
@@ -164,6 +175,28 @@ def test_a_graph_that_does_not_fail_is_a_clear_error(out):
     x = torch.randn(8)
     with pytest.raises(ib_not_failing(), match="does not fail as AccuracyFailure"):
         minify(make_fx(lambda x: (torch.neg(x),))(x), [x], check=AccuracyFailure(), repro_dir=out, echo=lambda s: None)
+
+
+def test_an_undecomposed_aten_graph_under_ci_names_the_cause(out, monkeypatch):
+    """Inductor refuses, only when ``CI`` is set, to fall back for an op it could decompose."""
+    from torch._inductor.lowering import lowerings
+
+    aten = torch.ops.aten
+    fresh = [op for op in (aten.lerp_.Scalar, aten.addcmul_.default, aten.div_.Scalar) if op not in lowerings]
+    assert fresh, "every candidate op already has a lowering in this process; pick another in-place op"
+    op = fresh[0]
+    args = {aten.lerp_.Scalar: lambda y: (y, 0.5), aten.addcmul_.default: lambda y: (y, y),
+            aten.div_.Scalar: lambda y: (2.0,)}[op]
+
+    def fn(x):
+        y = x.clone()
+        op(y, *args(y))
+        return (torch.neg(y),)
+
+    monkeypatch.setenv("CI", "1")
+    x = torch.randn(8)
+    with pytest.raises(ib_not_failing(), match="only while the CI environment variable is set"):
+        minify(make_fx(fn)(x), [x], check=AccuracyFailure(), isolate=False, repro_dir=out, echo=lambda s: None)
 
 
 def ib_not_failing():
@@ -235,7 +268,7 @@ def test_segfaulting_candidates_cost_a_worker_not_the_process(out):
     crash = ib.faults.bad_lowering("neg", "decltype({x})(*(volatile int*)nullptr)", config={"cpp.simdlen": 1},
                                    name="segfaulting neg")
     with crash:
-        result = keep(minify(make_fx(_neg_in_the_middle)(x), [x], check=RuntimeFailure(), hint_nodes=["neg"],
+        result = keep(minify(aten_graph(_neg_in_the_middle, x), [x], check=RuntimeFailure(), hint_nodes=["neg"],
                              repro_dir=out, echo=lambda s: None))
     assert result.original["kind"] == "crash" and result.original["signature"] == "signal SIGSEGV"
     assert OPS(result) == ["aten.neg.default"] and result.reproduced
@@ -247,7 +280,7 @@ def test_hanging_candidates_are_killed_after_the_timeout(out):
     hang = ib.faults.bad_lowering("neg", "decltype({x})([&]{{ volatile int spin = 1; while (spin) {{}} return {x}; }}())",
                                   config={"cpp.simdlen": 1}, name="hanging neg")
     with hang:
-        result = keep(minify(make_fx(_neg_in_the_middle)(x), [x], check=RuntimeFailure(), hint_nodes=["neg"],
+        result = keep(minify(aten_graph(_neg_in_the_middle, x), [x], check=RuntimeFailure(), hint_nodes=["neg"],
                              timeout=12, repro_dir=out, echo=lambda s: None))
     assert result.original["kind"] == "timeout"
     assert OPS(result) == ["aten.neg.default"] and result.reproduced
