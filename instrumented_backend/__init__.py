@@ -26,6 +26,7 @@ from .diagnosis import (AccuracyError, KernelCompileError, check_accuracy, find_
                         find_first_divergence)
 from .diagnostics import InstrumentationWarning  # noqa: E402
 from .dump import load  # noqa: E402
+from .profiling import ProfileReport, profile  # noqa: E402
 from .model import CaptureProblem, CaptureSession, GraphCapture, InputInfo, KernelInfo  # noqa: E402
 from .registry import capture, captures, clear, last_capture  # noqa: E402
 
@@ -44,6 +45,8 @@ __all__ = [
     "report",
     "faults",
     "check_accuracy",
+    "profile",
+    "ProfileReport",
     "find_failing_layer",
     "find_first_divergence",
     "AccuracyError",

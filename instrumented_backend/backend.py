@@ -29,7 +29,7 @@ from .model import GraphCapture
 from .options import BackendOptions, parse_options
 from .registry import open_sessions, record
 from . import provenance
-from .seams import (cpp_reduction_prefix, ir_logging, ir_origins, line_marks, loop_body_origins,
+from .seams import (cpp_reduction_prefix, ir_logging, ir_origins, kernel_traffic, line_marks, loop_body_origins,
                     wrapper_buffers)
 from .seams.caches import CACHE_BYPASS_PATCHES, autograd_cache_disabled
 from .seams.compile_entry import compile_fx, compile_fx_inner, current_compile_id
@@ -42,7 +42,7 @@ class CompileJob:
 
     def __init__(self, gm: torch.fx.GraphModule, options: BackendOptions) -> None:
         for seam in (ir_logging, ir_origins, loop_body_origins, line_marks, cpp_reduction_prefix,
-                     wrapper_buffers):
+                     wrapper_buffers, kernel_traffic):
             seam.install()
         self.options = options
         self.compile_id = current_compile_id()

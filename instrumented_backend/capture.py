@@ -17,7 +17,7 @@ from .kernels import find_kernels
 from .line_map import attach_lines, attach_wrapper_lines
 from .node_map import build_node_map, seq_nr_index
 from .provenance import LineRecorder, strip_marks
-from .model import CaptureProblem, GraphCapture, InputInfo
+from .model import CaptureProblem, GraphCapture, InputInfo, KernelInfo, MemoryTraffic
 from .seams import ir_logging
 from .seams.compile_entry import current_compile_id, graph_kind
 from .seams.output_code import read_generated_code, runnable_graph_text
@@ -45,6 +45,13 @@ def _describe_input(value: Any) -> InputInfo:
 def describe_inputs(inputs: Sequence[Any]) -> list[InputInfo]:
     """InputInfo for each example input (fake tensors and SymInts included)."""
     return [_describe_input(v) for v in inputs]
+
+
+def attach_traffic(kernels: list[KernelInfo], traffic: dict[str, dict[str, Any]]) -> None:
+    """Give each generated kernel the memory traffic recorded when Inductor defined it."""
+    for kernel in kernels:
+        if kernel.name in traffic:
+            kernel.traffic = MemoryTraffic.from_dict(traffic[kernel.name])
 
 
 class CaptureBuilder:
@@ -110,6 +117,7 @@ class CaptureBuilder:
             ) or ""
             post_grad_nodes = count_nodes(self.aot_graph)
         kernels = self.guard("kernels", lambda: find_kernels(output_code)) or []
+        self.guard("kernel_traffic", lambda: attach_traffic(kernels, self.recorder.traffic))
         nodes = {}
         if error is None or lowered:
             nodes = self.guard("node_map", lambda: build_node_map(

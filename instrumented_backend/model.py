@@ -15,6 +15,8 @@ __all__ = [
     "SourceLocation",
     "NodeProvenance",
     "KernelLine",
+    "BufferAccess",
+    "MemoryTraffic",
     "GRAPH_KINDS",
     "KERNEL_KINDS",
     "InputInfo",
@@ -103,6 +105,47 @@ class KernelLine:
 
 
 @dataclass
+class BufferAccess:
+    """One buffer a kernel reads or writes in memory: ``elements`` is a sympy expression."""
+
+    buffer: str
+    dtype: str
+    elements: str
+    elements_hint: int
+    bytes: int
+
+
+@dataclass
+class MemoryTraffic:
+    """The least memory a generated kernel must move: each buffer argument touched once.
+
+    Read from the scheduler nodes' memory dependencies when Inductor defines the kernel
+    (:mod:`instrumented_backend.seams.kernel_traffic`); buffers produced and consumed inside
+    the kernel move nothing.
+    """
+
+    reads: list[BufferAccess] = field(default_factory=list)
+    writes: list[BufferAccess] = field(default_factory=list)
+
+    @property
+    def bytes_read(self) -> int:
+        return sum(access.bytes for access in self.reads)
+
+    @property
+    def bytes_written(self) -> int:
+        return sum(access.bytes for access in self.writes)
+
+    @property
+    def total_bytes(self) -> int:
+        return self.bytes_read + self.bytes_written
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "MemoryTraffic":
+        return cls(reads=[BufferAccess(**a) for a in data.get("reads", [])],
+                   writes=[BufferAccess(**a) for a in data.get("writes", [])])
+
+
+@dataclass
 class KernelInfo:
     """One kernel of a graph's output code.
 
@@ -121,6 +164,8 @@ class KernelInfo:
     source_start_line: int
     call_lines: list[int] = field(default_factory=list)
     lines: list[KernelLine] = field(default_factory=list)
+    # Generated kernels only: the bytes it must read and write (None for extern kernels).
+    traffic: Optional[MemoryTraffic] = None
 
     @property
     def source_lines(self) -> list[str]:
@@ -298,6 +343,7 @@ def _line_from_dict(data: dict[str, Any]) -> KernelLine:
 def _kernel_from_dict(data: dict[str, Any]) -> KernelInfo:
     data = dict(data)
     data["lines"] = [_line_from_dict(line) for line in data.get("lines", [])]
+    data["traffic"] = MemoryTraffic.from_dict(data["traffic"]) if data.get("traffic") else None
     return KernelInfo(**data)
 
 

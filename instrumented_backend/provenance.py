@@ -22,7 +22,7 @@ import contextlib
 import re
 import threading
 from dataclasses import dataclass, field
-from typing import Iterator, Optional
+from typing import Any, Iterator, Optional
 
 __all__ = ["Origin", "LineRecorder", "active_recorder", "activate", "fx_origin", "current_fx_origin",
            "emitting", "current_emission", "MARK_PATTERN", "strip_marks"]
@@ -60,6 +60,8 @@ class LineRecorder:
         self.buffer_nodes: dict[str, str] = {}  # buffer -> the FX node it is the value of
         self.graph_inputs: list[str] = []
         self.wrapper_code: str = ""  # the output code Inductor went on to load
+        # kernel name -> {"reads": [...], "writes": [...]} (seams.kernel_traffic)
+        self.traffic: dict[str, dict[str, list[dict[str, Any]]]] = {}
 
     def mark_for(self, origin: Origin) -> str:
         """The inline mark for ``origin`` (a C/C++ comment, stripped before compilation)."""

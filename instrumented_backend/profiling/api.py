@@ -1,0 +1,100 @@
+"""``ib.profile``: time eager and compiled side by side, profile both, join, diagnose."""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any, Callable, Mapping, Optional
+
+import torch
+
+from .collect import run_profiled
+from .diagnose import diagnose
+from .join import eager_op_sources, join_compiled, join_eager, source_code
+from .model import ProfileReport
+from .roofline import apply_roofline, measure_copy_bandwidth
+from .sources import SourceTagging
+from .timing import time_side_by_side
+
+__all__ = ["profile", "KERNEL_PROFILE_OPTION"]
+
+KERNEL_PROFILE_OPTION = "cpp.enable_kernel_profile"
+
+
+def _device_of(args: Any, kwargs: Mapping[str, Any], model: Any) -> str:
+    tensors = [a for a in list(args) + list(kwargs.values()) if isinstance(a, torch.Tensor)]
+    if isinstance(model, torch.nn.Module):
+        tensors += list(model.parameters())[:1]
+    return "cuda" if any(t.is_cuda for t in tensors) else "cpu"
+
+
+def _check(name: str, value: Any, minimum: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ValueError(f"ib.profile: {name} must be an int >= {minimum}, got {value!r}")
+
+
+def profile(model: Callable[..., Any], *args: Any, warmup: int = 10, iters: int = 50, active: int = 5,
+            no_grad: bool = True, options: Optional[Mapping[str, Any]] = None, bandwidth: bool = True,
+            **kwargs: Any) -> ProfileReport:
+    """Profile ``model(*args, **kwargs)`` eager and compiled (``backend="instrumented"``) on the same inputs.
+
+    Timing: ``warmup`` calls of each, then ``iters`` calls alternating eager and compiled
+    (median and spread). Profiling: torch.profiler with a wait/warm-up/``active`` schedule; the
+    compiled code is built with Inductor's per-kernel profiling (``cpp.enable_kernel_profile``)
+    so every C++ kernel is an event, joined with Triton and extern kernel events to the
+    capture's kernels, FX nodes and source lines. ``no_grad`` runs both under ``torch.no_grad()``
+    like the tutorial's benchmark. ``options`` are extra backend options. ``bandwidth`` measures
+    the machine's copy bandwidth for the roofline. Returns a :class:`ProfileReport`.
+    """
+    from ..registry import capture
+
+    if not callable(model):
+        raise TypeError(f"ib.profile: model must be callable (an nn.Module or a function), got {type(model).__name__}")
+    _check("warmup", warmup, 0)
+    _check("iters", iters, 1)
+    _check("active", active, 1)
+    if options is not None and not isinstance(options, Mapping):
+        raise ValueError(f"ib.profile: options must be a dict, got {type(options).__name__}")
+    device = _device_of(args, kwargs, model)
+    sync = torch.cuda.synchronize if device == "cuda" else None
+    grad = torch.no_grad if no_grad else contextlib.nullcontext
+    compiled = torch.compile(model, backend="instrumented", options={KERNEL_PROFILE_OPTION: True, **(options or {})})
+
+    def eager_call() -> Any:
+        with grad():
+            return model(*args, **kwargs)
+
+    def compiled_call() -> Any:
+        with grad():
+            return compiled(*args, **kwargs)
+
+    def tagged_call() -> Any:
+        with grad(), SourceTagging():
+            return model(*args, **kwargs)
+
+    with capture() as session:
+        compiled_call()  # compiles (and records) every graph before anything is timed
+        timings = time_side_by_side({"eager": eager_call, "compiled": compiled_call}, warmup=warmup, iters=iters,
+                                    sync=sync)
+        compiled_run = run_profiled(compiled_call, active=active, device=device, sync=sync)
+        eager_run = run_profiled(eager_call, active=active, device=device, sync=sync)
+        tagged_run = run_profiled(tagged_call, active=1, wait=0, warmup=1, device=device, sync=sync)
+    graphs = list(session)
+    kernels, unmatched = join_compiled(compiled_run, graphs)
+    known_sources = {str(n.source) for g in graphs for n in g.nodes.values() if n.source is not None}
+    eager_ops = join_eager(eager_run, eager_op_sources(tagged_run), known_sources)
+    bandwidth_gbps = measure_copy_bandwidth(device) if bandwidth else None
+    apply_roofline(kernels, bandwidth_gbps)
+    compiled_step = sorted(compiled_run.step_us)[len(compiled_run.step_us) // 2] if compiled_run.step_us else 0.0
+    eager_step = sorted(eager_run.step_us)[len(eager_run.step_us) // 2] if eager_run.step_us else 0.0
+    for row in kernels:
+        row.share = row.busy_us / compiled_step if compiled_step else 0.0
+    for op in eager_ops:
+        op.share = op.busy_us / eager_step if eager_step else 0.0
+    sources = {s for k in kernels for s in k.source_lines} | {s for o in eager_ops for s in o.source_lines}
+    report = ProfileReport(
+        device=device, eager=timings["eager"], compiled=timings["compiled"], kernels=kernels, eager_ops=eager_ops,
+        eager_step_us=eager_run.step_us, compiled_step_us=compiled_run.step_us, copy_bandwidth_gbps=bandwidth_gbps,
+        graphs=[g.label for g in graphs], unmatched_events=unmatched, source_code=source_code(sources, graphs),
+        compiled_trace=compiled_run.trace, eager_trace=eager_run.trace, captures=graphs)
+    report.findings = diagnose(report)
+    return report

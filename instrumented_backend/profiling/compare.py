@@ -1,0 +1,83 @@
+"""Eager vs compiled, the way the tutorial does it by hand, from the joined tables.
+
+By source line: the eager ops a line issued beside the kernels that now compute it (a kernel
+that fuses several lines is split between them in proportion to its kernel lines per line).
+By category: GEMM-like ops (matmul, linear, conv: eager ``aten::addmm`` vs compiled extern
+GEMMs), memory-bound ops (eager pointwise/reduction ops vs the fused kernels replacing them),
+and framework overhead (step time outside any op or kernel: Python dispatch in eager, guard
+checks and the wrapper when compiled), each with its share of the time saved.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import defaultdict
+from typing import TYPE_CHECKING
+
+from .model import GEMM, CategoryComparison, Comparison, LineComparison, SourceLineTiming
+
+if TYPE_CHECKING:
+    from .model import ProfileReport
+
+__all__ = ["by_source_line", "compare", "NO_SOURCE"]
+
+NO_SOURCE = "(no source line)"
+MEMORY_BOUND = "memory-bound"
+OVERHEAD = "overhead"
+
+
+def by_source_line(report: "ProfileReport") -> list[SourceLineTiming]:
+    """Compiled (and eager) time per user source line, largest compiled time first."""
+    compiled: dict[str, float] = defaultdict(float)
+    kernels: dict[str, list[str]] = defaultdict(list)
+    for row in report.kernels:
+        weights = row.source_weights or {NO_SOURCE: 1.0}
+        for source, weight in weights.items():
+            compiled[source] += row.busy_us * weight
+            if row.kernel not in kernels[source]:
+                kernels[source].append(row.kernel)
+    eager: dict[str, float] = defaultdict(float)
+    ops: dict[str, list[str]] = defaultdict(list)
+    for op in report.eager_ops:
+        source = op.source_lines[0] if op.source_lines else NO_SOURCE
+        eager[source] += op.busy_us
+        if op.name not in ops[source]:
+            ops[source].append(op.name)
+    rows = [SourceLineTiming(source=s, code=report.source_code.get(s, ""), compiled_us=compiled.get(s, 0.0),
+                             kernels=kernels.get(s, []), eager_us=eager.get(s, 0.0), eager_ops=ops.get(s, []))
+            for s in set(compiled) | set(eager)]
+    return sorted(rows, key=lambda r: (-r.compiled_us, -r.eager_us))
+
+
+def compare(report: "ProfileReport") -> Comparison:
+    """Category totals with their share of the saving, and the per-line comparison."""
+    eager_step = statistics.median(report.eager_step_us) if report.eager_step_us else 0.0
+    compiled_step = statistics.median(report.compiled_step_us) if report.compiled_step_us else 0.0
+    eager_gemm = [op for op in report.eager_ops if op.category == GEMM]
+    eager_rest = [op for op in report.eager_ops if op.category != GEMM]
+    compiled_gemm = [k for k in report.kernels if k.category == GEMM]
+    compiled_rest = [k for k in report.kernels if k.category != GEMM]
+
+    def names(rows: list) -> list[str]:
+        seen: list[str] = []
+        for row in rows:
+            name = getattr(row, "name", None) or getattr(row, "kernel")
+            if name not in seen:
+                seen.append(name)
+        return seen
+
+    eager_ops_us = sum(op.busy_us for op in report.eager_ops)
+    categories = [
+        CategoryComparison(GEMM, sum(o.busy_us for o in eager_gemm), sum(k.busy_us for k in compiled_gemm),
+                           names(eager_gemm), names(compiled_gemm)),
+        CategoryComparison(MEMORY_BOUND, sum(o.busy_us for o in eager_rest), sum(k.busy_us for k in compiled_rest),
+                           names(eager_rest), names(compiled_rest)),
+        CategoryComparison(OVERHEAD, max(0.0, eager_step - eager_ops_us), max(0.0, compiled_step - report.kernel_us)),
+    ]
+    saved = sum(c.eager_us - c.compiled_us for c in categories)
+    for category in categories:
+        category.share_of_saving = (category.eager_us - category.compiled_us) / saved if saved else 0.0
+    lines = [LineComparison(r.source, r.code, r.eager_ops, r.eager_us, r.kernels, r.compiled_us)
+             for r in by_source_line(report) if r.eager_ops or r.kernels]
+    lines.sort(key=lambda r: -(r.eager_us + r.compiled_us))
+    return Comparison(categories=categories, lines=lines)

@@ -1,0 +1,188 @@
+"""The diagnosis: the trace-reading cheatsheet of "Profiling in PyTorch" applied to the report.
+
+Each rule reads the joined tables and states one conclusion in plain words with its numbers:
+speed-up, overhead-bound vs compute-bound, the hotspot (with the FX nodes and source lines it
+computes), events called many times per step, a first step much wider than the rest (cold
+start), ops whose CPU total is mostly their children, and where memory-bound kernels stand
+against the measured copy bandwidth.
+"""
+
+from __future__ import annotations
+
+import statistics
+from typing import TYPE_CHECKING, Callable
+
+from .model import Finding
+
+if TYPE_CHECKING:
+    from .model import ProfileReport
+
+__all__ = ["diagnose", "RULES", "rule", "THRESHOLDS"]
+
+RULES: dict[str, Callable[["ProfileReport"], list[Finding]]] = {}
+
+THRESHOLDS = {
+    "overhead_bound_busy": 0.5,   # kernels busy less than half the step: overhead-bound
+    "hotspot_share": 0.2,         # one kernel with at least this share of kernel time
+    "many_calls": 50,             # calls per step that make an event worth batching or fusing
+    "cold_start_ratio": 3.0,      # first active step this much wider than the median of the rest
+    "children_ratio": 3.0,        # CPU total / self above this: the cost lives in children
+    "children_share": 0.1,        # ... for ops with at least this share of the eager step
+    "roofline_low": 0.3,          # memory-bound kernel below this share of copy bandwidth
+    "roofline_high": 0.7,         # ... at or above: at the memory roofline
+    "roofline_min_share": 0.05,   # only kernels with at least this share of kernel time
+}
+
+
+def rule(name: str) -> Callable[[Callable[["ProfileReport"], list[Finding]]], Callable[["ProfileReport"], list[Finding]]]:
+    """Register a diagnosis rule under ``name``."""
+    def register(function: Callable[["ProfileReport"], list[Finding]]) -> Callable[["ProfileReport"], list[Finding]]:
+        RULES[name] = function
+        return function
+    return register
+
+
+def diagnose(report: "ProfileReport") -> list[Finding]:
+    """Every registered rule's findings, in registration order."""
+    findings: list[Finding] = []
+    for function in RULES.values():
+        findings.extend(function(report))
+    return findings
+
+
+def _ms(us: float) -> str:
+    return f"{us / 1e3:.3f} ms" if us >= 1e3 else f"{us:.1f} us"
+
+
+@rule("speedup")
+def _speedup(report: "ProfileReport") -> list[Finding]:
+    ratio = report.speedup
+    verdict = "faster" if ratio >= 1 else "slower"
+    return [Finding("speedup", f"Compiled is {ratio:.2f}x {'faster' if ratio >= 1 else 'slower'} than eager "
+                    f"({report.compiled.median_ms:.3f} vs {report.eager.median_ms:.3f} ms per call, medians).",
+                    {"speedup": ratio, "verdict": verdict})]
+
+
+@rule("bound")
+def _bound(report: "ProfileReport") -> list[Finding]:
+    if not report.compiled_step_us:
+        return []
+    step = statistics.median(report.compiled_step_us)
+    busy = report.kernel_us / step if step else 0.0
+    evidence = {"kernel_us": report.kernel_us, "step_us": step, "busy": busy}
+    if busy < THRESHOLDS["overhead_bound_busy"]:
+        where = "the GPU" if report.device == "cuda" else "kernels"
+        return [Finding("overhead-bound", (
+            f"Overhead-bound: {where} are busy only {busy:.0%} of each compiled step ({_ms(report.kernel_us)} of "
+            f"{_ms(step)}); the rest is Dynamo's guard check, the AOT wrapper and launching kernels. Make the work "
+            "bigger (batch more), put more of the program in one graph, or cut launch cost "
+            "(mode='reduce-overhead' uses CUDA graphs on GPU)."), evidence)]
+    return [Finding("compute-bound", (
+        f"Compute-bound: kernels are busy {busy:.0%} of each compiled step ({_ms(report.kernel_us)} of {_ms(step)}); "
+        "speed now comes from the kernels themselves (see the hotspot and the roofline)."), evidence)]
+
+
+@rule("hotspot")
+def _hotspot(report: "ProfileReport") -> list[Finding]:
+    if not report.kernels:
+        return []
+    top = max(report.kernels, key=lambda k: k.busy_us)
+    share = top.busy_us / report.kernel_us if report.kernel_us else 0.0
+    if share < THRESHOLDS["hotspot_share"]:
+        return [Finding("no-hotspot", f"No single kernel dominates: the largest, {top.kernel}, takes {share:.0%} "
+                        "of kernel time.", {"kernel": top.kernel, "share": share})]
+    where = f" from {', '.join(top.source_lines[:3])}" if top.source_lines else ""
+    nodes = f" It computes {', '.join(top.fx_nodes[:6])}{'...' if len(top.fx_nodes) > 6 else ''}{where}." if top.fx_nodes else ""
+    return [Finding("hotspot", f"Hotspot: {top.kernel} ({top.kind}) takes {share:.0%} of kernel time "
+                    f"({_ms(top.busy_us)} per step, {top.calls:g} call(s)).{nodes} Start there.",
+                    {"kernel": top.kernel, "share": share, "fx_nodes": top.fx_nodes, "source_lines": top.source_lines})]
+
+
+@rule("many-calls")
+def _many_calls(report: "ProfileReport") -> list[Finding]:
+    findings = []
+    for side, rows in (("eager", [(o.name, o.calls) for o in report.eager_ops]),
+                       ("compiled", [(k.event, k.calls) for k in report.kernels])):
+        calls: dict[str, float] = {}
+        for name, count in rows:
+            calls[name] = calls.get(name, 0.0) + count
+        for name, count in sorted(calls.items(), key=lambda i: -i[1]):
+            if count < THRESHOLDS["many_calls"]:
+                break
+            findings.append(Finding("many-calls", f"{side}: {name} runs {count:g} times per step; cheap calls add up, "
+                                    "check whether they can be fused or batched.", {"side": side, "event": name,
+                                                                                     "calls": count}))
+    return findings
+
+
+@rule("cold-start")
+def _cold_start(report: "ProfileReport") -> list[Finding]:
+    findings = []
+    for side, steps in (("eager", report.eager_step_us), ("compiled", report.compiled_step_us)):
+        if len(steps) < 3:
+            continue
+        rest = statistics.median(steps[1:])
+        if rest and steps[0] > THRESHOLDS["cold_start_ratio"] * rest:
+            findings.append(Finding("cold-start", (
+                f"{side}: the first profiled step is {steps[0] / rest:.1f}x wider than the rest ({_ms(steps[0])} vs "
+                f"{_ms(rest)}): one-time cost (allocation, lazy loading, autotuning) was profiled. Add warm-up "
+                "iterations or the schedule's warmup steps."), {"side": side, "first_us": steps[0], "rest_us": rest}))
+    return findings
+
+
+@rule("children")
+def _children(report: "ProfileReport") -> list[Finding]:
+    step = statistics.median(report.eager_step_us) if report.eager_step_us else 0.0
+    findings = []
+    totals: dict[str, list[float]] = {}
+    for op in report.eager_ops:
+        total, own = totals.setdefault(op.name, [0.0, 0.0])
+        totals[op.name] = [total + op.total_us, own + op.self_us]
+    for name, (total, own) in sorted(totals.items(), key=lambda i: -i[1][0]):
+        if step and total >= THRESHOLDS["children_share"] * step and total > THRESHOLDS["children_ratio"] * max(own, 1e-9):
+            findings.append(Finding("children", (
+                f"eager: {name}'s CPU total ({_ms(total)}) is {total / max(own, 1e-9):.0f}x its self time: the cost "
+                "lives in the ops it calls; read those rows, not this one."), {"event": name, "total_us": total,
+                                                                              "self_us": own}))
+    return findings[:3]
+
+
+@rule("roofline")
+def _roofline(report: "ProfileReport") -> list[Finding]:
+    if not report.copy_bandwidth_gbps:
+        return []
+    findings = []
+    for row in report.kernels:
+        if row.bandwidth_share is None or not report.kernel_us:
+            continue
+        if row.busy_us / report.kernel_us < THRESHOLDS["roofline_min_share"]:
+            continue
+        numbers = (f"{row.kernel} moves at least {row.bytes / 1e6:.2f} MB per call in {_ms(row.per_call_us)}: "
+                   f"{row.achieved_gbps:.1f} GB/s, {row.bandwidth_share:.0%} of the {report.copy_bandwidth_gbps:.1f} GB/s "
+                   "this machine copies at")
+        if row.bandwidth_share >= THRESHOLDS["roofline_high"]:
+            message = numbers + ". It is at the memory roofline: only moving fewer bytes (more fusion, smaller dtypes) makes it faster."
+        elif row.bandwidth_share < THRESHOLDS["roofline_low"]:
+            message = numbers + (". Far below the roofline: it is bound by compute per element (transcendentals, "
+                                 "divisions), by poor vectorization, or by too little work per call to amortize its start.")
+        else:
+            message = numbers + "."
+        findings.append(Finding("roofline", message, {"kernel": row.kernel, "bytes": row.bytes,
+                                                      "achieved_gbps": row.achieved_gbps,
+                                                      "bandwidth_share": row.bandwidth_share}))
+    return findings
+
+
+@rule("gemm-share")
+def _gemm_share(report: "ProfileReport") -> list[Finding]:
+    comparison = report.compare()
+    saved = sum(c.eager_us - c.compiled_us for c in comparison.categories)
+    eager_total = sum(c.eager_us for c in comparison.categories)
+    deltas = {c.category: c.eager_us - c.compiled_us for c in comparison.categories}
+    if eager_total and saved > 0.05 * eager_total:
+        parts = ", ".join(f"{c.category} {c.share_of_saving:.0%}" for c in comparison.categories)
+        return [Finding("saving", f"Where the time saved per step ({_ms(saved)}, profiled) comes from: {parts}.",
+                        {"saved_us": saved, **{c.category: c.share_of_saving for c in comparison.categories}})]
+    parts = ", ".join(f"{name} {'saves' if delta >= 0 else 'costs'} {_ms(abs(delta))}" for name, delta in deltas.items())
+    return [Finding("saving", f"Compiling saves little or nothing per step (profiled): {parts}.",
+                    {"saved_us": saved, **deltas})]

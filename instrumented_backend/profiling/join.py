@@ -1,0 +1,258 @@
+"""Join profiler events to the capture: kernel events to kernels, FX nodes and source lines.
+
+Compiled side: each ``## Call CompiledFxGraph ##`` event runs one AOT graph's wrapper. Its child
+events are the wrapper's kernel calls in order: C++ kernels as ``graph_<id>_<kernel>`` (from
+``cpp.enable_kernel_profile``), Triton kernels by name (their launcher's range), extern kernels as
+the ATen/custom op they call (``extern_kernels.addmm`` -> ``aten::addmm``). The graph whose call
+sequence matches the children best is the one that ran; children are aligned to its kernel calls
+in order, so the k-th ``aten::addmm`` is the k-th addmm call line of the wrapper.
+
+Eager side: top-level ops (the outermost ``ns::op`` events of each step) become
+:class:`OpTiming` rows; their source line comes from a SourceTagging pass.
+"""
+
+from __future__ import annotations
+
+import linecache
+import re
+import statistics
+from collections import defaultdict
+from typing import Any, Iterable, Optional, Sequence
+
+from ..model import GraphCapture, KernelInfo
+from .collect import Event, ProfiledRun
+from .model import FUSED, GEMM, OTHER, KernelTiming, OpTiming
+from .sources import SOURCE_PREFIX, parse_source_label
+
+__all__ = ["event_name", "call_sequence", "join_compiled", "join_eager", "eager_op_sources", "GEMM_OPS",
+           "CALL_EVENT"]
+
+CALL_EVENT = re.compile(r"^## Call CompiledFxGraph .* ##$")
+GEMM_OPS = frozenset({
+    "addmm", "mm", "bmm", "baddbmm", "addbmm", "matmul", "linear", "_mkl_linear", "mkldnn_linear",
+    "_linear_pointwise", "_linear_pointwise_binary", "convolution", "_convolution", "conv1d", "conv2d", "conv3d",
+    "mkldnn_convolution", "_convolution_pointwise", "einsum", "_int_mm", "_weight_int8pack_mm", "qlinear_pointwise",
+    "scaled_dot_product_attention", "_scaled_dot_product_flash_attention_for_cpu",
+    "_scaled_dot_product_efficient_attention", "_scaled_dot_product_flash_attention", "dot", "vdot", "mv", "addmv",
+})
+
+
+def _op_base(event: str) -> str:
+    return event.split("::", 1)[-1].split(".")[0]
+
+
+def category_of_op(event: str) -> str:
+    """``gemm`` for matmul/conv-like ops, ``other`` for the rest (eager side)."""
+    return GEMM if _op_base(event) in GEMM_OPS else OTHER
+
+
+def event_name(kernel: KernelInfo, graph_id: Optional[int]) -> str:
+    """The profiler event a kernel call produces."""
+    if kernel.kind == "extern":
+        name = kernel.name
+        if name.startswith("extern_kernels."):
+            return "aten::" + name.split(".", 1)[1]
+        parts = name.split(".")
+        if parts[0] == "torch" and len(parts) >= 4:  # torch.ops.ns.op[.overload]
+            return f"{parts[2]}::{parts[3]}"
+        if parts[0] == "aten" and len(parts) >= 2:
+            return f"aten::{parts[1]}"
+        return name
+    if kernel.kind == "triton":
+        return kernel.name
+    return (f"graph_{graph_id}_" if graph_id is not None else "") + kernel.name
+
+
+def call_sequence(graph: GraphCapture) -> list[tuple[str, KernelInfo, int]]:
+    """(event name, kernel, wrapper line) for every kernel call of the wrapper, in call order."""
+    calls = [(line, kernel) for kernel in graph.kernels for line in kernel.call_lines]
+    calls.sort(key=lambda item: item[0])
+    return [(event_name(kernel, graph.graph_id), kernel, line) for line, kernel in calls]
+
+
+def _align(children: Sequence[str], expected: Sequence[str]) -> list[Optional[int]]:
+    """For each child, the index of the expected call it is (in order), or None."""
+    result: list[Optional[int]] = []
+    position = 0
+    for name in children:
+        try:
+            found = expected.index(name, position)
+        except ValueError:
+            result.append(None)
+            continue
+        result.append(found)
+        position = found + 1
+    return result
+
+
+def _kernel_provenance(graph: GraphCapture, kernel: KernelInfo, line: int) -> tuple[list[str], list[str], dict[str, float]]:
+    """FX nodes, Dynamo nodes and source-line weights of one kernel call."""
+    if kernel.kind == "extern":
+        lines = [w for w in graph.wrapper_lines if w.number == line]
+    else:
+        lines = kernel.tagged_lines
+    fx, dynamo = [], []
+    weights: dict[str, float] = defaultdict(float)
+    for kernel_line in lines:
+        fx.extend(n for n in kernel_line.fx_nodes if n not in fx)
+        dynamo.extend(n for n in kernel_line.dynamo_nodes if n not in dynamo)
+        if kernel_line.source is not None:
+            weights[str(kernel_line.source)] += 1.0
+    if not weights:  # no tagged line names a source: fall back on the nodes' sources
+        for name in fx:
+            node = graph.nodes.get(name)
+            if node is not None and node.source is not None:
+                weights[str(node.source)] += 1.0
+    total = sum(weights.values())
+    return fx, dynamo, {k: v / total for k, v in weights.items()} if total else {}
+
+
+def _compiled_category(kernel: KernelInfo, event: str) -> str:
+    if kernel.kind == "template":
+        return GEMM
+    if kernel.kind == "extern":
+        return GEMM if _op_base(event) in GEMM_OPS else OTHER
+    return FUSED
+
+
+class _PerStep:
+    """Per-step sums of calls and times for one row; the row gets their medians over all steps."""
+
+    def __init__(self, steps: int) -> None:
+        self.calls = [0.0] * steps
+        self.total = [0.0] * steps
+        self.own = [0.0] * steps
+        self.device = [0.0] * steps
+
+    def add(self, step: int, event: Event) -> None:
+        self.calls[step] += 1
+        self.total[step] += event.total_us
+        self.own[step] += event.self_us
+        self.device[step] += event.device_us
+
+
+def _median(values: list[float]) -> float:
+    return statistics.median(values) if values else 0.0
+
+
+def join_compiled(run: ProfiledRun, graphs: Sequence[GraphCapture]) -> tuple[list[KernelTiming], list[str]]:
+    """Kernel rows for every kernel call found in the run; and the unmatched child events.
+
+    A row's calls and times are medians over the profiled steps of its per-step sums, so one
+    slow step does not skew it (and shares compare with the median step).
+    """
+    steps = max(1, len(run.step_us))
+    per_step: dict[tuple[int, str, int], _PerStep] = {}
+    sequences = {g.index: call_sequence(g) for g in graphs if not g.failed}
+    by_index = {g.index: g for g in graphs}
+    rows: dict[tuple[int, str, int], KernelTiming] = {}
+    unmatched: dict[str, int] = defaultdict(int)
+    alignments: dict[tuple[str, ...], tuple[Optional[int], list[Optional[int]]]] = {}
+    for call in (e for e in run.events.values() if CALL_EVENT.match(e.name) and e.step >= 0):
+        children = [run.events[i] for i in call.children]
+        names = tuple(c.name for c in children)
+        if names not in alignments:
+            best: tuple[int, Optional[int], list[Optional[int]]] = (0, None, [None] * len(names))
+            for index, sequence in sequences.items():
+                aligned = _align(names, [name for name, _, _ in sequence])
+                score = sum(a is not None for a in aligned)
+                if score > best[0]:
+                    best = (score, index, aligned)
+            alignments[names] = (best[1], best[2])
+        graph_index, aligned = alignments[names]
+        for child, position in zip(children, aligned):
+            if graph_index is None or position is None:
+                unmatched[child.name] += 1
+                continue
+            graph = by_index[graph_index]
+            event, kernel, line = sequences[graph_index][position]
+            key = (graph_index, kernel.name, line if kernel.kind == "extern" else 0)
+            row = rows.get(key)
+            if row is None:
+                fx, dynamo, weights = _kernel_provenance(graph, kernel, line)
+                row = rows[key] = KernelTiming(
+                    kernel=kernel.name, event=event, kind=kernel.kind, graph=graph.label, calls=0.0, time_us=0.0,
+                    category=_compiled_category(kernel, event), fx_nodes=fx, dynamo_nodes=dynamo,
+                    source_lines=sorted(weights, key=lambda s: -weights[s]), source_weights=weights,
+                    bytes=kernel.traffic.total_bytes if kernel.traffic is not None else None)
+            row.event_ids.append(child.id)
+            row.calls += 1 / steps
+            row.time_us += child.total_us / steps
+            row.device_us += child.device_us / steps
+    result = sorted(rows.values(), key=lambda r: -r.busy_us)
+    return result, [f"{name} x{count}" for name, count in sorted(unmatched.items(), key=lambda i: -i[1])]
+
+
+def _top_level_ops(run: ProfiledRun, step: int) -> list[tuple[Event, Optional[Event]]]:
+    """The outermost ``ns::op`` events of a step, each with its nearest SourceTagging range."""
+    found: list[tuple[Event, Optional[Event]]] = []
+
+    def walk(events: Iterable[Event], label: Optional[Event]) -> None:
+        for event in events:
+            if event.name.startswith(SOURCE_PREFIX):
+                walk((run.events[i] for i in event.children), event)
+            elif "::" in event.name and not event.name.startswith("##"):
+                found.append((event, label))
+            else:
+                walk((run.events[i] for i in event.children), label)
+
+    walk(run.roots_in(step), None)
+    return found
+
+
+def eager_op_sources(tagged: ProfiledRun) -> dict[tuple[str, int], list[str]]:
+    """``{(op name, occurrence in the step): call stack}`` from a SourceTagging run's first step."""
+    seen: dict[str, int] = defaultdict(int)
+    result = {}
+    for event, label in _top_level_ops(tagged, 0):
+        occurrence = seen[event.name]
+        seen[event.name] += 1
+        result[(event.name, occurrence)] = parse_source_label(label.name) if label is not None else []
+    return result
+
+
+def _pick_source(stack: Sequence[str], known: set[str]) -> str:
+    for frame in stack:
+        if frame in known:
+            return frame
+    return stack[0] if stack else ""
+
+
+def join_eager(run: ProfiledRun, stacks: dict[tuple[str, int], list[str]], known_sources: set[str]) -> list[OpTiming]:
+    """One row per (top-level op, source line), per step, largest total first."""
+    steps = max(1, len(run.step_us))
+    rows: dict[tuple[str, str], OpTiming] = {}
+    per_step: dict[tuple[str, str], _PerStep] = {}
+    for step in range(len(run.step_us)):
+        seen: dict[str, int] = defaultdict(int)
+        for event, _ in _top_level_ops(run, step):
+            occurrence = seen[event.name]
+            seen[event.name] += 1
+            source = _pick_source(stacks.get((event.name, occurrence), []), known_sources)
+            row = rows.get((event.name, source))
+            if row is None:
+                row = rows[(event.name, source)] = OpTiming(
+                    name=event.name, calls=0.0, total_us=0.0, self_us=0.0, category=category_of_op(event.name),
+                    source_lines=[source] if source else [])
+                per_step[(event.name, source)] = _PerStep(steps)
+            per_step[(event.name, source)].add(step, event)
+    for key, row in rows.items():
+        sums = per_step[key]
+        row.calls, row.total_us = _median(sums.calls), _median(sums.total)
+        row.self_us, row.device_us = _median(sums.own), _median(sums.device)
+    return sorted(rows.values(), key=lambda r: -r.busy_us)
+
+
+def source_code(sources: Iterable[str], graphs: Sequence[GraphCapture]) -> dict[str, str]:
+    """The text of each ``file:line`` (from the captured provenance, else from the file)."""
+    known = {str(n.source): n.source.code for g in graphs for n in g.nodes.values() if n.source is not None}
+    result = {}
+    for source in sources:
+        if not source:
+            continue
+        if source in known and known[source]:
+            result[source] = known[source]
+            continue
+        file, _, line = source.rpartition(":")
+        result[source] = linecache.getline(file, int(line)).strip() if line.isdigit() else ""
+    return result

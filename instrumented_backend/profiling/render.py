@@ -1,0 +1,78 @@
+"""Text rendering of a ProfileReport (tabulate tables), read from the data model only."""
+
+from __future__ import annotations
+
+import statistics
+from typing import TYPE_CHECKING
+
+from tabulate import tabulate
+
+if TYPE_CHECKING:
+    from .model import ProfileReport
+
+__all__ = ["render"]
+
+
+def _us(value: float) -> str:
+    return f"{value / 1e3:.3f} ms" if value >= 1e3 else f"{value:.1f} us"
+
+
+def _short(items: list[str], limit: int = 4) -> str:
+    return ", ".join(items[:limit]) + (f" (+{len(items) - limit})" if len(items) > limit else "")
+
+
+def _line(source: str) -> str:
+    file, _, line = source.rpartition(":")
+    return f"{file.rsplit('/', 1)[-1]}:{line}" if file else source
+
+
+def render(report: "ProfileReport", *, rows: int = 15) -> str:
+    """The whole report as text: timing, kernels, source lines, comparison, diagnosis."""
+    out = [f"instrumented-backend profile ({report.device}); graphs: {', '.join(report.graphs) or 'none'}",
+           f"  eager:    {report.eager.describe()}",
+           f"  compiled: {report.compiled.describe()}",
+           f"  speed-up: {report.speedup:.2f}x",
+           ""]
+    if report.copy_bandwidth_gbps:
+        out.append(f"Measured copy bandwidth: {report.copy_bandwidth_gbps:.1f} GB/s")
+    step = statistics.median(report.compiled_step_us) if report.compiled_step_us else 0.0
+    kernel_rows = []
+    for k in report.kernels[:rows]:
+        kernel_rows.append([
+            k.kernel, k.kind, f"{k.calls:g}", _us(k.busy_us), f"{k.busy_us / step:.1%}" if step else "",
+            f"{k.bytes / 1e6:.2f}" if k.bytes else "", f"{k.bandwidth_share:.0%}" if k.bandwidth_share is not None else "",
+            _short(k.fx_nodes), _short([_line(s) for s in k.source_lines], 3)])
+    out.append(f"Compiled kernels (per step; share of the {_us(step)} compiled step):")
+    out.append(tabulate(kernel_rows, headers=["kernel", "kind", "calls", "time", "share", "MB moved", "% of BW",
+                                              "FX nodes", "source lines"], disable_numparse=True))
+    if len(report.kernels) > rows:
+        out.append(f"  ... {len(report.kernels) - rows} more kernels")
+    out.append("")
+    line_rows = [[_line(r.source), r.code[:60], _us(r.compiled_us), _us(r.eager_us), _short(r.kernels, 2),
+                  _short(r.eager_ops, 3)] for r in report.by_source_line()[:rows]]
+    out.append("Time by source line (compiled kernels split between the lines they fuse):")
+    out.append(tabulate(line_rows, headers=["line", "code", "compiled", "eager", "kernels", "eager ops"],
+                        disable_numparse=True))
+    out.append("")
+    comparison = report.compare()
+    out.append("Eager vs compiled by category (profiled step):")
+    out.append(tabulate([[c.category, _us(c.eager_us), _us(c.compiled_us),
+                          f"{c.speedup:.2f}x" if c.speedup else "", f"{c.share_of_saving:.0%}",
+                          _short(c.eager_ops, 3), _short(c.kernels, 3)] for c in comparison.categories],
+                        headers=["category", "eager", "compiled", "speed-up", "share of saving", "eager ops", "kernels"],
+                        disable_numparse=True))
+    out.append("")
+    eager_rows: dict[str, list[float]] = {}
+    for op in report.eager_ops:
+        calls, total, own = eager_rows.get(op.name, [0.0, 0.0, 0.0])
+        eager_rows[op.name] = [calls + op.calls, total + op.busy_us, own + op.self_us]
+    out.append("Top eager ops (per step):")
+    out.append(tabulate([[name, f"{c:g}", _us(t), _us(s)] for name, (c, t, s) in
+                         sorted(eager_rows.items(), key=lambda i: -i[1][1])[:rows]],
+                        headers=["op", "calls", "total", "self"], disable_numparse=True))
+    out.append("")
+    out.append("Diagnosis:")
+    out.extend(f"  - {f.message}" for f in report.findings)
+    if report.unmatched_events:
+        out.append(f"  (profiler events inside compiled graphs not joined to a kernel: {_short(report.unmatched_events, 6)})")
+    return "\n".join(out)

@@ -1,0 +1,50 @@
+"""Which user source line issued each eager op: a TorchFunctionMode that labels profiler ranges.
+
+Used for one extra, untimed profiled call of the eager model: every top-level torch function
+call runs inside ``record_function("ib.source|<stack>")`` where ``<stack>`` is the Python call
+stack (innermost first, this module and torch's dispatch frames left out). The join then picks,
+for each op, the first frame the compiled graphs also name (Dynamo's stack traces), so eager ops
+and compiled kernels meet on the same line even through ``nn.Module`` and ``torch.nn.functional``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any, Callable
+
+import torch
+from torch.overrides import TorchFunctionMode
+
+__all__ = ["SOURCE_PREFIX", "SourceTagging", "parse_source_label"]
+
+SOURCE_PREFIX = "ib.source|"
+_MAX_FRAMES = 16
+_SKIPPED_FILES = tuple(os.path.join(os.path.dirname(torch.__file__), name) for name in (
+    "overrides.py", "_tensor.py", "utils/_python_dispatch.py", "utils/_device.py", "_jit_internal.py",
+    "nn/modules/module.py",
+))
+
+
+def _stack_label() -> str:
+    frames = []
+    frame = sys._getframe(2)
+    while frame is not None and len(frames) < _MAX_FRAMES:
+        filename = frame.f_code.co_filename
+        if filename != __file__ and not filename.startswith(_SKIPPED_FILES):
+            frames.append(f"{filename}:{frame.f_lineno}")
+        frame = frame.f_back
+    return SOURCE_PREFIX + ";".join(frames)
+
+
+def parse_source_label(name: str) -> list[str]:
+    """The ``file:line`` frames (innermost first) of a SourceTagging range name."""
+    return name[len(SOURCE_PREFIX):].split(";") if name.startswith(SOURCE_PREFIX) else []
+
+
+class SourceTagging(TorchFunctionMode):
+    """Wrap each top-level torch function call in a profiler range naming its call stack."""
+
+    def __torch_function__(self, func: Callable[..., Any], types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        with torch.profiler.record_function(_stack_label()):
+            return func(*args, **(kwargs or {}))

@@ -1,0 +1,31 @@
+"""Side-by-side wall-clock timing: warm-up, then calls interleaved so drift hits both sides."""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Callable, Optional
+
+from .model import TimingStats
+
+__all__ = ["time_side_by_side"]
+
+
+def time_side_by_side(calls: dict[str, Callable[[], Any]], *, warmup: int, iters: int,
+                      sync: Optional[Callable[[], None]] = None) -> dict[str, TimingStats]:
+    """Time each callable ``iters`` times after ``warmup`` calls, alternating which goes first."""
+    sync = sync or (lambda: None)
+    for call in calls.values():
+        for _ in range(warmup):
+            call()
+        sync()
+    samples: dict[str, list[float]] = {label: [] for label in calls}
+    labels = list(calls)
+    for round_index in range(iters):
+        order = labels if round_index % 2 == 0 else labels[::-1]
+        for label in order:
+            sync()
+            started = time.perf_counter()
+            calls[label]()
+            sync()
+            samples[label].append((time.perf_counter() - started) * 1e3)
+    return {label: TimingStats(label=label, samples_ms=values) for label, values in samples.items()}

@@ -1,0 +1,162 @@
+"""Seam: the memory a generated kernel must move, read when the schedulers define it.
+
+``CppScheduling.define_kernel(src_code, nodes, kernel_args=None)`` and
+``TritonScheduling.define_kernel(src_code, node_schedule, kernel)`` receive the scheduler nodes
+fused into one kernel and (through the kernel group or the kernel) its ``KernelArgs``: the
+buffers that are kernel arguments are exactly the ones it touches in memory (buffers produced
+and consumed inside the kernel are not arguments). For each, the nodes' memory dependencies
+(``read_writes``) give the elements accessed as a sympy product of loop ranges, so a broadcast
+``[1, 512]`` operand counts 512 elements, not the output's. Bytes = min(accessed elements,
+buffer elements) x dtype size, with sizes hinted by ``V.graph.sizevars``.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any, Iterable, Optional
+
+from .. import provenance
+from . import SeamMoved, install_once
+
+__all__ = ["install", "check", "kernel_traffic", "SCHEDULERS"]
+
+# (module, class, name of the define_kernel parameter holding the nodes)
+SCHEDULERS = (
+    ("torch._inductor.codegen.cpp", "CppScheduling", "nodes"),
+    ("torch._inductor.codegen.triton", "TritonScheduling", "node_schedule"),
+)
+
+
+def _scheduler_nodes(nodes: Iterable[Any]) -> list[Any]:
+    """The scheduler nodes among ``nodes`` (Triton's node_schedule mixes in loop markers)."""
+    result = []
+    for node in nodes or ():
+        inner = getattr(node, "snodes", None)
+        if inner:
+            result.extend(inner)
+        elif getattr(node, "read_writes", None) is not None:
+            result.append(node)
+    return result
+
+
+def _hint(expr: Any) -> int:
+    from torch._inductor.virtualized import V
+
+    try:
+        return int(V.graph.sizevars.optimization_hint(expr, fallback=0))
+    except Exception:  # noqa: BLE001 - unbacked or odd sizes count as unknown
+        return 0
+
+
+def kernel_traffic(nodes: Iterable[Any], kernel_args: Any) -> dict[str, list[dict[str, Any]]]:
+    """``{"reads": [...], "writes": [...]}``: one entry per buffer argument the kernel touches.
+
+    Each entry: buffer, dtype, elements (sympy text), elements_hint, bytes.
+    """
+    from torch._inductor.utils import get_dtype_size
+    from torch._inductor.virtualized import V
+
+    snodes = _scheduler_nodes(nodes)
+    from torch._inductor.codegen.common import RemovedArg
+
+    arg_names: set[str] = set(getattr(kernel_args, "input_buffers", {}) or {})
+    for attr in ("output_buffers", "inplace_buffers"):  # removed buffers stay in these dicts
+        arg_names |= {name for name, arg in (getattr(kernel_args, attr, {}) or {}).items()
+                      if not isinstance(arg, RemovedArg)}
+    written_here = {dep.name for node in snodes for dep in node.read_writes.writes}
+
+    def accesses(kind: str) -> list[dict[str, Any]]:
+        deps: dict[str, list[Any]] = {}
+        for node in snodes:
+            for dep in getattr(node.read_writes, kind):
+                if kind == "reads" and dep.name in written_here:
+                    continue  # produced inside this kernel: never read from memory
+                if dep.name in arg_names:
+                    deps.setdefault(dep.name, []).append(dep)
+        entries = []
+        for name, buffer_deps in deps.items():
+            try:
+                dtype = V.graph.get_dtype(name)
+                total = V.graph.get_numel(name)
+            except Exception:  # noqa: BLE001 - NoneLayout and friends move no data
+                continue
+            accessed = max((dep.get_numel() for dep in buffer_deps), key=_hint)
+            elements = accessed if _hint(accessed) <= _hint(total) else total
+            entries.append({"buffer": name, "dtype": str(dtype).replace("torch.", ""), "elements": str(elements),
+                            "elements_hint": _hint(elements), "bytes": _hint(elements) * get_dtype_size(dtype)})
+        return entries
+
+    return {"reads": accesses("reads"), "writes": accesses("writes")}
+
+
+def _kernel_args(self: Any, bound: inspect.BoundArguments) -> Optional[Any]:
+    arguments = bound.arguments
+    if arguments.get("kernel_args") is not None:
+        return arguments["kernel_args"]
+    if arguments.get("kernel") is not None:
+        return getattr(arguments["kernel"], "args", None)
+    group = getattr(self, "kernel_group", None)
+    return getattr(group, "args", None)
+
+
+def _recording_define_kernel(original: Any, nodes_param: str) -> Any:
+    signature = inspect.signature(original)
+
+    def define_kernel(self: Any, *args: Any, **kwargs: Any) -> Any:
+        kernel_name = original(self, *args, **kwargs)
+        recorder = provenance.active_recorder()
+        if recorder is not None and str(kernel_name) not in recorder.traffic:
+            try:
+                bound = signature.bind(self, *args, **kwargs)
+                recorder.traffic[str(kernel_name)] = kernel_traffic(
+                    bound.arguments.get(nodes_param) or (), _kernel_args(self, bound))
+            except Exception as exc:  # noqa: BLE001 - traffic must never break a compile
+                recorder.problems.append(f"kernel_traffic: {exc!r}")
+        return kernel_name
+
+    define_kernel.__wrapped__ = original  # type: ignore[attr-defined]
+    return define_kernel
+
+
+@install_once
+def install() -> None:
+    """Wrap every scheduler's define_kernel once per process."""
+    import importlib
+
+    for module_name, class_name, nodes_param in SCHEDULERS:
+        cls = getattr(importlib.import_module(module_name), class_name)
+        cls.define_kernel = _recording_define_kernel(cls.define_kernel, nodes_param)
+
+
+def check() -> None:
+    """Raise SeamMoved unless define_kernel, KernelArgs and the dependencies still look as read here."""
+    import importlib
+
+    from torch._inductor.codegen.common import KernelArgs
+    from torch._inductor.dependencies import MemoryDep, ReadWrites
+    from torch._inductor.virtualized import V  # noqa: F401
+    import torch._inductor.utils as inductor_utils
+
+    for module_name, class_name, nodes_param in SCHEDULERS:
+        cls = getattr(importlib.import_module(module_name), class_name, None)
+        define = getattr(cls, "define_kernel", None)
+        if define is None:
+            raise SeamMoved(f"kernel_traffic: {module_name}.{class_name}.define_kernel is gone")
+        params = list(inspect.signature(getattr(define, "__wrapped__", define)).parameters)
+        if params[1:2] != ["src_code"] or nodes_param not in params:
+            raise SeamMoved(f"kernel_traffic: {class_name}.define_kernel no longer takes (src_code, {nodes_param}): {params}")
+    kernel_args = KernelArgs()
+    for attr in ("input_buffers", "output_buffers", "inplace_buffers"):
+        if not isinstance(getattr(kernel_args, attr, None), dict):
+            raise SeamMoved(f"kernel_traffic: KernelArgs.{attr} is no longer a dict")
+    from torch._inductor.codegen.common import RemovedArg  # noqa: F401
+    from torch._inductor.sizevars import SizeVarAllocator
+
+    if not callable(getattr(SizeVarAllocator, "optimization_hint", None)):
+        raise SeamMoved("kernel_traffic: SizeVarAllocator.optimization_hint is gone")
+    if not callable(getattr(MemoryDep, "get_numel", None)):
+        raise SeamMoved("kernel_traffic: MemoryDep.get_numel is gone")
+    if "reads" not in getattr(ReadWrites, "__dataclass_fields__", {}) or "writes" not in ReadWrites.__dataclass_fields__:
+        raise SeamMoved("kernel_traffic: ReadWrites no longer has reads/writes")
+    if not callable(getattr(inductor_utils, "get_dtype_size", None)):
+        raise SeamMoved("kernel_traffic: torch._inductor.utils.get_dtype_size is gone")

@@ -1,0 +1,228 @@
+"""ib.profile: kernel events joined to kernels, FX nodes and source lines; roofline; diagnosis.
+
+Two real profiles are shared by the module: the tutorial's add-add-mul-add function (one fused
+C++ kernel; compute-bound) and a tiny linear+relu module (an extern addmm and a fused kernel;
+overhead-bound). Diagnosis rules are also checked on hand-built reports.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+
+import pytest
+import torch
+
+import instrumented_backend as ib
+from instrumented_backend.model import GraphCapture, KernelInfo
+from instrumented_backend.profiling import (Finding, KernelTiming, OpTiming, ProfileReport, TimingStats, diagnose)
+from instrumented_backend.profiling.collect import Event, ProfiledRun
+from instrumented_backend.profiling.join import event_name, join_compiled
+
+ROWS = 4096
+
+
+def add_add_mul_add(arg_0, arg_1, arg_2, arg_3, arg_4):
+    add_0 = arg_0 + arg_1
+    add_1 = add_0 + arg_2
+    mul_1 = add_1 * arg_3
+    add_2 = mul_1 + arg_4
+    return add_2
+
+
+class Tiny(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = torch.nn.Linear(16, 8)
+
+    def forward(self, x):
+        return torch.relu(self.fc(x)) * 2
+
+
+def _line_of(function, text: str) -> str:
+    lines, start = inspect.getsourcelines(function)
+    offset = next(i for i, line in enumerate(lines) if text in line)
+    return f"{inspect.getsourcefile(function)}:{start + offset}"
+
+
+@pytest.fixture(scope="module")
+def pointwise():
+    torch.manual_seed(0)
+    args = (torch.rand(ROWS, 512), torch.rand(1, 512), torch.zeros(ROWS, 512), torch.rand(1, 512), torch.rand(1, 512))
+    return ib.profile(add_add_mul_add, *args, warmup=2, iters=7, active=3)
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    torch.manual_seed(0)
+    return ib.profile(Tiny(), torch.randn(4, 16), warmup=3, iters=15, active=5)
+
+
+def test_timing_is_repeated_and_side_by_side(pointwise):
+    for stats in (pointwise.eager, pointwise.compiled):
+        assert len(stats.samples_ms) == 7 and stats.median_ms > 0
+        assert stats.p10_ms <= stats.median_ms <= stats.p90_ms
+    assert pointwise.speedup == pytest.approx(pointwise.eager.median_ms / pointwise.compiled.median_ms)
+    assert len(pointwise.compiled_step_us) == 3 and len(pointwise.eager_step_us) == 3
+
+
+def test_the_fused_kernel_event_is_joined_to_its_nodes_and_lines(pointwise):
+    [row] = pointwise.kernels
+    graph = pointwise.captures[0]
+    assert row.kind == "cpp" and row.event == f"graph_{graph.graph_id}_{row.kernel}"
+    assert row.kernel in {k.name for k in graph.kernels}
+    assert row.calls == 1 and row.time_us > 0
+    assert {"add", "add_1", "mul", "add_2"} <= set(row.fx_nodes)
+    expected = {_line_of(add_add_mul_add, text) for text in ("add_0 =", "add_1 =", "mul_1 =", "add_2 =")}
+    assert set(row.source_lines) == expected
+    assert sum(row.source_weights.values()) == pytest.approx(1.0)
+    assert not pointwise.unmatched_events
+
+
+def test_roofline_states_the_lower_bound_of_the_tutorial_kernel(pointwise):
+    [row] = pointwise.kernels
+    full, broadcast = ROWS * 512 * 4, 512 * 4
+    assert row.bytes == 3 * full + 3 * broadcast  # reads arg_0, arg_2 and three [1, 512]; writes one output
+    assert pointwise.copy_bandwidth_gbps > 0
+    assert row.achieved_gbps == pytest.approx(row.bytes / (row.per_call_us * 1e-6) / 1e9)
+    assert row.bandwidth_share == pytest.approx(row.achieved_gbps / pointwise.copy_bandwidth_gbps)
+    kernel = pointwise.captures[0].kernel(row.kernel)
+    assert {a.buffer for a in kernel.traffic.reads} == {f"arg{i}_1" for i in range(5)}
+    [roofline] = [f for f in pointwise.findings if f.kind == "roofline"]
+    assert row.kernel in roofline.message and "GB/s" in roofline.message
+
+
+def test_time_by_source_line_splits_the_fused_kernel(pointwise):
+    rows = {r.source: r for r in pointwise.by_source_line()}
+    lines = {_line_of(add_add_mul_add, text) for text in ("add_0 =", "add_1 =", "mul_1 =", "add_2 =")}
+    assert lines <= set(rows)
+    assert sum(rows[s].compiled_us for s in lines) == pytest.approx(pointwise.kernels[0].busy_us)
+    assert rows[_line_of(add_add_mul_add, "mul_1 =")].eager_ops == ["aten::mul"]
+    assert rows[_line_of(add_add_mul_add, "add_0 =")].eager_ops == ["aten::add"]
+    assert "arg_0 + arg_1" in rows[_line_of(add_add_mul_add, "add_0 =")].code
+
+
+def test_compare_puts_eager_pointwise_ops_beside_the_fused_kernel(pointwise):
+    comparison = pointwise.compare()
+    categories = {c.category: c for c in comparison.categories}
+    memory = categories["memory-bound"]
+    assert set(memory.eager_ops) == {"aten::add", "aten::mul"}
+    assert memory.kernels == [pointwise.kernels[0].kernel]
+    assert categories["gemm"].eager_us == 0 and categories["gemm"].compiled_us == 0
+    assert sum(c.share_of_saving for c in comparison.categories) == pytest.approx(1.0)
+
+
+def test_a_big_pointwise_graph_is_diagnosed_compute_bound(pointwise):
+    kinds = [f.kind for f in pointwise.findings]
+    assert "compute-bound" in kinds and "overhead-bound" not in kinds
+    hotspot = next(f for f in pointwise.findings if f.kind == "hotspot")
+    assert pointwise.kernels[0].kernel in hotspot.message and "add_1" in hotspot.evidence["fx_nodes"]
+
+
+def test_chrome_trace_kernel_events_carry_nodes_and_lines(pointwise, tmp_path):
+    path = pointwise.export_chrome_trace(tmp_path / "trace.json")
+    events = json.loads(path.read_text())["traceEvents"]
+    kernel_events = [e for e in events if e.get("name") == pointwise.kernels[0].event]
+    assert len(kernel_events) == 3  # one per active step
+    for event in kernel_events:
+        assert "add_1" in event["args"]["ib.fx_nodes"]
+        assert _line_of(add_add_mul_add, "mul_1 =") in event["args"]["ib.source_lines"]
+        assert event["args"]["ib.bytes"] == pointwise.kernels[0].bytes
+    assert any(e.get("name", "").startswith("ProfilerStep") for e in events)
+    with pytest.raises(ValueError, match="which must be"):
+        pointwise.export_chrome_trace(tmp_path / "x.json", which="both")
+
+
+def test_json_and_text_read_the_same_data(pointwise):
+    data = json.loads(pointwise.to_json())
+    assert data["speedup"] == pytest.approx(pointwise.speedup)
+    assert data["kernels"][0]["kernel"] == pointwise.kernels[0].kernel
+    assert data["kernels"][0]["bytes"] == pointwise.kernels[0].bytes
+    assert "event_ids" not in data["kernels"][0]
+    assert {c["category"] for c in data["compare"]["categories"]} == {"gemm", "memory-bound", "overhead"}
+    text = str(pointwise)
+    assert "speed-up:" in text and pointwise.kernels[0].kernel in text and "Diagnosis:" in text
+    assert "% of BW" in text and "Time by source line" in text
+
+
+def test_extern_gemm_and_fused_epilogue_are_joined(tiny):
+    rows = {r.kernel: r for r in tiny.kernels}
+    gemm = [r for r in rows.values() if r.kind == "extern"]
+    assert [r.event for r in gemm] == ["aten::addmm"] and gemm[0].category == "gemm"
+    assert "addmm" in gemm[0].fx_nodes and gemm[0].source_lines
+    fused = [r for r in rows.values() if r.kind == "cpp"]
+    assert len(fused) == 1 and {"relu", "mul"} <= set(fused[0].fx_nodes)
+    assert _line_of(Tiny.forward, "torch.relu") in fused[0].source_lines
+    assert not tiny.unmatched_events
+
+
+def test_compare_meets_eager_linear_and_compiled_addmm_on_one_line(tiny):
+    categories = {c.category: c for c in tiny.compare().categories}
+    assert "aten::linear" in categories["gemm"].eager_ops
+    assert categories["gemm"].kernels == ["extern_kernels.addmm"]
+    line = next(r for r in tiny.compare().lines if "aten::linear" in r.eager_ops)
+    assert "extern_kernels.addmm" in line.kernels  # nn.Linear's forward line, on both sides
+
+
+def test_a_tiny_graph_is_diagnosed_overhead_bound(tiny):
+    finding = next(f for f in tiny.findings if f.kind in ("overhead-bound", "compute-bound"))
+    assert finding.kind == "overhead-bound", finding.message
+    assert finding.evidence["busy"] < 0.5
+
+
+def test_bad_input_is_a_clear_error():
+    with pytest.raises(TypeError, match="model must be callable"):
+        ib.profile(42)
+    with pytest.raises(ValueError, match="iters must be an int >= 1"):
+        ib.profile(torch.neg, torch.randn(2), iters=0)
+
+
+# --------------------------------------------------------------------------- hand-built reports
+
+def _report(**overrides) -> ProfileReport:
+    fields = dict(device="cpu", eager=TimingStats("eager", [2.0, 2.0, 2.0]), compiled=TimingStats("compiled", [1.0] * 3),
+                  kernels=[], eager_ops=[], eager_step_us=[2000.0] * 3, compiled_step_us=[1000.0] * 3,
+                  copy_bandwidth_gbps=10.0)
+    fields.update(overrides)
+    return ProfileReport(**fields)
+
+
+def test_rules_flag_cold_start_many_calls_and_cost_in_children():
+    report = _report(
+        compiled_step_us=[9000.0, 1000.0, 1000.0, 1000.0],
+        kernels=[KernelTiming("k0", "graph_0_k0", "cpp", "#0", calls=120, time_us=900.0)],
+        eager_ops=[OpTiming("aten::linear", calls=1, total_us=1500.0, self_us=20.0)])
+    kinds = {f.kind: f for f in diagnose(report)}
+    assert "9.0x wider" in kinds["cold-start"].message and kinds["cold-start"].evidence["side"] == "compiled"
+    assert kinds["many-calls"].evidence == {"side": "compiled", "event": "graph_0_k0", "calls": 120}
+    assert "aten::linear" in kinds["children"].message
+    assert kinds["compute-bound"].evidence["busy"] == pytest.approx(0.9)
+
+
+def test_roofline_rule_tells_near_and_far_from_bandwidth():
+    near = KernelTiming("near", "e1", "cpp", "#0", calls=1, time_us=100.0, bytes=900_000,
+                        achieved_gbps=9.0, bandwidth_share=0.9)
+    far = KernelTiming("far", "e2", "cpp", "#0", calls=1, time_us=100.0, bytes=100_000,
+                       achieved_gbps=1.0, bandwidth_share=0.1)
+    messages = {f.evidence["kernel"]: f.message for f in diagnose(_report(kernels=[near, far])) if f.kind == "roofline"}
+    assert "at the memory roofline" in messages["near"] and "Far below the roofline" in messages["far"]
+
+
+def test_triton_kernels_join_by_name_and_in_wrapper_order():
+    kernels = [KernelInfo("triton_poi_fused_add_0", "triton", "", 1, 2, 1, call_lines=[10, 14]),
+               KernelInfo("extern_kernels.mm", "extern", "", 12, 12, 12, call_lines=[12])]
+    graph = GraphCapture(index=7, compile_id="0/0", kind="inference", graph_id=3, dynamo_graph_code="", aot_graph="",
+                         post_grad_graph_code="", ir_pre_fusion="", ir_post_fusion="", output_code="", kernels=kernels)
+    assert [event_name(k, 3) for k in kernels] == ["triton_poi_fused_add_0", "aten::mm"]
+    events = {1: Event(1, "ProfilerStep#0", 0, 100, 1, children=[2], step=0),
+              2: Event(2, "## Call CompiledFxGraph None ##", 1, 90, 1, parent=1, children=[3, 4, 5, 6], step=0),
+              3: Event(3, "triton_poi_fused_add_0", 2, 5, 5, device_us=40.0, parent=2, step=0),
+              4: Event(4, "aten::empty", 3, 1, 1, parent=2, step=0),
+              5: Event(5, "aten::mm", 4, 6, 6, device_us=30.0, parent=2, step=0),
+              6: Event(6, "triton_poi_fused_add_0", 5, 5, 5, device_us=20.0, parent=2, step=0)}
+    rows, unmatched = join_compiled(ProfiledRun(events, [100.0], {}, "cuda"), [graph])
+    by_name = {r.kernel: r for r in rows}
+    assert by_name["triton_poi_fused_add_0"].calls == 2 and by_name["triton_poi_fused_add_0"].busy_us == 60.0
+    assert by_name["extern_kernels.mm"].device_us == 30.0
+    assert unmatched == ["aten::empty x1"]
+    assert Finding("x", "y").evidence == {}
