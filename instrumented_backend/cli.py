@@ -2,12 +2,18 @@
 
     python -m instrumented_backend run script.py [args ...] --dump DIR
     python -m instrumented_backend show DIR [--kernels]
+    python -m instrumented_backend profile script.py [args ...] [--warmup N --iters N --active N --out DIR]
 
 ``run`` executes a script unchanged, with every torch.compile call that would use Inductor
 (the default backend) using ``backend="instrumented"`` instead, then writes what was captured
 to ``DIR`` (also when the script raises or exits). ``--dump DIR`` is recognised before the
 script name or as the last two arguments; everything else after the script name is passed to
 the script.
+
+``profile`` runs a script the same way, then profiles each function or module it compiled on the
+inputs of its first call (:mod:`instrumented_backend.profiling.script`): eager vs compiled,
+kernels joined to FX nodes and source lines, diagnosis. ``--out DIR`` also writes each report
+as JSON and its Perfetto trace.
 """
 
 from __future__ import annotations
@@ -97,6 +103,27 @@ def _show(args: argparse.Namespace) -> int:
     return 0
 
 
+def _profile(args: argparse.Namespace) -> int:
+    from .profiling.script import profile_script
+
+    try:
+        reports = profile_script(args.script, list(args.script_args), warmup=args.warmup, iters=args.iters,
+                                 active=args.active)
+    except (FileNotFoundError, ValueError) as exc:
+        print(f"instrumented_backend profile: {exc}", file=sys.stderr)
+        return 2
+    for index, report in enumerate(reports):
+        print(report)
+        if args.out:
+            out = Path(args.out)
+            out.mkdir(parents=True, exist_ok=True)
+            report.to_json(out / f"profile_{index}.json")
+            report.export_chrome_trace(out / f"trace_{index}.json")
+            print(f"instrumented_backend: wrote {out / f'profile_{index}.json'} and {out / f'trace_{index}.json'} "
+                  "(open the trace in ui.perfetto.dev)")
+    return 0 if reports else 1
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m instrumented_backend", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -109,6 +136,14 @@ def _parser() -> argparse.ArgumentParser:
     show.add_argument("dump_dir")
     show.add_argument("--kernels", action="store_true", help="also list every kernel")
     show.set_defaults(handler=_show)
+    prof = sub.add_parser("profile", help="profile what a script compiles: eager vs compiled, kernels to source lines")
+    prof.add_argument("--warmup", type=int, default=10, help="warm-up calls before timing (default 10)")
+    prof.add_argument("--iters", type=int, default=50, help="timed calls of each side (default 50)")
+    prof.add_argument("--active", type=int, default=5, help="profiled steps after wait and warm-up (default 5)")
+    prof.add_argument("--out", metavar="DIR", help="write profile_N.json and trace_N.json here")
+    prof.add_argument("script")
+    prof.add_argument("script_args", nargs=argparse.REMAINDER)
+    prof.set_defaults(handler=_profile)
     return parser
 
 

@@ -38,3 +38,15 @@ def test_minifier_benchmark_smoke_prints_its_table():
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     assert "tutorial" in proc.stdout and "ours compiles" in proc.stdout
+
+
+def test_profile_overhead_benchmark_smoke_prints_its_ratio():
+    import re
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "benchmarks/profile_overhead.py", "--smoke"], cwd=REPO,
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    ratio = re.search(r"ratio ib.profile / plain torch.profiler: ([0-9.]+)x", proc.stdout)
+    assert ratio and float(ratio.group(1)) > 0

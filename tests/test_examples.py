@@ -26,3 +26,16 @@ def test_neg_accuracy_example():
     out = _run_example("neg_accuracy.py", "--no-bisect")
     assert "FAIL (1 of 1 outputs)" in out and "first failing layer: inductor" in out
     assert "culprit: neg (aten.neg.default)" in out and "<- ops.neg <- a = torch.neg(x1)" in out
+
+
+def test_profile_pointwise_example_states_the_lower_bound():
+    out = _run_example("profile_pointwise.py", "--rows", "2048", "--warmup", "2", "--iters", "5")
+    assert "speed-up:" in out and "cpp_fused_add_mul_0" in out
+    assert f"Lower bound for cpp_fused_add_mul_0: {(3 * 2048 * 512 * 4 + 3 * 512 * 4) / 1e6:.2f} MB" in out
+    assert "of the" in out and "GB/s this machine copies at" in out
+
+
+def test_profile_mobilebert_example_small():
+    out = _run_example("profile_mobilebert.py", "--small")
+    assert "extern_kernels.addmm" in out and "modeling_mobilebert.py:" in out
+    assert "aten::linear" in out and "GEMM-like ops: eager" in out and "Diagnosis:" in out

@@ -226,3 +226,41 @@ def test_triton_kernels_join_by_name_and_in_wrapper_order():
     assert by_name["extern_kernels.mm"].device_us == 30.0
     assert unmatched == ["aten::empty x1"]
     assert Finding("x", "y").evidence == {}
+
+
+def test_a_gather_counts_the_rows_it_reads_not_the_whole_table():
+    table = torch.nn.Embedding(30000, 128)
+
+    def lookup(ids):
+        return table(ids) * 2
+
+    with ib.capture() as session, torch.no_grad():
+        torch.compile(lookup, backend="instrumented")(torch.randint(0, 30000, (4, 32)))
+    [kernel] = [k for k in session[0].kernels if k.kind == "cpp"]
+    rows = 4 * 32 * 128 * 4
+    assert kernel.traffic.total_bytes == 2 * rows + 4 * 32 * 8  # gathered rows in, result out, int64 ids
+
+
+def test_profile_cli_profiles_what_a_script_compiles(tmp_path):
+    import subprocess
+    import sys
+
+    script = tmp_path / "train.py"
+    script.write_text(
+        "import torch\n"
+        "@torch.compile\n"
+        "def step(x, y):\n"
+        "    return torch.tanh(x) * y + 1\n"
+        "print('result', step(torch.randn(64, 64), torch.randn(64, 64)).shape)\n")
+    proc = subprocess.run([sys.executable, "-m", "instrumented_backend", "profile", "--warmup", "1", "--iters", "3",
+                           "--active", "2", "--out", str(tmp_path / "out"), str(script)],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "result torch.Size([64, 64])" in proc.stdout  # the script ran as before
+    assert "[0] step (2 args, grad)" in proc.stderr
+    data = json.loads((tmp_path / "out" / "profile_0.json").read_text())
+    [kernel] = data["kernels"]
+    assert {"tanh", "mul", "add"} <= set(kernel["fx_nodes"])
+    assert kernel["source_lines"] == [f"{script}:4"]
+    trace = json.loads((tmp_path / "out" / "trace_0.json").read_text())
+    assert any("ib.fx_nodes" in e.get("args", {}) for e in trace["traceEvents"])

@@ -104,3 +104,13 @@ def test_tensors_made_inside_a_compile_are_real_in_the_fake_mode_seam():
         assert isinstance(torch.ones(2), FakeTensor)
         with real_tensors():
             assert not isinstance(torch.ones(2), FakeTensor)
+
+
+def test_a_moved_memory_dependency_is_reported(monkeypatch):
+    from torch._inductor.dependencies import MemoryDep
+
+    from instrumented_backend.seams import kernel_traffic
+
+    monkeypatch.setattr(MemoryDep, "get_numel", None)
+    with pytest.raises(SeamMoved, match="kernel_traffic: MemoryDep.get_numel is gone"):
+        kernel_traffic.check()

@@ -48,6 +48,16 @@ def _hint(expr: Any) -> int:
         return 0
 
 
+def _accessed(dep: Any) -> Any:
+    """Elements a dependency touches: its index's loop ranges; for an indirect (gather) load, at
+    most one element per iteration (``get_numel`` would say the whole table)."""
+    from torch._inductor.utils import sympy_product
+
+    if getattr(dep, "is_indirect", lambda: False)():
+        return sympy_product(dep.size)
+    return dep.get_numel()
+
+
 def kernel_traffic(nodes: Iterable[Any], kernel_args: Any) -> dict[str, list[dict[str, Any]]]:
     """``{"reads": [...], "writes": [...]}``: one entry per buffer argument the kernel touches.
 
@@ -80,7 +90,7 @@ def kernel_traffic(nodes: Iterable[Any], kernel_args: Any) -> dict[str, list[dic
                 total = V.graph.get_numel(name)
             except Exception:  # noqa: BLE001 - NoneLayout and friends move no data
                 continue
-            accessed = max((dep.get_numel() for dep in buffer_deps), key=_hint)
+            accessed = max((_accessed(dep) for dep in buffer_deps), key=_hint)
             elements = accessed if _hint(accessed) <= _hint(total) else total
             entries.append({"buffer": name, "dtype": str(dtype).replace("torch.", ""), "elements": str(elements),
                             "elements_hint": _hint(elements), "bytes": _hint(elements) * get_dtype_size(dtype)})
@@ -158,5 +168,7 @@ def check() -> None:
         raise SeamMoved("kernel_traffic: MemoryDep.get_numel is gone")
     if "reads" not in getattr(ReadWrites, "__dataclass_fields__", {}) or "writes" not in ReadWrites.__dataclass_fields__:
         raise SeamMoved("kernel_traffic: ReadWrites no longer has reads/writes")
+    if not callable(getattr(MemoryDep, "is_indirect", None)) or not callable(getattr(inductor_utils, "sympy_product", None)):
+        raise SeamMoved("kernel_traffic: MemoryDep.is_indirect or torch._inductor.utils.sympy_product is gone")
     if not callable(getattr(inductor_utils, "get_dtype_size", None)):
         raise SeamMoved("kernel_traffic: torch._inductor.utils.get_dtype_size is gone")

@@ -1,0 +1,110 @@
+"""Profile the functions a script compiles, with the inputs it first called them with.
+
+``python -m instrumented_backend profile script.py`` runs the script with ``torch.compile``
+patched: every call that would use Inductor compiles with ``backend="instrumented"`` (so the
+script runs as before) and the first call of each compiled function or module records its
+arguments (tensors cloned) and whether grad was enabled. When the script ends, each recorded
+target is profiled by :func:`instrumented_backend.profile` on those arguments.
+"""
+
+from __future__ import annotations
+
+import functools
+import runpy
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Optional, Sequence
+
+import torch
+
+from .api import profile
+from .model import ProfileReport
+
+__all__ = ["CompiledCall", "record_compiled_calls", "profile_script"]
+
+
+@dataclass
+class CompiledCall:
+    """The first call of one function or module the script compiled."""
+
+    target: Any
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any]
+    grad_enabled: bool
+    name: str = ""
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+def _detached(value: Any) -> Any:
+    return value.detach().clone() if isinstance(value, torch.Tensor) else value
+
+
+def record_compiled_calls(calls: list[CompiledCall]) -> Callable[[], None]:
+    """Patch torch.compile to record first calls into ``calls``; returns the undo."""
+    original = torch.compile
+
+    def recording(target: Any, seen: list[bool], options: dict[str, Any], call: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(call)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            if not seen:
+                seen.append(True)
+                calls.append(CompiledCall(target, tuple(_detached(a) for a in args),
+                                          {k: _detached(v) for k, v in kwargs.items()}, torch.is_grad_enabled(),
+                                          getattr(target, "__qualname__", type(target).__name__), options))
+            return call(*args, **kwargs)
+        return wrapper
+
+    @functools.wraps(original)
+    def compile_and_record(model: Any = None, **kwargs: Any) -> Any:
+        if model is None:  # @torch.compile(mode=...) decorator form
+            return lambda target: compile_and_record(target, **kwargs)
+        if kwargs.get("backend", "inductor") not in ("inductor", "instrumented"):
+            return original(model, **kwargs)
+        kwargs["backend"] = "instrumented"
+        compiled = original(model, **kwargs)
+        options = dict(kwargs.get("options") or {})
+        seen: list[bool] = []
+        if isinstance(compiled, torch.nn.Module) and hasattr(compiled, "_orig_mod"):
+            compiled.forward = recording(compiled._orig_mod, seen, options, compiled.forward)
+            return compiled
+        return recording(model, seen, options, compiled)
+
+    torch.compile = compile_and_record
+
+    def undo() -> None:
+        torch.compile = original
+
+    return undo
+
+
+def profile_script(script: "str | Path", argv: Sequence[str] = (), *, warmup: int = 10, iters: int = 50,
+                   active: int = 5, echo: Optional[Callable[[str], None]] = None) -> list[ProfileReport]:
+    """Run ``script`` as ``__main__`` and profile every target it compiled; returns the reports."""
+    script = Path(script)
+    if not script.is_file():
+        raise FileNotFoundError(f"no such script: {script}")
+    say = echo or (lambda line: print(line, file=sys.stderr))
+    calls: list[CompiledCall] = []
+    undo = record_compiled_calls(calls)
+    old_argv, old_path0 = sys.argv, sys.path[0]
+    sys.argv = [str(script), *argv]
+    sys.path[0] = str(script.resolve().parent)
+    try:
+        runpy.run_path(str(script), run_name="__main__")
+    except SystemExit as exc:
+        if exc.code not in (None, 0):
+            raise
+    finally:
+        undo()
+        sys.argv, sys.path[0] = old_argv, old_path0
+    if not calls:
+        say(f"instrumented_backend profile: {script} called no torch.compile'd function; nothing to profile")
+    reports = []
+    for index, call in enumerate(calls):
+        say(f"instrumented_backend profile: [{index}] {call.name} ({len(call.args)} args, "
+            f"{'grad' if call.grad_enabled else 'no_grad'})")
+        options = {k: v for k, v in call.options.items()}
+        reports.append(profile(call.target, *call.args, warmup=warmup, iters=iters, active=active,
+                               no_grad=not call.grad_enabled, options=options or None, **call.kwargs))
+    return reports
