@@ -19,33 +19,14 @@ as JSON and its Perfetto trace.
 from __future__ import annotations
 
 import argparse
-import functools
 import runpy
 import sys
 from pathlib import Path
-from typing import Any, Callable, Optional, Sequence
+from typing import Optional, Sequence
+
+from .compile_redirect import redirect_torch_compile
 
 __all__ = ["main", "redirect_torch_compile"]
-
-
-def redirect_torch_compile() -> Callable[[], None]:
-    """Make torch.compile use backend="instrumented" where it would use Inductor; returns an undo."""
-    import torch
-
-    original = torch.compile
-
-    @functools.wraps(original)
-    def compile_instrumented(*args: Any, **kwargs: Any) -> Any:
-        if kwargs.get("backend", "inductor") == "inductor":
-            kwargs["backend"] = "instrumented"
-        return original(*args, **kwargs)
-
-    torch.compile = compile_instrumented
-
-    def undo() -> None:
-        torch.compile = original
-
-    return undo
 
 
 def _split_trailing_dump(script_args: list[str]) -> tuple[list[str], Optional[str]]:

@@ -84,17 +84,15 @@ def profile(model: Callable[..., Any], *args: Any, warmup: int = 10, iters: int 
     eager_ops = join_eager(eager_run, eager_op_sources(tagged_run), known_sources)
     bandwidth_gbps = measure_copy_bandwidth(device) if bandwidth else None
     apply_roofline(kernels, bandwidth_gbps)
-    compiled_step = sorted(compiled_run.step_us)[len(compiled_run.step_us) // 2] if compiled_run.step_us else 0.0
-    eager_step = sorted(eager_run.step_us)[len(eager_run.step_us) // 2] if eager_run.step_us else 0.0
-    for row in kernels:
-        row.share = row.busy_us / compiled_step if compiled_step else 0.0
-    for op in eager_ops:
-        op.share = op.busy_us / eager_step if eager_step else 0.0
     sources = {s for k in kernels for s in k.source_lines} | {s for o in eager_ops for s in o.source_lines}
     report = ProfileReport(
         device=device, eager=timings["eager"], compiled=timings["compiled"], kernels=kernels, eager_ops=eager_ops,
         eager_step_us=eager_run.step_us, compiled_step_us=compiled_run.step_us, copy_bandwidth_gbps=bandwidth_gbps,
         graphs=[g.label for g in graphs], unmatched_events=unmatched, source_code=source_code(sources, graphs),
         compiled_trace=compiled_run.trace, eager_trace=eager_run.trace, captures=graphs)
+    for row in kernels:
+        row.share = row.busy_us / report.compiled_step_median_us if report.compiled_step_median_us else 0.0
+    for op in eager_ops:
+        op.share = op.busy_us / report.eager_step_median_us if report.eager_step_median_us else 0.0
     report.findings = diagnose(report)
     return report

@@ -10,7 +10,6 @@ checks and the wrapper when compiled), each with its share of the time saved.
 
 from __future__ import annotations
 
-import statistics
 from collections import defaultdict
 from typing import TYPE_CHECKING
 
@@ -51,8 +50,7 @@ def by_source_line(report: "ProfileReport") -> list[SourceLineTiming]:
 
 def compare(report: "ProfileReport") -> Comparison:
     """Category totals with their share of the saving, and the per-line comparison."""
-    eager_step = statistics.median(report.eager_step_us) if report.eager_step_us else 0.0
-    compiled_step = statistics.median(report.compiled_step_us) if report.compiled_step_us else 0.0
+    eager_step, compiled_step = report.eager_step_median_us, report.compiled_step_median_us
     eager_gemm = [op for op in report.eager_ops if op.category == GEMM]
     eager_rest = [op for op in report.eager_ops if op.category != GEMM]
     compiled_gemm = [k for k in report.kernels if k.category == GEMM]

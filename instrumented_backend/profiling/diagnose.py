@@ -67,7 +67,7 @@ def _speedup(report: "ProfileReport") -> list[Finding]:
 def _bound(report: "ProfileReport") -> list[Finding]:
     if not report.compiled_step_us:
         return []
-    step = statistics.median(report.compiled_step_us)
+    step = report.compiled_step_median_us
     busy = report.kernel_us / step if step else 0.0
     evidence = {"kernel_us": report.kernel_us, "step_us": step, "busy": busy}
     if busy < THRESHOLDS["overhead_bound_busy"]:
@@ -132,7 +132,7 @@ def _cold_start(report: "ProfileReport") -> list[Finding]:
 
 @rule("children")
 def _children(report: "ProfileReport") -> list[Finding]:
-    step = statistics.median(report.eager_step_us) if report.eager_step_us else 0.0
+    step = report.eager_step_median_us
     findings = []
     totals: dict[str, list[float]] = {}
     for op in report.eager_ops:

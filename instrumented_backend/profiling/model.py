@@ -198,6 +198,16 @@ class ProfileReport:
         return self.eager.median_ms / self.compiled.median_ms if self.compiled.median_ms else float("inf")
 
     @property
+    def eager_step_median_us(self) -> float:
+        """Median duration of a profiled eager step (0 when none was profiled)."""
+        return statistics.median(self.eager_step_us) if self.eager_step_us else 0.0
+
+    @property
+    def compiled_step_median_us(self) -> float:
+        """Median duration of a profiled compiled step (0 when none was profiled)."""
+        return statistics.median(self.compiled_step_us) if self.compiled_step_us else 0.0
+
+    @property
     def kernel_us(self) -> float:
         """Kernel time per compiled step."""
         return sum(k.busy_us for k in self.kernels)

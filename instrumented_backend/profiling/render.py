@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import statistics
 from typing import TYPE_CHECKING
 
 from tabulate import tabulate
@@ -35,11 +34,11 @@ def render(report: "ProfileReport", *, rows: int = 15) -> str:
            ""]
     if report.copy_bandwidth_gbps:
         out.append(f"Measured copy bandwidth: {report.copy_bandwidth_gbps:.1f} GB/s")
-    step = statistics.median(report.compiled_step_us) if report.compiled_step_us else 0.0
+    step = report.compiled_step_median_us
     kernel_rows = []
     for k in report.kernels[:rows]:
         kernel_rows.append([
-            k.kernel, k.kind, f"{k.calls:g}", _us(k.busy_us), f"{k.busy_us / step:.1%}" if step else "",
+            k.kernel, k.kind, f"{k.calls:g}", _us(k.busy_us), f"{k.share:.1%}" if step else "",
             f"{k.bytes / 1e6:.2f}" if k.bytes else "", f"{k.bandwidth_share:.0%}" if k.bandwidth_share is not None else "",
             _short(k.fx_nodes), _short([_line(s) for s in k.source_lines], 3)])
     out.append(f"Compiled kernels (per step; share of the {_us(step)} compiled step):")

@@ -41,10 +41,12 @@ def _detached(value: Any) -> Any:
 
 
 def record_compiled_calls(calls: list[CompiledCall]) -> Callable[[], None]:
-    """Patch torch.compile to record first calls into ``calls``; returns the undo."""
-    original = torch.compile
+    """Redirect torch.compile to the instrumented backend and record first calls into ``calls``; returns the undo."""
+    from ..compile_redirect import redirect_torch_compile
 
-    def recording(target: Any, seen: list[bool], options: dict[str, Any], call: Callable[..., Any]) -> Callable[..., Any]:
+    def recording(target: Any, options: dict[str, Any], call: Callable[..., Any]) -> Callable[..., Any]:
+        seen: list[bool] = []
+
         @functools.wraps(call)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             if not seen:
@@ -55,27 +57,14 @@ def record_compiled_calls(calls: list[CompiledCall]) -> Callable[[], None]:
             return call(*args, **kwargs)
         return wrapper
 
-    @functools.wraps(original)
-    def compile_and_record(model: Any = None, **kwargs: Any) -> Any:
-        if model is None:  # @torch.compile(mode=...) decorator form
-            return lambda target: compile_and_record(target, **kwargs)
-        if kwargs.get("backend", "inductor") not in ("inductor", "instrumented"):
-            return original(model, **kwargs)
-        kwargs["backend"] = "instrumented"
-        compiled = original(model, **kwargs)
-        options = dict(kwargs.get("options") or {})
-        seen: list[bool] = []
+    def on_compiled(target: Any, compiled: Any, compile_kwargs: dict[str, Any]) -> Any:
+        options = dict(compile_kwargs.get("options") or {})
         if isinstance(compiled, torch.nn.Module) and hasattr(compiled, "_orig_mod"):
-            compiled.forward = recording(compiled._orig_mod, seen, options, compiled.forward)
+            compiled.forward = recording(compiled._orig_mod, options, compiled.forward)
             return compiled
-        return recording(model, seen, options, compiled)
+        return recording(target, options, compiled)
 
-    torch.compile = compile_and_record
-
-    def undo() -> None:
-        torch.compile = original
-
-    return undo
+    return redirect_torch_compile(on_compiled)
 
 
 def profile_script(script: "str | Path", argv: Sequence[str] = (), *, warmup: int = 10, iters: int = 50,
@@ -104,7 +93,6 @@ def profile_script(script: "str | Path", argv: Sequence[str] = (), *, warmup: in
     for index, call in enumerate(calls):
         say(f"instrumented_backend profile: [{index}] {call.name} ({len(call.args)} args, "
             f"{'grad' if call.grad_enabled else 'no_grad'})")
-        options = {k: v for k, v in call.options.items()}
         reports.append(profile(call.target, *call.args, warmup=warmup, iters=iters, active=active,
-                               no_grad=not call.grad_enabled, options=options or None, **call.kwargs))
+                               no_grad=not call.grad_enabled, options=call.options or None, **call.kwargs))
     return reports

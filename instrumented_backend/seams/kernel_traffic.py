@@ -90,10 +90,12 @@ def kernel_traffic(nodes: Iterable[Any], kernel_args: Any) -> dict[str, list[dic
                 total = V.graph.get_numel(name)
             except Exception:  # noqa: BLE001 - NoneLayout and friends move no data
                 continue
-            accessed = max((_accessed(dep) for dep in buffer_deps), key=_hint)
-            elements = accessed if _hint(accessed) <= _hint(total) else total
+            candidates = [(_hint(expr), expr) for expr in (_accessed(dep) for dep in buffer_deps)]
+            accessed_hint, accessed = max(candidates, key=lambda item: item[0])
+            total_hint = _hint(total)
+            hint, elements = (accessed_hint, accessed) if accessed_hint <= total_hint else (total_hint, total)
             entries.append({"buffer": name, "dtype": str(dtype).replace("torch.", ""), "elements": str(elements),
-                            "elements_hint": _hint(elements), "bytes": _hint(elements) * get_dtype_size(dtype)})
+                            "elements_hint": hint, "bytes": hint * get_dtype_size(dtype)})
         return entries
 
     return {"reads": accesses("reads"), "writes": accesses("writes")}
