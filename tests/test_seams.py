@@ -114,3 +114,13 @@ def test_a_moved_memory_dependency_is_reported(monkeypatch):
     monkeypatch.setattr(MemoryDep, "get_numel", None)
     with pytest.raises(SeamMoved, match="kernel_traffic: MemoryDep.get_numel is gone"):
         kernel_traffic.check()
+
+
+def test_a_renamed_kernel_profile_event_is_reported(monkeypatch):
+    from instrumented_backend.seams import kernel_profile
+
+    real = kernel_profile._source
+    monkeypatch.setattr(kernel_profile, "_source",
+                        lambda name: real(name).replace('prefix = "graph_"', 'prefix = "g_"'))
+    with pytest.raises(SeamMoved, match="kernel_profile: C.. kernels no longer record"):
+        kernel_profile.check()

@@ -7,6 +7,7 @@ from typing import Any, Callable, Mapping, Optional
 
 import torch
 
+from ..seams.kernel_profile import KERNEL_PROFILE_OPTION
 from .collect import run_profiled
 from .diagnose import diagnose
 from .join import eager_op_sources, join_compiled, join_eager, source_code
@@ -17,7 +18,6 @@ from .timing import time_side_by_side
 
 __all__ = ["profile", "KERNEL_PROFILE_OPTION"]
 
-KERNEL_PROFILE_OPTION = "cpp.enable_kernel_profile"
 
 
 def _device_of(args: Any, kwargs: Mapping[str, Any], model: Any) -> str:

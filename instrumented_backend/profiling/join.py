@@ -14,12 +14,12 @@ Eager side: top-level ops (the outermost ``ns::op`` events of each step) become
 from __future__ import annotations
 
 import linecache
-import re
 import statistics
 from collections import defaultdict
 from typing import Any, Iterable, Optional, Sequence
 
 from ..model import GraphCapture, KernelInfo
+from ..seams.kernel_profile import CALL_EVENT, cpp_event_name
 from .collect import Event, ProfiledRun
 from .model import FUSED, GEMM, OTHER, KernelTiming, OpTiming
 from .sources import SOURCE_PREFIX, parse_source_label
@@ -27,7 +27,6 @@ from .sources import SOURCE_PREFIX, parse_source_label
 __all__ = ["event_name", "call_sequence", "join_compiled", "join_eager", "eager_op_sources", "GEMM_OPS",
            "CALL_EVENT"]
 
-CALL_EVENT = re.compile(r"^## Call CompiledFxGraph .* ##$")
 GEMM_OPS = frozenset({
     "addmm", "mm", "bmm", "baddbmm", "addbmm", "matmul", "linear", "_mkl_linear", "mkldnn_linear",
     "_linear_pointwise", "_linear_pointwise_binary", "convolution", "_convolution", "conv1d", "conv2d", "conv3d",
@@ -60,7 +59,7 @@ def event_name(kernel: KernelInfo, graph_id: Optional[int]) -> str:
         return name
     if kernel.kind == "triton":
         return kernel.name
-    return (f"graph_{graph_id}_" if graph_id is not None else "") + kernel.name
+    return cpp_event_name(kernel.name, graph_id)
 
 
 def call_sequence(graph: GraphCapture) -> list[tuple[str, KernelInfo, int]]:
