@@ -29,8 +29,8 @@ from .model import GraphCapture
 from .options import BackendOptions, parse_options
 from .registry import open_sessions, record
 from . import provenance
-from .seams import (cpp_reduction_prefix, ir_logging, ir_origins, kernel_traffic, line_marks, loop_body_origins,
-                    wrapper_buffers)
+from .seams import (cpp_reduction_prefix, ir_format, ir_logging, ir_origins, kernel_traffic, line_marks,
+                    loop_body_origins, wrapper_buffers)
 from .seams.caches import CACHE_BYPASS_PATCHES, autograd_cache_disabled
 from .seams.compile_entry import compile_fx, compile_fx_inner, current_compile_id
 
@@ -41,7 +41,7 @@ class CompileJob:
     """State shared by the AOT graphs of one Dynamo graph (its forward and lazy backward)."""
 
     def __init__(self, gm: torch.fx.GraphModule, options: BackendOptions) -> None:
-        for seam in (ir_logging, ir_origins, loop_body_origins, line_marks, cpp_reduction_prefix,
+        for seam in (ir_logging, ir_format, ir_origins, loop_body_origins, line_marks, cpp_reduction_prefix,
                      wrapper_buffers, kernel_traffic):
             seam.install()
         self.options = options

@@ -18,7 +18,7 @@ from .line_map import attach_lines, attach_wrapper_lines
 from .node_map import build_node_map, seq_nr_index
 from .provenance import LineRecorder, strip_marks
 from .model import CaptureProblem, GraphCapture, InputInfo, KernelInfo, MemoryTraffic
-from .seams import ir_logging
+from .seams import ir_format
 from .seams.compile_entry import current_compile_id, graph_kind
 from .seams.output_code import read_generated_code, runnable_graph_text
 
@@ -73,6 +73,7 @@ class CaptureBuilder:
         self.ir_pre_fusion: list[str] = []
         self.ir_post_fusion: list[str] = []
         self.recorder = LineRecorder()
+        self.ir_text_memo = ir_format.IrTextMemo()  # shared by the pre- and post-fusion logs
         # compile_fx_inner mutates aot_graph into the post-grad graph: keep the original.
         self.original_graph = clone_graph_module(aot_graph)
         self.aot_graph = aot_graph
@@ -92,7 +93,7 @@ class CaptureBuilder:
     def on_ir(self, stage: str, nodes: Any) -> None:
         """IR listener: called by the patched IR loggers on this thread."""
         target = self.ir_pre_fusion if stage == "pre_fusion" else self.ir_post_fusion
-        self.guard(f"ir_{stage}", lambda: target.append(ir_logging.format_ir(nodes)))
+        self.guard(f"ir_{stage}", lambda: target.append(ir_format.format_ir(nodes, self.ir_text_memo)))
 
     def build(self, compiled: Optional[Any], error: Optional[BaseException] = None) -> GraphCapture:
         """Assemble the record after compile_fx_inner returned ``compiled`` (or raised ``error``)."""

@@ -3,7 +3,8 @@
 ``compile_fx`` and ``compile_fx_inner`` take ownership of the graph they are given and mutate
 it (pre-grad and post-grad passes). We keep a copy of the graph structure, sharing parameters
 and buffers with the original, both as the record of what Dynamo/AOTAutograd produced and as
-the input of a plain-Inductor retry when instrumentation fails.
+the input of a plain-Inductor retry when instrumentation fails. The copies generate their Python
+code on first use (most are never run or printed), see :mod:`.seams.lazy_graph`.
 """
 
 from __future__ import annotations
@@ -12,13 +13,18 @@ import copy
 
 import torch.fx
 
+from .seams.lazy_graph import lazy_graph_module
+
 __all__ = ["clone_graph_module", "count_nodes"]
 
 
 def clone_graph_module(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
-    """A new GraphModule with a copied graph (node meta shallow-copied), sharing submodules and tensors."""
+    """A new GraphModule with a copied graph (node meta shallow-copied), sharing submodules and tensors.
+
+    Its Python code is generated on first use (``forward``, ``.code``, ``print_readable``).
+    """
     graph = copy.deepcopy(gm.graph)
-    clone = torch.fx.GraphModule(gm, graph, class_name=type(gm).__name__)
+    clone = lazy_graph_module(gm, graph, class_name=type(gm).__name__)
     clone.meta = dict(getattr(gm, "meta", {}) or {})
     clone.shape_env = getattr(gm, "shape_env", None)
     return clone

@@ -19,13 +19,15 @@ unless an instrumented compile has activated a :class:`LineRecorder` on the curr
 from __future__ import annotations
 
 import contextlib
+import functools
 import re
 import threading
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Optional
 
-__all__ = ["Origin", "LineRecorder", "active_recorder", "activate", "fx_origin", "current_fx_origin",
-           "emitting", "current_emission", "MARK_PATTERN", "strip_marks"]
+__all__ = ["Origin", "origin_of", "LineRecorder", "active_recorder", "activate", "fx_origin", "push_fx_origin",
+           "pop_fx_origin", "current_fx_origin", "emitting", "set_emission", "current_emission", "MARK_PATTERN",
+           "strip_marks"]
 
 MARK_PREFIX = "/*@ib"
 MARK_PATTERN = re.compile(r"/\*@ib(\d+)@\*/")
@@ -37,6 +39,12 @@ class Origin:
 
     ir_op: Optional[str]
     fx_node: Optional[str]
+
+
+@functools.lru_cache(maxsize=8192)
+def origin_of(ir_op: Optional[str], fx_node: Optional[str]) -> Origin:
+    """The (shared) Origin for this pair: the codegen hooks ask for one per LoopBody node run."""
+    return Origin(ir_op=ir_op, fx_node=fx_node)
 
 
 @dataclass
@@ -107,17 +115,31 @@ def activate(recorder: Optional[LineRecorder]) -> Optional[LineRecorder]:
     return previous
 
 
-@contextlib.contextmanager
-def fx_origin(node_name: Optional[str]) -> Iterator[None]:
-    """Push ``node_name`` as the FX node producing whatever IR ops are created inside."""
+# The hooks run thousands of times per compile, so besides the context managers there are plain
+# push/pop functions for them to call in a try/finally (a generator context manager costs more
+# than the hook's own work).
+
+def push_fx_origin(node_name: Optional[str]) -> None:
+    """Push ``node_name`` as the FX node producing whatever IR ops are created until the pop."""
     stack = getattr(_state, "fx_stack", None)
     if stack is None:
         stack = _state.fx_stack = []
     stack.append(node_name)
+
+
+def pop_fx_origin() -> None:
+    """Undo the matching :func:`push_fx_origin`."""
+    _state.fx_stack.pop()
+
+
+@contextlib.contextmanager
+def fx_origin(node_name: Optional[str]) -> Iterator[None]:
+    """Push ``node_name`` as the FX node producing whatever IR ops are created inside."""
+    push_fx_origin(node_name)
     try:
         yield
     finally:
-        stack.pop()
+        pop_fx_origin()
 
 
 def current_fx_origin() -> Optional[str]:
@@ -126,15 +148,21 @@ def current_fx_origin() -> Optional[str]:
     return stack[-1] if stack else None
 
 
+def set_emission(origin: Optional[Origin]) -> Optional[Origin]:
+    """Mark lines written from now on with ``origin``; returns the previous one, to restore."""
+    previous = getattr(_state, "emission", None)
+    _state.emission = origin
+    return previous
+
+
 @contextlib.contextmanager
 def emitting(origin: Optional[Origin]) -> Iterator[None]:
     """Lines written inside the block are marked with ``origin``."""
-    previous = getattr(_state, "emission", None)
-    _state.emission = origin
+    previous = set_emission(origin)
     try:
         yield
     finally:
-        _state.emission = previous
+        set_emission(previous)
 
 
 def current_emission() -> Optional[Origin]:

@@ -50,3 +50,15 @@ def test_profile_overhead_benchmark_smoke_prints_its_ratio():
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     ratio = re.search(r"ratio ib.profile / plain torch.profiler: ([0-9.]+)x", proc.stdout)
     assert ratio and float(ratio.group(1)) > 0
+
+
+def test_compile_overhead_benchmark_smoke_prints_its_ratio():
+    import re
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "benchmarks/overhead.py", "--smoke"], cwd=REPO,
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    ratio = re.search(r"instrumented/inductor: ([0-9.]+)x CPU time, ([0-9.]+)x wall time", proc.stdout)
+    assert ratio and float(ratio.group(1)) > 0 and float(ratio.group(2)) > 0, proc.stdout

@@ -11,7 +11,7 @@ import instrumented_backend as ib
 from instrumented_backend import backend as backend_module
 from instrumented_backend.capture import CaptureBuilder
 from instrumented_backend.model import CaptureProblem
-from instrumented_backend.seams import ir_logging
+from instrumented_backend.seams import ir_format
 from conftest import compile_and_run
 
 
@@ -42,10 +42,10 @@ def reference():
 
 
 def test_failing_capture_step_keeps_compile_identical_and_warns_once(reference, monkeypatch):
-    def broken_format(nodes):
+    def broken_format(nodes, memo=None):
         raise RuntimeError("formatter exploded")
 
-    monkeypatch.setattr(ir_logging, "format_ir", broken_format)
+    monkeypatch.setattr(ir_format, "format_ir", broken_format)
     # a second compile with the same failure must not warn again
     result, code, session, messages = _compile_watching(X, X * 2)
     assert torch.equal(result, reference[0])

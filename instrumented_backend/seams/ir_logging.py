@@ -2,9 +2,8 @@
 
 The scheduler imports both at call time (``from torch._inductor.debug import ...`` inside
 ``Scheduler._init``), so replacing the module attributes reaches every compile. We wrap them
-once per process; the wrapper always delegates to the original and only formats IR when a
-listener is active on the current thread, using the very function TORCH_COMPILE_DEBUG uses to
-write ir_pre_fusion.txt / ir_post_fusion.txt.
+once per process; the wrapper always delegates to the original and only hands the nodes to a
+listener active on the current thread (which formats them with :mod:`.ir_format`).
 """
 
 from __future__ import annotations
@@ -15,20 +14,13 @@ from typing import Any, Callable, Optional
 
 from . import SeamMoved, install_once
 
-__all__ = ["install", "format_ir", "set_listener", "check"]
+__all__ = ["install", "set_listener", "check"]
 
 # listener(stage, nodes) with stage in {"pre_fusion", "post_fusion"}
 IrListener = Callable[[str, Any], None]
 
 _state = threading.local()
 _originals: dict[str, Callable[..., Any]] = {}
-
-
-def format_ir(nodes: Any) -> str:
-    """Format scheduler nodes exactly as TORCH_COMPILE_DEBUG writes them to ir_*_fusion.txt."""
-    from torch._inductor.debug import DebugFormatter
-
-    return DebugFormatter._write_ir(nodes)
 
 
 def set_listener(listener: Optional[IrListener]) -> Optional[IrListener]:
@@ -65,15 +57,12 @@ def check() -> None:
     """Raise SeamMoved unless the scheduler still imports the IR loggers at call time."""
     try:
         import torch._inductor.debug as debug
-        from torch._inductor.debug import DebugFormatter
         from torch._inductor.scheduler import Scheduler
     except ImportError as exc:  # pragma: no cover - only on a moved torch
         raise SeamMoved(f"ir_logging: cannot import Inductor's debug/scheduler modules: {exc}") from exc
     for attr in ("log_ir_pre_fusion", "log_ir_post_fusion"):
         if not callable(getattr(debug, attr, None)):
             raise SeamMoved(f"ir_logging: torch._inductor.debug.{attr} is gone")
-    if not callable(getattr(DebugFormatter, "_write_ir", None)):
-        raise SeamMoved("ir_logging: DebugFormatter._write_ir (the ir_*_fusion.txt formatter) is gone")
     source = inspect.getsource(Scheduler)
     if "from torch._inductor.debug import log_ir_post_fusion, log_ir_pre_fusion" not in source:
         raise SeamMoved(

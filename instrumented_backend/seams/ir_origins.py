@@ -33,8 +33,11 @@ def _wrap_inner_fn(inner_fn: Callable[..., Any], name: str) -> Callable[..., Any
     def inner_fn_with_origin(*args: Any, **kwargs: Any) -> Any:
         if provenance.active_recorder() is None:
             return inner_fn(*args, **kwargs)
-        with provenance.fx_origin(name):
+        provenance.push_fx_origin(name)
+        try:
             return inner_fn(*args, **kwargs)
+        finally:
+            provenance.pop_fx_origin()
 
     inner_fn_with_origin.__wrapped__ = inner_fn  # type: ignore[attr-defined]
     return inner_fn_with_origin
@@ -67,8 +70,11 @@ def install() -> None:
             return store
 
         def store_with_origin(*args: Any, **kwargs: Any) -> None:
-            with provenance.fx_origin(name):
+            provenance.push_fx_origin(name)
+            try:
                 return store(*args, **kwargs)
+            finally:
+                provenance.pop_fx_origin()
 
         return store_with_origin
 

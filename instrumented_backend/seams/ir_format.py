@@ -1,0 +1,172 @@
+"""Seam: formatting scheduler nodes as ``ir_pre_fusion.txt`` / ``ir_post_fusion.txt`` text, quickly.
+
+The text is Inductor's own (``DebugFormatter._write_ir``, what TORCH_COMPILE_DEBUG writes), and
+it must be taken while the nodes are in the state being logged: fusion mutates them afterwards,
+so it cannot be deferred. It is the largest part of an instrumented compile's overhead, and two
+things dominate it, both of which we make cheaper without changing a byte of the text:
+
+* every sympy expression (sizes, strides, indexing) is printed with a fresh ``StrPrinter``,
+  thousands of times for the same few hundred expression objects: while we format, ``str`` and
+  ``repr`` of a sympy object are memoised **by object identity** (sympy objects are immutable;
+  identity rather than equality, because structurally equal objects may print differently);
+* ``LoopBodyBlock.debug_str`` builds and ``exec``-compiles a throw-away ``GraphModule`` only to
+  read its ``.code``: while we format, it takes the same text from ``Graph.python_code``, exactly
+  as ``GraphModule.recompile`` does (and without making the throw-away module the graph's owner),
+  and the post-fusion log reuses the text of a block whose graph is provably unchanged since the
+  pre-fusion log (:class:`IrTextMemo`).
+
+Both patches are installed once and act only on a thread that is inside :func:`format_ir`;
+everywhere else they delegate to the originals. ``check()`` reads the source of the Inductor and
+sympy functions they stand in for, so a change there is reported instead of silently producing
+different text.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+import threading
+from typing import Any, Callable, Optional
+
+import torch.fx
+
+from . import SeamMoved, install_once
+
+__all__ = ["install", "format_ir", "IrTextMemo", "check"]
+
+_state = threading.local()
+
+# What LoopBodyBlock.debug_str does, which _fast_block_debug_str reproduces.
+_BLOCK_DEBUG_STR_SOURCE = (
+    "torch.fx.GraphModule(self.body.submodules, self.graph).code",
+    'code.strip().replace("def forward(", f"def {name}(")',
+)
+_SEMICOLON_SUFFIX = re.compile(r";[^\n]*")
+
+
+class IrTextMemo:
+    """Text already produced for objects that cannot have changed since, within one compile.
+
+    Pass the same memo to the pre- and post-fusion :func:`format_ir` calls of a graph: sympy
+    objects are immutable, so their text is reused by identity (the object is kept, so its id is
+    not reused); a loop body block's text is reused only if its graph still has the very same
+    nodes with equal targets and arguments (fusion normally builds new bodies rather than
+    editing old ones, but nothing is assumed).
+    """
+
+    def __init__(self) -> None:
+        self.sympy_text: dict[int, tuple[Any, str]] = {}
+        self.block_text: dict[tuple[int, str], tuple[Any, Any, str]] = {}
+
+
+def format_ir(nodes: Any, memo: Optional[IrTextMemo] = None) -> str:
+    """Format scheduler nodes exactly as TORCH_COMPILE_DEBUG writes them to ir_*_fusion.txt."""
+    from torch._inductor.debug import DebugFormatter
+
+    install()
+    previous = getattr(_state, "memo", None)
+    _state.memo = memo if memo is not None else IrTextMemo()
+    try:
+        return DebugFormatter._write_ir(nodes)
+    finally:
+        _state.memo = previous
+
+
+def _memoised_sympy_text(original: Callable[[Any], str]) -> Callable[[Any], str]:
+    def text(self: Any) -> str:
+        memo = getattr(_state, "memo", None)
+        if memo is None:
+            return original(self)
+        hit = memo.sympy_text.get(id(self))
+        if hit is not None and hit[0] is self:
+            return hit[1]
+        result = original(self)
+        memo.sympy_text[id(self)] = (self, result)
+        return result
+
+    text.__wrapped__ = original  # type: ignore[attr-defined]
+    return text
+
+
+def _frozen(value: Any) -> Any:
+    """A hashable stand-in for an FX argument that compares equal only if it prints the same."""
+    if isinstance(value, torch.fx.Node):
+        return ("node", id(value), value.name)
+    if isinstance(value, (tuple, list)):
+        return (type(value), tuple(_frozen(v) for v in value))
+    if isinstance(value, dict):
+        return (dict, tuple((k, _frozen(v)) for k, v in value.items()))
+    if isinstance(value, float):
+        return (float, repr(value))  # 0.0 == -0.0, but they print differently
+    hash(value)  # unhashable: TypeError, and the caller formats without the memo
+    return (type(value), value)
+
+
+def _graph_fingerprint(graph: torch.fx.Graph) -> tuple[Any, ...]:
+    return tuple(
+        (id(n), n.name, n.op, _frozen(n.target), _frozen(n.args), _frozen(n.kwargs), n.type)
+        for n in graph.nodes
+    )
+
+
+def _fast_block_debug_str(original: Callable[..., str]) -> Callable[..., str]:
+    def debug_str(self: Any, name: str = "block") -> str:
+        memo = getattr(_state, "memo", None)
+        if memo is None:
+            return original(self, name)
+        try:
+            fingerprint = _graph_fingerprint(self.graph)
+        except TypeError:
+            fingerprint = None
+        key = (id(self), name)
+        hit = memo.block_text.get(key)
+        if fingerprint is not None and hit is not None and hit[0] is self and hit[1] == fingerprint:
+            return hit[2]
+        from torch.fx.experimental import _config as fx_experimental_config
+
+        code = self.graph.python_code(
+            root_module="self", record_func=fx_experimental_config.enrich_profiler_metadata
+        ).src
+        text = _SEMICOLON_SUFFIX.sub("", code.strip().replace("def forward(", f"def {name}("))
+        if fingerprint is not None:
+            memo.block_text[key] = (self, fingerprint, text)
+        return text
+
+    debug_str.__wrapped__ = original  # type: ignore[attr-defined]
+    return debug_str
+
+
+@install_once
+def install() -> None:
+    """Patch sympy's printing entry points and LoopBodyBlock.debug_str once per process."""
+    from sympy.core._print_helpers import Printable
+    from torch._inductor.loop_body import LoopBodyBlock
+
+    original_str = Printable.__str__
+    same_repr = Printable.__repr__ is original_str
+    Printable.__str__ = _memoised_sympy_text(original_str)  # type: ignore[method-assign]
+    Printable.__repr__ = Printable.__str__ if same_repr else _memoised_sympy_text(Printable.__repr__)  # type: ignore[method-assign]
+    LoopBodyBlock.debug_str = _fast_block_debug_str(LoopBodyBlock.debug_str)  # type: ignore[method-assign]
+
+
+def check() -> None:
+    """Raise SeamMoved unless the functions the fast paths stand in for still do what we reproduce."""
+    try:
+        from sympy.core._print_helpers import Printable
+        from torch._inductor.debug import DebugFormatter
+        from torch._inductor.loop_body import LoopBodyBlock
+    except ImportError as exc:  # pragma: no cover - only on a moved torch/sympy
+        raise SeamMoved(f"ir_format: cannot import what IR formatting uses: {exc}") from exc
+    if not callable(getattr(DebugFormatter, "_write_ir", None)):
+        raise SeamMoved("ir_format: DebugFormatter._write_ir (the ir_*_fusion.txt formatter) is gone")
+    block_debug_str = inspect.unwrap(LoopBodyBlock.debug_str)
+    source = inspect.getsource(block_debug_str)
+    missing = [fragment for fragment in _BLOCK_DEBUG_STR_SOURCE if fragment not in source]
+    if missing or 'r";[^\\n]*"' not in source:
+        raise SeamMoved(
+            "ir_format: LoopBodyBlock.debug_str no longer formats a block as "
+            f"GraphModule(...).code with '; ...' suffixes stripped (missing: {missing or ['the regex']})"
+        )
+    printable_str = inspect.unwrap(Printable.__str__)
+    if "sstr(self" not in inspect.getsource(printable_str):
+        raise SeamMoved("ir_format: sympy's Printable.__str__ no longer prints with sstr(self, ...)")

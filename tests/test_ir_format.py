@@ -1,0 +1,114 @@
+"""The fast IR formatter writes exactly Inductor's ir_*_fusion.txt text, and says so when it cannot."""
+
+from __future__ import annotations
+
+import inspect
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from instrumented_backend.seams import SeamMoved, ir_format, ir_logging
+from instrumented_backend.seams.caches import autograd_cache_disabled
+
+
+def busy_graph(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    """Reductions, a masked (padded) load, index arithmetic and a cat: most LoopBody shapes."""
+    h = F.layer_norm(x @ w, (x.shape[-1],))
+    h = torch.softmax(h, dim=-1) + torch.arange(h.shape[-1], dtype=h.dtype)
+    h = F.pad(h, (1, 2))[..., 2:]
+    return torch.cat([h.amax(-1, keepdim=True), torch.nn.functional.gelu(h)], dim=-1)
+
+
+def _both_formats_at_log_time(dynamic: bool) -> list[tuple[str, str, str]]:
+    """Compile ``busy_graph`` with plain Inductor, formatting each IR log both ways as it happens."""
+    from torch._inductor.debug import DebugFormatter
+
+    ir_logging.install()
+    ir_format.install()
+    seen: list[tuple[str, str, str]] = []
+
+    memo = ir_format.IrTextMemo()  # shared by both stages, as a capture does
+
+    def listener(stage, nodes):
+        seen.append((stage, ir_format.format_ir(nodes, memo), DebugFormatter._write_ir(nodes)))
+
+    torch._dynamo.reset()
+    previous = ir_logging.set_listener(listener)
+    try:
+        compiled = torch.compile(busy_graph, backend="inductor", dynamic=dynamic, options={"fx_graph_cache": False})
+        with autograd_cache_disabled(), torch.no_grad():
+            compiled(torch.randn(6, 16), torch.randn(16, 16))
+    finally:
+        ir_logging.set_listener(previous)
+        torch._dynamo.reset()
+    return seen
+
+
+@pytest.mark.parametrize("dynamic", [False, True], ids=["static", "dynamic"])
+def test_fast_format_is_byte_identical_to_inductors(dynamic):
+    seen = _both_formats_at_log_time(dynamic)
+    assert {stage for stage, _, _ in seen} == {"pre_fusion", "post_fusion"}
+    for stage, fast, slow in seen:
+        assert "def body(" in fast  # LoopBody blocks were formatted, through the fast path
+        assert fast == slow, stage
+    if dynamic:
+        assert any("s" in fast and "var_ranges" in fast for _, fast, _ in seen)
+
+
+def test_fast_paths_delegate_outside_formatting():
+    from sympy import Symbol
+    from sympy.core._print_helpers import Printable
+    from torch._inductor.loop_body import LoopBodyBlock
+
+    ir_format.install()
+    assert Printable.__str__ is not inspect.unwrap(Printable.__str__)  # installed
+    expr = Symbol("s0") * 2 + 1
+    assert str(expr) == repr(expr) == "2*s0 + 1"
+    assert getattr(ir_format._state, "memo", None) is None  # nothing memoised outside
+    assert LoopBodyBlock.debug_str.__wrapped__ is inspect.unwrap(LoopBodyBlock.debug_str)
+
+
+def test_a_changed_loop_body_formatter_is_reported(monkeypatch):
+    from torch._inductor.loop_body import LoopBodyBlock
+
+    def debug_str(self, name="block"):
+        return f"{name}: {self.graph}"
+
+    monkeypatch.setattr(LoopBodyBlock, "debug_str", debug_str)
+    with pytest.raises(SeamMoved, match="LoopBodyBlock.debug_str no longer formats"):
+        ir_format.check()
+
+
+def test_a_block_edited_in_place_is_formatted_again():
+    """The memo reuses a block's text only while its graph is unchanged, even by an in-place edit."""
+    from types import SimpleNamespace
+
+    from torch._inductor.loop_body import LoopBodyBlock
+
+    ir_format.install()
+    graph = torch.fx.Graph()
+    ops = graph.placeholder("ops")
+    load = graph.call_method("load", (ops, "buf0", "index0"))
+    neg = graph.call_method("neg", (ops, load))
+    graph.call_method("store", (ops, "buf1", "index0", neg, None))
+    graph.output(None)
+    block = SimpleNamespace(graph=graph, body=SimpleNamespace(submodules={}))
+    original = inspect.unwrap(LoopBodyBlock.debug_str)
+
+    memo = ir_format.IrTextMemo()
+    ir_format._state.memo = memo
+    try:
+        first = LoopBodyBlock.debug_str(block, "body")
+        assert first == original(block, "body") and "ops.neg(load)" in first
+        assert LoopBodyBlock.debug_str(block, "body") is first  # unchanged: reused
+        neg.target = "abs"
+        neg.args = (ops, load)
+        second = LoopBodyBlock.debug_str(block, "body")
+        assert second == original(block, "body") and "ops.abs(load)" in second
+        const = graph.call_method("constant", (ops, 0.0, torch.float32))
+        const.args = (ops, -0.0, torch.float32)  # equal to 0.0, prints differently
+        third = LoopBodyBlock.debug_str(block, "body")
+    finally:
+        ir_format._state.memo = None
+    assert third == original(block, "body") and "-0.0" in third
