@@ -8,6 +8,7 @@ from typing import Optional
 from .model import KernelInfo, KernelLine, NodeProvenance, SourceLocation
 from .kernels import call_body_ranges
 from .provenance import LineRecorder, Origin
+from .seams.line_marks import renamed_line_pattern
 
 __all__ = ["attach_lines", "attach_wrapper_lines"]
 
@@ -29,8 +30,10 @@ def _align(kernel: KernelInfo, clean_source: str, line_origins: list[list[Origin
         if not origins:
             continue
         wanted = text.strip()
+        renamed = renamed_line_pattern(wanted)  # define_kernel renamed a placeholder in it
         index = cursor
-        while index < len(target) and target[index] != wanted:
+        while index < len(target) and target[index] != wanted and not (
+                renamed is not None and renamed.fullmatch(target[index])):
             index += 1
         if index == len(target):
             lost += 1

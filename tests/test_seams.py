@@ -124,3 +124,36 @@ def test_a_renamed_kernel_profile_event_is_reported(monkeypatch):
                         lambda name: real(name).replace('prefix = "graph_"', 'prefix = "g_"'))
     with pytest.raises(SeamMoved, match="kernel_profile: C.. kernels no longer record"):
         kernel_profile.check()
+
+
+def test_a_changed_kernel_rename_in_define_kernel_is_reported(monkeypatch):
+    """Template kernels' lines are matched through define_kernel's placeholder rewrites."""
+    import inspect
+
+    from torch._inductor.codegen.cpp import CppScheduling
+
+    from instrumented_backend.seams import line_marks
+
+    real_getsource = inspect.getsource
+
+    def getsource(obj):
+        text = real_getsource(obj)
+        if getattr(obj, "__qualname__", "") == "CppScheduling.define_kernel":
+            return text.replace("str(Placeholder.KERNEL_NAME)", "Placeholder.KERNEL_NAME.value")
+        return text
+
+    monkeypatch.setattr(inspect, "getsource", getsource)
+    assert CppScheduling.define_kernel  # the class is importable: only the rewrite moved
+    with pytest.raises(SeamMoved, match=r"no longer rewrites str\(Placeholder.KERNEL_NAME\)"):
+        line_marks.check()
+
+
+def test_renamed_template_lines_match_what_define_kernel_wrote():
+    from instrumented_backend.seams import line_marks
+
+    pattern = line_marks.renamed_line_pattern("inline void Placeholder.KERNEL_NAME_micro_gemm(")
+    assert pattern.fullmatch("inline void kernel_micro_gemm(")
+    assert pattern.fullmatch("inline void cpp_fused_mm_0_micro_gemm(")
+    assert not pattern.fullmatch("inline void kernel_micro_gemm_kernel(")
+    assert line_marks.renamed_line_pattern("#pragma CMT loop").fullmatch("// loop")
+    assert line_marks.renamed_line_pattern("auto tmp0 = in_ptr0[x0];") is None

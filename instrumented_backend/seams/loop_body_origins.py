@@ -2,7 +2,8 @@
 
 Each node the LightTracer creates while tracing a LoopBody is stamped with the current FX
 origin, or, when a body is re-traced from another body, with the stamp of the node being re-run
-(``V.interpreter.current_node``). While ``InterpreterShim.run_node`` runs a stamped node during
+(``V.interpreter.current_node``), or, when neither is known (a template traces its epilogue's
+final store itself), with the stamp of the value it consumes (data flow: the stored value). While ``InterpreterShim.run_node`` runs a stamped node during
 codegen, the lines the kernel writes are marked with that node's IR op and FX node.
 """
 
@@ -29,6 +30,15 @@ def _interpreter_stamp() -> Any:
     return meta.get(STAMP) if meta else None
 
 
+def _consumed_stamp(node: Any) -> Any:
+    """The stamp of the last stamped node ``node`` takes as an argument (a store's value), or None."""
+    for arg in reversed(node.args):
+        meta = getattr(arg, "meta", None)
+        if meta and meta.get(STAMP) is not None:
+            return meta[STAMP]
+    return None
+
+
 def _ir_op(node: Any) -> str:
     if node.op == "call_method":
         return f"ops.{node.target}"
@@ -46,7 +56,7 @@ def install() -> None:
     def create_node(self: Any, *args: Any, **kwargs: Any) -> Any:
         node = base_create_node(self, *args, **kwargs)
         if provenance.active_recorder() is not None:
-            origin = provenance.current_fx_origin() or _interpreter_stamp()
+            origin = provenance.current_fx_origin() or _interpreter_stamp() or _consumed_stamp(node)
             if origin is not None:
                 node.meta[STAMP] = origin
         return node
@@ -54,9 +64,11 @@ def install() -> None:
     def run_node(self: Any, n: Any) -> Any:
         if provenance.active_recorder() is None or n.op not in ("call_method", "call_module"):
             return original_run_node(self, n)
-        fx_node = n.meta.get(STAMP)
-        with provenance.emitting(provenance.Origin(ir_op=_ir_op(n), fx_node=fx_node)):
+        previous = provenance.set_emission(provenance.origin_of(_ir_op(n), n.meta.get(STAMP)))
+        try:
             return original_run_node(self, n)
+        finally:
+            provenance.set_emission(previous)
 
     loop_body.LightTracer.create_node = create_node
     loop_body.InterpreterShim.run_node = run_node
