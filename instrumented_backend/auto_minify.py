@@ -5,6 +5,10 @@ real arguments (torch level); on a compile failure, the AOT graph Inductor was g
 (ATen level) with seeded random inputs of the example inputs' shapes, strides and dtypes, and
 the FX nodes of the failing kernel line are tried first. ``INSTRUMENTED_BACKEND_MINIFY=1``
 turns it on for scripts you cannot edit; ``INSTRUMENTED_BACKEND_MINIFY_DIR`` says where repros go.
+
+With the option on, the minifier's judging worker is started as the compile begins
+(:func:`prewarm_worker`): importing torch and warming Inductor in a fresh process takes seconds,
+which then overlap the user's compile instead of delaying the minification.
 """
 
 from __future__ import annotations
@@ -17,9 +21,21 @@ import torch
 from .diagnostics import warn_once
 from .seams.fake_mode import real_tensors
 
-__all__ = ["MINIFY_DIR_ENV", "minify_accuracy_failure", "minify_compile_failure", "real_inputs"]
+__all__ = ["MINIFY_DIR_ENV", "minify_accuracy_failure", "minify_compile_failure", "real_inputs", "prewarm_worker"]
 
 MINIFY_DIR_ENV = "INSTRUMENTED_BACKEND_MINIFY_DIR"
+
+
+def prewarm_worker() -> None:
+    """Start the minifier's worker for the current context now (fail-soft: a failure only costs time)."""
+    try:
+        from minifier import current_context, prewarm
+        from minifier.workers import WorkerSetup
+
+        context = current_context()
+        prewarm(WorkerSetup(imports=context.imports, env=context.env))
+    except Exception as exc:  # noqa: BLE001 - minification will start its own worker
+        warn_once("minify_prewarm", f"could not start the minifier's worker early ({exc!r})")
 
 
 def _repro_dir() -> Optional[str]:

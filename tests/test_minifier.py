@@ -242,6 +242,32 @@ def test_the_backend_minifies_an_accuracy_failure_and_names_the_repro(out, monke
     REPROS.append((path, 1))
 
 
+def test_the_minify_option_starts_the_worker_as_the_compile_begins(monkeypatch):
+    """The worker warms while the user's graph compiles, not after the failure is found."""
+    from minifier import current_context
+    from minifier.workers import WorkerSetup, pool
+
+    started = []
+    real_get = pool.get
+    monkeypatch.setattr(pool, "get", lambda setup: started.append(setup) or real_get(setup))
+    compiled_graphs = []
+    real_compile = ib.backend.CompileJob.inner_compile
+
+    def inner_compile(self, *args, **kwargs):
+        compiled_graphs.append(len(started))  # how many workers were asked for when Inductor began
+        return real_compile(self, *args, **kwargs)
+
+    monkeypatch.setattr(ib.backend.CompileJob, "inner_compile", inner_compile)
+    torch._dynamo.reset()
+    with ib.faults.doubling_neg():
+        context = current_context()
+        torch.compile(lambda x: torch.relu(x) + 1, backend="instrumented", options={"minify": True})(torch.randn(4))
+    torch._dynamo.reset()
+    assert compiled_graphs and compiled_graphs[0] == 1
+    assert started == [WorkerSetup(imports=context.imports, env=context.env)]  # the fault travels with it
+    assert real_get(started[0]).alive()
+
+
 def test_the_environment_variable_minifies_a_compile_failure(out, monkeypatch):
     monkeypatch.setenv("INSTRUMENTED_BACKEND_MINIFY", "1")
     monkeypatch.setenv("INSTRUMENTED_BACKEND_MINIFY_DIR", str(out / "backend"))
