@@ -99,3 +99,54 @@ def test_unsupported_torch_versions_fail_clearly(version, monkeypatch):
     monkeypatch.setenv("INSTRUMENTED_BACKEND_ALLOW_UNSUPPORTED_TORCH", "1")
     with pytest.warns(RuntimeWarning, match="to try anyway"):
         check_torch_version(version)
+
+
+def _fake_template_node(fx_names, *, origin=None, template_name="mm"):
+    from types import SimpleNamespace
+
+    origins = [SimpleNamespace(name=n) for n in fx_names]
+    buffer = SimpleNamespace(template=SimpleNamespace(name=template_name), origins=origins,
+                             get_origin_node=lambda: origin and SimpleNamespace(name=origin))
+    return SimpleNamespace(is_template=lambda: True, node=buffer)
+
+
+def test_template_kernel_lines_without_marks_take_the_template_node():
+    """The define_kernel wrapper as a Triton template kernel meets it (no GPU needed: fake nodes)."""
+    from types import SimpleNamespace
+
+    from instrumented_backend import provenance
+    from instrumented_backend.seams.line_marks import _stripping_define_kernel, template_origins
+
+    epilogue = SimpleNamespace(is_template=lambda: False, node=None)
+    assert template_origins([epilogue]) == []
+    assert [o.fx_node for o in template_origins([_fake_template_node(["mm", "permute"])])] == ["mm", "permute"]
+    assert [o.fx_node for o in template_origins([_fake_template_node(["mm", "permute"], origin="mm")])] == ["mm"]
+
+    recorder = provenance.LineRecorder()
+    relu = recorder.mark_for(provenance.Origin("ops.relu", "relu"))
+    source = "\n".join([
+        "@triton.jit",
+        "def triton_tem_fused_mm_relu_0(arg_A, arg_B, out_ptr1):",
+        "    acc += tl.dot(a, b)",
+        "",
+        f"    tmp1 = triton_helpers.maximum(tmp0, acc){relu}",
+    ])
+    seen = {}
+
+    def original(self, src_code, node_schedule, kernel):
+        seen["src"] = src_code
+        return "triton_tem_fused_mm_relu_0"
+
+    define_kernel = _stripping_define_kernel(original)
+    previous = provenance.activate(recorder)
+    try:
+        name = define_kernel(None, source, [_fake_template_node(["mm"], origin="mm", template_name="triton_mm"),
+                                            epilogue], None)
+    finally:
+        provenance.activate(previous)
+    assert name == "triton_tem_fused_mm_relu_0" and provenance.MARK_PREFIX not in seen["src"]
+    [tagged] = recorder.kernels[name]
+    by_line = dict(zip(tagged.clean_source.split("\n"), tagged.line_origins))
+    assert by_line["    acc += tl.dot(a, b)"] == [provenance.Origin("template:triton_mm", "mm")]
+    assert by_line["    tmp1 = triton_helpers.maximum(tmp0, acc)"] == [provenance.Origin("ops.relu", "relu")]
+    assert by_line[""] == []
