@@ -33,11 +33,23 @@ _PACKAGE_ROOT = str(Path(__file__).resolve().parent.parent)
 
 @dataclasses.dataclass(frozen=True)
 class WorkerSetup:
-    """What a worker needs before judging: modules to import and environment variables."""
+    """What a worker needs before judging: modules to import and environment variables.
+
+    ``warm`` says whether a new worker compiles a trivial graph before it reports ready. That
+    pays Inductor's first-compile costs early, which helps a worker started ahead of need
+    (:func:`prewarm`) and only delays one that is needed at once (it then pays them on its first
+    candidate anyway), so ``minify`` starts its workers cold. It is not part of a worker's
+    identity: a warm worker serves a cold setup.
+    """
 
     imports: tuple[str, ...] = ()
     env: tuple[tuple[str, str], ...] = ()
     warm: bool = True
+
+    @property
+    def key(self) -> tuple[tuple[str, ...], tuple[tuple[str, str], ...]]:
+        """What makes two setups need different workers."""
+        return self.imports, self.env
 
 
 def _signal_name(returncode: int) -> str:
@@ -139,20 +151,20 @@ class WorkerPool:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._workers: dict[WorkerSetup, Worker] = {}
+        self._workers: dict[tuple[Any, ...], Worker] = {}
         self.crashes = 0
         self.restarts = 0
 
     def get(self, setup: WorkerSetup) -> Worker:
         with self._lock:
-            for other in [s for s in self._workers if s != setup]:
+            for other in [k for k in self._workers if k != setup.key]:
                 self._workers.pop(other).close()
-            worker = self._workers.get(setup)
+            worker = self._workers.get(setup.key)
             if worker is None or not worker.alive():
                 if worker is not None:
                     self.restarts += 1
                     worker.close()
-                worker = self._workers[setup] = Worker(setup)
+                worker = self._workers[setup.key] = Worker(setup)
             return worker
 
     def judge(self, setup: WorkerSetup, module: torch.nn.Module, inputs: Sequence[Any], spec: dict[str, Any],

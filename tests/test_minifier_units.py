@@ -201,3 +201,29 @@ def test_judging_in_process_inside_a_compile_is_refused(sliced):
     torch.compile(lambda x: x + 1, backend=backend)(torch.ones(2))
     torch._dynamo.reset()
     assert seen
+
+
+def test_a_warm_worker_serves_a_cold_setup_and_other_contexts_get_their_own(monkeypatch):
+    """``warm`` only says how a new worker starts; imports and env say which worker it is."""
+    from minifier import workers
+
+    started = []
+
+    class FakeWorker:
+        def __init__(self, setup):
+            self.setup, self.closed = setup, False
+            started.append(setup)
+
+        def alive(self):
+            return not self.closed
+
+        def close(self):
+            self.closed = True
+
+    monkeypatch.setattr(workers, "Worker", FakeWorker)
+    pool = workers.WorkerPool()
+    warm = pool.get(workers.WorkerSetup(imports=("faults",), env=(("FAULT", "neg"),)))
+    assert pool.get(workers.WorkerSetup(imports=("faults",), env=(("FAULT", "neg"),), warm=False)) is warm
+    other = pool.get(workers.WorkerSetup(imports=("faults",), env=(("FAULT", "exp"),), warm=False))
+    assert other is not warm and warm.closed and not other.setup.warm
+    assert [s.warm for s in started] == [True, False]
