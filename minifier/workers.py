@@ -133,11 +133,14 @@ class Worker:
             self.process.kill()
             self.process.wait()
 
-    def close(self) -> None:
+    def close(self, wait: bool = True) -> None:
+        """End the worker: it exits when its input closes. ``wait=False`` does not wait for its
+        teardown (about a second of torch shutting down), for when this process is exiting too."""
         try:
             if self.alive():
                 self.process.stdin.close()
-                self.process.wait(timeout=5)
+                if wait:
+                    self.process.wait(timeout=5)
         except Exception:  # noqa: BLE001
             self.kill()
         try:
@@ -175,15 +178,15 @@ class WorkerPool:
             self.get(setup)  # start the replacement now: it warms while the caller carries on
         return result
 
-    def shutdown(self) -> None:
+    def shutdown(self, wait: bool = True) -> None:
         with self._lock:
             for worker in self._workers.values():
-                worker.close()
+                worker.close(wait=wait)
             self._workers.clear()
 
 
 pool = WorkerPool()
-atexit.register(pool.shutdown)
+atexit.register(pool.shutdown, wait=False)  # workers see their input close and exit on their own
 
 
 def prewarm(setup: WorkerSetup = WorkerSetup()) -> Worker:

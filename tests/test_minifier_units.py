@@ -227,3 +227,18 @@ def test_a_warm_worker_serves_a_cold_setup_and_other_contexts_get_their_own(monk
     other = pool.get(workers.WorkerSetup(imports=("faults",), env=(("FAULT", "exp"),), warm=False))
     assert other is not warm and warm.closed and not other.setup.warm
     assert [s.warm for s in started] == [True, False]
+
+
+def test_a_worker_closed_without_waiting_exits_on_its_own():
+    """At exit we do not wait for a worker's torch teardown; it must still go away by itself."""
+    import time
+
+    from minifier import workers
+
+    worker = workers.Worker(workers.WorkerSetup(warm=False))
+    worker.wait_ready()
+    worker.close(wait=False)
+    deadline = time.monotonic() + 60
+    while worker.alive() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not worker.alive() and worker.process.returncode == 0
