@@ -91,7 +91,20 @@ def main(argv: list[str] | None = None) -> int:
     wall_median = statistics.median(r[6] for r in rows)
     print(f"median compile-time ratio instrumented/inductor: {cpu_median:.3f}x CPU time, "
           f"{wall_median:.3f}x wall time (target <= 1.05x)")
+    if len(rows) >= 5:
+        low, high = bootstrap_interval([r[3] for r in rows])
+        print(f"95% bootstrap interval of the CPU-time median: {low:.3f}x - {high:.3f}x "
+              f"(how far this machine's noise lets {len(rows)} pairs pin it)")
     return 0
+
+
+def bootstrap_interval(ratios: list[float], rounds: int = 2000, seed: int = 0) -> tuple[float, float]:
+    """The 2.5% and 97.5% quantiles of the median over resamples of ``ratios``."""
+    import random
+
+    rng = random.Random(seed)
+    medians = sorted(statistics.median(rng.choices(ratios, k=len(ratios))) for _ in range(rounds))
+    return medians[int(0.025 * rounds)], medians[int(0.975 * rounds) - 1]
 
 
 if __name__ == "__main__":
