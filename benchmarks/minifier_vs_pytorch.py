@@ -123,8 +123,7 @@ def warm_ours(name: str) -> None:
     from minifier.workers import WorkerSetup
 
     with getattr(ib.faults, make_case(name)[2])():
-        context = current_context()
-        prewarm(WorkerSetup(imports=context.imports, env=context.env)).wait_ready()
+        prewarm(WorkerSetup.for_context(current_context())).wait_ready()
 
 
 def run_ours_cold(name: str) -> dict[str, Any]:

@@ -32,8 +32,7 @@ def prewarm_worker() -> None:
         from minifier import current_context, prewarm
         from minifier.workers import WorkerSetup
 
-        context = current_context()
-        prewarm(WorkerSetup(imports=context.imports, env=context.env))
+        prewarm(WorkerSetup.for_context(current_context()))
     except Exception as exc:  # noqa: BLE001 - minification will start its own worker
         warn_once("minify_prewarm", f"could not start the minifier's worker early ({exc!r})")
 

@@ -18,16 +18,14 @@ unless an instrumented compile has activated a :class:`LineRecorder` on the curr
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import re
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Optional
+from typing import Any, Optional
 
-__all__ = ["Origin", "origin_of", "LineRecorder", "active_recorder", "activate", "fx_origin", "push_fx_origin",
-           "pop_fx_origin", "current_fx_origin", "emitting", "set_emission", "current_emission", "MARK_PATTERN",
-           "strip_marks"]
+__all__ = ["Origin", "origin_of", "LineRecorder", "active_recorder", "activate", "push_fx_origin", "pop_fx_origin",
+           "current_fx_origin", "set_emission", "current_emission", "MARK_PATTERN", "strip_marks"]
 
 MARK_PREFIX = "/*@ib"
 MARK_PATTERN = re.compile(r"/\*@ib(\d+)@\*/")
@@ -115,9 +113,8 @@ def activate(recorder: Optional[LineRecorder]) -> Optional[LineRecorder]:
     return previous
 
 
-# The hooks run thousands of times per compile, so besides the context managers there are plain
-# push/pop functions for them to call in a try/finally (a generator context manager costs more
-# than the hook's own work).
+# The hooks run thousands of times per compile, so they call plain push/pop (set/restore)
+# functions in a try/finally: a generator context manager costs more than the hook's own work.
 
 def push_fx_origin(node_name: Optional[str]) -> None:
     """Push ``node_name`` as the FX node producing whatever IR ops are created until the pop."""
@@ -132,16 +129,6 @@ def pop_fx_origin() -> None:
     _state.fx_stack.pop()
 
 
-@contextlib.contextmanager
-def fx_origin(node_name: Optional[str]) -> Iterator[None]:
-    """Push ``node_name`` as the FX node producing whatever IR ops are created inside."""
-    push_fx_origin(node_name)
-    try:
-        yield
-    finally:
-        pop_fx_origin()
-
-
 def current_fx_origin() -> Optional[str]:
     """The innermost FX node currently being lowered/traced, or None."""
     stack = getattr(_state, "fx_stack", None)
@@ -153,16 +140,6 @@ def set_emission(origin: Optional[Origin]) -> Optional[Origin]:
     previous = getattr(_state, "emission", None)
     _state.emission = origin
     return previous
-
-
-@contextlib.contextmanager
-def emitting(origin: Optional[Origin]) -> Iterator[None]:
-    """Lines written inside the block are marked with ``origin``."""
-    previous = set_emission(origin)
-    try:
-        yield
-    finally:
-        set_emission(previous)
 
 
 def current_emission() -> Optional[Origin]:

@@ -246,7 +246,7 @@ def minify(
         symbolic.update({placeholders[int(i)].name: (list(dims), False) for i, dims in dynamic.items()})
     base_spec = {"level": level, "want": check.want, "seed": seed, "tol": getattr(check, "tol", None),
                  "config": {**dict(context.config), **({"fallback_random": True} if check.want == ACCURACY else {})}}
-    setup = WorkerSetup(imports=context.imports, env=context.env, warm=False)  # needed at once: no warm-up
+    setup = WorkerSetup.for_context(context, warm=False)  # needed at once: no warm-up
 
     def spec_for(candidate: Candidate, args: Sequence[Any]) -> dict[str, Any]:
         dims = {i: [d for d in symbolic[name][0] if isinstance(args[i], torch.Tensor) and args[i].shape[d] > 1]

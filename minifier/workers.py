@@ -24,6 +24,7 @@ from typing import Any, Optional, Sequence
 import torch
 
 from ._worker import encode_message, read_message, send_encoded, write_message
+from .context import CarriedContext
 from .judge import CRASH, TIMEOUT, outcome
 
 __all__ = ["WorkerSetup", "Worker", "WorkerPool", "pool", "prewarm"]
@@ -45,6 +46,11 @@ class WorkerSetup:
     imports: tuple[str, ...] = ()
     env: tuple[tuple[str, str], ...] = ()
     warm: bool = True
+
+    @classmethod
+    def for_context(cls, context: CarriedContext, *, warm: bool = True) -> "WorkerSetup":
+        """The setup that carries ``context`` (its imports and environment) into a worker."""
+        return cls(imports=context.imports, env=context.env, warm=warm)
 
     @property
     def key(self) -> tuple[tuple[str, ...], tuple[tuple[str, str], ...]]:
