@@ -157,3 +157,23 @@ def test_renamed_template_lines_match_what_define_kernel_wrote():
     assert not pattern.fullmatch("inline void kernel_micro_gemm_kernel(")
     assert line_marks.renamed_line_pattern("#pragma CMT loop").fullmatch("// loop")
     assert line_marks.renamed_line_pattern("auto tmp0 = in_ptr0[x0];") is None
+
+
+def test_a_moved_lazy_graph_module_is_reported(monkeypatch):
+    from torch.fx import _lazy_graph_module
+
+    from instrumented_backend.seams import lazy_graph
+
+    monkeypatch.delattr(_lazy_graph_module._LazyGraphModule, "real_recompile")
+    with pytest.raises(SeamMoved, match="lazy_graph: _LazyGraphModule.real_recompile is gone"):
+        lazy_graph.check()
+
+
+def test_graph_copies_generate_their_code_on_first_use():
+    from instrumented_backend.graph_copy import clone_graph_module
+
+    gm = torch.fx.symbolic_trace(lambda x: torch.relu(x) + 1)
+    clone = clone_graph_module(gm)
+    assert type(clone)._needs_recompile()  # no code generated yet
+    assert clone.code == gm.code  # generated on first use, the same code
+    torch.testing.assert_close(clone(torch.tensor([-1.0, 2.0])), torch.tensor([1.0, 3.0]))
