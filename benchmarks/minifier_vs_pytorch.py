@@ -9,9 +9,10 @@ Cases (float32, ATen graphs from ``make_fx``, the tutorial's doubling-``neg`` bu
 
 For each: PyTorch's minifier in its default mode (a fresh subprocess per candidate) and in its
 fastest mode (``--no-isolate``), each run as ``python repro.py minify`` on the repro PyTorch's
-own ``save_graph_repro`` writes; ours in a fresh process (``cold``: interpreter start, torch
-import, worker start included) and in this process with a warm worker (``warm``). Printed:
-wall time, candidates checked, final compute-node count, ratios.
+own ``save_graph_repro`` writes; ours from the same starting point, ``python -m minifier
+repro.py`` on the repro ours writes for the same unminified graph (``cold``: interpreter start,
+torch import, worker start and exit included), and in this process with a warm worker
+(``warm``). Printed: wall time, candidates checked, final compute-node count, ratios.
 
     python benchmarks/minifier_vs_pytorch.py                  # all cases, all modes (~25 min on 2 cores)
     python benchmarks/minifier_vs_pytorch.py --cases tutorial --skip-default
@@ -21,7 +22,6 @@ wall time, candidates checked, final compute-node count, ratios.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
 import subprocess
@@ -126,15 +126,24 @@ def warm_ours(name: str) -> None:
         prewarm(WorkerSetup.for_context(current_context())).wait_ready()
 
 
-def run_ours_cold(name: str) -> dict[str, Any]:
+def run_ours_cold(name: str, workdir: Path) -> dict[str, Any]:
+    """``python -m minifier repro.py`` in a fresh process, on our repro of the unminified graph."""
+    import instrumented_backend as ib
+    from minifier import AccuracyFailure, CompileFailure, minify
+
+    gm, inputs, fault = make_case(name)
+    check = CompileFailure() if name == "compile" else AccuracyFailure()
+    case_dir = workdir / f"{name}-ours"
+    with getattr(ib.faults, fault)():  # no strategies: the repro holds the whole failing graph
+        whole = minify(gm, inputs, check=check, strategies=[], repro_dir=case_dir, echo=lambda line: None)
+    command = [sys.executable, "-m", "minifier", str(whole.repro_path), "--out", str(case_dir / "minified")]
     start = time.perf_counter()
-    proc = subprocess.run([sys.executable, __file__, "--child", name], capture_output=True, text=True, cwd=ROOT)
+    proc = subprocess.run(command, capture_output=True, text=True, cwd=ROOT)
     seconds = time.perf_counter() - start
     if proc.returncode != 0:
         raise RuntimeError(f"cold run of {name} failed:\n{proc.stderr[-3000:]}")
-    result = json.loads(proc.stdout.strip().splitlines()[-1])
-    result["seconds"] = seconds
-    return result
+    summary = re.search(r"(\d+) -> (\d+) nodes in [\d.]+ s, (\d+) compiles", proc.stdout)
+    return {"seconds": seconds, "start": int(summary[1]), "final": int(summary[2]), "candidates": int(summary[3])}
 
 
 # ----------------------------------------------------------------------------- PyTorch's
@@ -183,24 +192,22 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--skip-default", action="store_true", help="skip PyTorch's default (isolated) mode")
     parser.add_argument("--skip-pytorch", action="store_true")
     parser.add_argument("--smoke", action="store_true", help="ours only, tutorial case, warm and cold")
-    parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    if args.child:
-        print(json.dumps(run_ours(args.child)))
-        return 0
     if args.smoke:
         args.cases, args.skip_pytorch = ["tutorial"], True
 
     rows, failures = [], []
     with tempfile.TemporaryDirectory() as tmp:
         for name in args.cases:
-            cold = run_ours_cold(name)
             warm_ours(name)
+            cold = run_ours_cold(name, Path(tmp))
             warm = run_ours(name)
             row = {"case": name, "nodes": warm["start"], "ours warm s": warm["seconds"], "ours cold s": cold["seconds"],
                    "ours compiles": warm["candidates"], "ours final": warm["final"], "ours final ops": ",".join(warm["ops"])}
             if not warm["reproduced"]:
                 failures.append(f"{name}: our final graph did not re-check")
+            if cold["final"] != warm["final"]:
+                failures.append(f"{name}: the cold run ended at {cold['final']} nodes, the warm one at {warm['final']}")
             # PyTorch's after-AOT compile-error mode does not see the injected compile error
             # ("Input graph did not fail the tester"), so case (d) is ours only.
             modes = [] if args.skip_pytorch or name == "compile" else ([("no-isolate", False)] + ([] if args.skip_default else [("default", True)]))

@@ -11,14 +11,15 @@
 This package never imports ``instrumented_backend``: the backend uses the minifier, not the
 other way round. Packages that change how Inductor compiles (fault injection) tell the
 minifier what to carry into workers and repros through :func:`register_context_provider`.
+
+Importing the package is cheap: each public name loads its module (and torch) on first use,
+so ``python -m minifier`` can start its worker process before this process imports torch.
 """
 
-from .checks import AccuracyFailure, CompileFailure, Failure, RuntimeFailure
-from .context import CarriedContext, current_context, register_context_provider
-from .graph import Candidate, GraphSlicer
-from .minify import MinifierError, MinifyResult, NotFailingError, detect_level, minify
-from .strategies import STRATEGIES, strategy
-from .workers import prewarm
+from __future__ import annotations
+
+import importlib
+from typing import Any
 
 __all__ = [
     "minify", "MinifyResult", "MinifierError", "NotFailingError", "detect_level",
@@ -26,3 +27,24 @@ __all__ = [
     "CarriedContext", "register_context_provider", "current_context",
     "Candidate", "GraphSlicer", "STRATEGIES", "strategy", "prewarm",
 ]
+
+_HOME = {
+    **dict.fromkeys(("minify", "MinifyResult", "MinifierError", "NotFailingError", "detect_level"), ".search"),
+    **dict.fromkeys(("Failure", "AccuracyFailure", "CompileFailure", "RuntimeFailure"), ".checks"),
+    **dict.fromkeys(("CarriedContext", "register_context_provider", "current_context"), ".context"),
+    **dict.fromkeys(("Candidate", "GraphSlicer"), ".graph"),
+    **dict.fromkeys(("STRATEGIES", "strategy"), ".strategies"),
+    "prewarm": ".workers",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _HOME:
+        raise AttributeError(f"module 'minifier' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_HOME[name], __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

@@ -1,4 +1,8 @@
-"""``python -m minifier repro.py``: shrink a saved repro again (a thin CLI over :func:`minify`)."""
+"""``python -m minifier repro.py``: shrink a saved repro again (a thin CLI over :func:`minify`).
+
+The worker that judges candidates is started first, from what the repro's text says it carries,
+so its torch import runs while this process imports torch and loads the repro.
+"""
 
 from __future__ import annotations
 
@@ -6,14 +10,37 @@ import argparse
 import importlib.util
 import sys
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import TYPE_CHECKING, Optional, Sequence
 
-from .checks import AccuracyFailure, CompileFailure, Failure, RuntimeFailure
-from .minify import MinifierError, minify
+from ._carried import read_carried
+
+if TYPE_CHECKING:
+    from .checks import Failure
+
+
+def start_worker_early(path: Path) -> bool:
+    """Start the worker a repro's candidates will need, before torch is imported here.
+
+    ``minify`` later asks the pool for the worker of the context the repro sets up; when that is
+    the same setup (it is, for a repro the minifier wrote) it finds this one already importing.
+    """
+    try:
+        carried = read_carried(path.read_text())
+    except (OSError, UnicodeDecodeError):
+        return False
+    if carried is None:
+        return False
+    from .workers import WorkerSetup, prewarm
+
+    imports, env = carried
+    prewarm(WorkerSetup(imports=imports, env=env, warm=False))
+    return True
 
 
 def load_repro(path: Path):
     """Import a repro script as a module (its ``ENV`` and fault imports take effect here)."""
+    from .search import MinifierError
+
     if not path.is_file():
         raise MinifierError(f"no repro script at {path}")
     spec = importlib.util.spec_from_file_location("minifier_repro", path)
@@ -25,7 +52,9 @@ def load_repro(path: Path):
     return module
 
 
-def check_for(expected: dict, spec: dict, pattern: Optional[str]) -> Failure:
+def check_for(expected: dict, spec: dict, pattern: Optional[str]) -> "Failure":
+    from .checks import AccuracyFailure, CompileFailure, RuntimeFailure
+
     kind = expected["kind"]
     if kind == "accuracy":
         return AccuracyFailure(pattern=pattern, tol=spec.get("tol"))
@@ -42,6 +71,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--timeout", type=float, default=None, help="seconds per candidate")
     parser.add_argument("--pattern", default=None, help="regex the failure must also match")
     args = parser.parse_args(argv)
+    if not args.no_isolate:
+        start_worker_early(args.repro)
+    from .search import MinifierError, minify
+
     try:
         repro = load_repro(args.repro)
         spec = repro.SPEC
@@ -58,5 +91,22 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     return 0 if result.reproduced else 1
 
 
+def run_and_exit() -> None:
+    """Run the CLI, then end the process without tearing torch down (about a second): the output
+    is flushed and the workers are told to finish first, which is all the teardown would do
+    that matters here."""
+    import logging
+    import os
+
+    code = main()
+    from .workers import pool
+
+    pool.shutdown(wait=False)
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    run_and_exit()

@@ -7,11 +7,14 @@ loudly there. (The compile path itself is in :mod:`minifier.judge`: ``compile_fx
 
 from __future__ import annotations
 
-from typing import Any
+import sys
+import threading
+from typing import Any, Optional
 
 import torch
 
-__all__ = ["changed_inductor_config", "module_source", "inside_compile", "check_seams", "SeamMoved"]
+__all__ = ["changed_inductor_config", "module_source", "inside_compile", "start_cpu_isa_probe", "check_seams",
+           "SeamMoved"]
 
 # Settings that say where or how to cache, not how to compile: never carried into a repro.
 _NOT_CARRIED = {"fx_graph_cache", "fx_graph_remote_cache", "autotune_local_cache", "autotune_remote_cache"}
@@ -44,6 +47,46 @@ def inside_compile() -> bool:
     return TracingContext.try_get() is not None
 
 
+def start_cpu_isa_probe() -> Optional[threading.Thread]:
+    """Run Inductor's CPU vector-ISA detection on background threads; join the result before compiling.
+
+    A fresh process pays for it on its first C++ compile: each candidate ISA's test library is
+    loaded by a short child process (about ten of them, one after another: 2.5 s on a 2-core
+    machine). Here each x86 ISA the CPU advertises is probed on a thread of its own (every
+    ``__bool__`` is cached per ISA object, so the threads never share one), then
+    ``valid_vec_isa_list`` (cached for the process) reads those answers. A worker starts this
+    while it imports. Returns None when detection cannot be started here.
+    """
+    import platform
+
+    try:
+        import torch._inductor.codecache  # noqa: F401 - what the probes import, imported here rather
+        import torch._inductor.cpp_builder  # noqa: F401 - than on the threads (no import-lock races)
+        import torch.utils._filelock  # noqa: F401
+        from torch._inductor import cpu_vec_isa
+    except ImportError:
+        return None
+
+    def probe_each() -> None:
+        try:
+            if platform.machine() in ("x86_64", "AMD64") and sys.platform == "linux":
+                flags = cpu_vec_isa.x86_isa_checker()
+                isas = [isa for isa in cpu_vec_isa.supported_vec_isa_list
+                        if all(flag in flags for flag in str(isa).split())]
+                threads = [threading.Thread(target=bool, args=(isa,), daemon=True) for isa in isas]
+                for thread in threads:
+                    thread.start()
+                for thread in threads:
+                    thread.join()
+            cpu_vec_isa.valid_vec_isa_list()
+        except Exception:  # noqa: BLE001 - the first compile detects again, and reports any error
+            pass
+
+    thread = threading.Thread(target=probe_each, name="minifier-cpu-isa-probe", daemon=True)
+    thread.start()
+    return thread
+
+
 class SeamMoved(RuntimeError):
     """A private torch API the minifier (or its judge, embedded in repros) relies on has moved."""
 
@@ -54,7 +97,18 @@ def check_seams() -> None:
     import torch._functorch.config as functorch_config
     import torch._inductor.compile_fx as compile_fx_module
     import torch._inductor.config as config
+    import torch._inductor.cpu_vec_isa as cpu_vec_isa
 
+    for name in ("valid_vec_isa_list", "x86_isa_checker", "supported_vec_isa_list"):
+        if not hasattr(cpu_vec_isa, name):
+            raise SeamMoved(f"torch._inductor.cpu_vec_isa.{name} is gone "
+                            "(workers detect the CPU's vector ISA ahead of their first compile)")
+    cached = [cpu_vec_isa.valid_vec_isa_list, getattr(cpu_vec_isa.VecISA, "_VecISA__bool__impl", None)]
+    cached += [type(isa).__bool__ for isa in cpu_vec_isa.supported_vec_isa_list
+               if type(isa).__bool__ is not cpu_vec_isa.VecISA.__bool__]
+    if not all(hasattr(fn, "cache_info") for fn in cached):
+        raise SeamMoved("torch._inductor.cpu_vec_isa's ISA checks are no longer cached per process "
+                        "(probing them ahead of the first compile would be wasted)")
     for owner, name in ((compile_fx_module, "compile_fx"), (compile_fx_module, "compile_fx_inner"),
                         (config, "_is_default"), (dynamo_utils, "same")):
         if not callable(getattr(owner, name, None)):

@@ -1,8 +1,9 @@
 """A warm judging process: ``python -m minifier._worker`` (started by :mod:`minifier.workers`).
 
 Protocol on stdin/stdout: length-prefixed pickles. The first message is the setup
-(``{"imports": [...], "warm": bool}``); the worker imports torch and those modules, compiles a
-trivial graph to warm Inductor, answers ``{"ready": ...}`` and then judges one candidate per
+(``{"imports": [...], "warm": bool}``); the worker imports torch, those modules and Inductor's
+compile path (detecting the CPU's vector ISA meanwhile), compiles a trivial graph to warm
+Inductor when asked, answers ``{"ready": ...}`` and then judges one candidate per
 message (``{"module", "inputs", "spec"}``) until stdin closes. Anything the compiler or the
 graph prints goes to stderr (a log file the parent reads when the worker dies).
 """
@@ -60,9 +61,17 @@ def main() -> int:
     requests = sys.stdin.buffer
     setup = read_message(requests) or {}
     start = time.perf_counter()
+    from minifier._seams import start_cpu_isa_probe
+
+    probe = start_cpu_isa_probe()  # its child processes run while the imports below do
     for name in setup.get("imports", []):
         importlib.import_module(name)
+    import torch._inductor.compile_fx  # noqa: F401 - the first candidate's compile needs it
+
     from minifier.judge import INVALID, judge, outcome
+
+    if probe is not None:
+        probe.join()
 
     if setup.get("warm", True):
         try:

@@ -19,6 +19,7 @@ from typing import Any, Optional, Sequence
 import torch
 
 from . import judge as judge_module
+from ._carried import fault_import_lines
 from ._seams import module_source
 from .context import CarriedContext
 
@@ -76,7 +77,7 @@ def write_repro(module: torch.fx.GraphModule, inputs: Sequence[Any], *, spec: di
     header = header or {}
     expected = {k: expected[k] for k in ("kind", "signature", "failing")}
     described = "\n".join(f"#   {i}: {_describe(v)}" for i, v in enumerate(inputs))
-    imports = "\n".join(f"import {name}  # applies the carried fault (see ENV)" for name in context.imports)
+    imports = fault_import_lines(context.imports)
     failure = expected["kind"] + (f": {expected['signature']}" if expected["kind"] != "accuracy" else "")
     text = f'''#!/usr/bin/env python3
 """Minified repro, written by the minifier on {datetime.date.today().isoformat()}.

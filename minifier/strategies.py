@@ -1,6 +1,6 @@
 """Shrinking strategies, registered by name with :func:`strategy`.
 
-Each strategy gets the :class:`~minifier.minify.MinifyState`, tries candidates through
+Each strategy gets the :class:`~minifier.search.MinifyState`, tries candidates through
 ``state.fails(candidate)`` (which compiles, pins and caches) and returns a smaller failing
 candidate, or None. *Opening* strategies run once, before the loop (they jump straight to a
 suspected node); the others run in order, again and again, until none makes progress.
@@ -14,7 +14,7 @@ from .graph import Candidate, InvalidCandidate
 from .judge import ACCURACY
 
 if TYPE_CHECKING:
-    from .minify import MinifyState
+    from .search import MinifyState
 
 __all__ = ["strategy", "STRATEGIES", "OPENING", "CLOSING", "Strategy"]
 

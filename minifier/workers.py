@@ -19,13 +19,14 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Any, Optional, Sequence
-
-import torch
+from typing import TYPE_CHECKING, Any, Optional, Sequence
 
 from ._worker import encode_message, read_message, send_encoded, write_message
-from .context import CarriedContext
-from .judge import CRASH, TIMEOUT, outcome
+
+if TYPE_CHECKING:  # this module imports no torch: the CLI starts a worker before it imports torch
+    import torch
+
+    from .context import CarriedContext
 
 __all__ = ["WorkerSetup", "Worker", "WorkerPool", "pool", "prewarm"]
 
@@ -111,6 +112,8 @@ class Worker:
 
     def judge(self, module: torch.nn.Module, inputs: Sequence[Any], spec: dict[str, Any], timeout: float) -> dict[str, Any]:
         """Judge one candidate here; a death or an overrun becomes a crash or timeout outcome."""
+        from .judge import CRASH, TIMEOUT, outcome
+
         try:  # before anything is written: a request that cannot be sent is not a crash
             request = encode_message({"module": module, "inputs": list(inputs), "spec": spec})
         except Exception as exc:
@@ -178,6 +181,8 @@ class WorkerPool:
 
     def judge(self, setup: WorkerSetup, module: torch.nn.Module, inputs: Sequence[Any], spec: dict[str, Any],
               timeout: float) -> dict[str, Any]:
+        from .judge import CRASH, TIMEOUT
+
         result = self.get(setup).judge(module, inputs, spec, timeout)
         if result["kind"] in (CRASH, TIMEOUT):
             self.crashes += 1

@@ -323,6 +323,28 @@ def test_the_cli_shrinks_a_saved_repro_again(out):
     REPROS.extend((path, 1) for path in (out / "again").glob("*.py"))
 
 
+def test_the_cli_starts_the_worker_a_repro_needs_before_it_imports_torch(out):
+    """The CLI reads the repro's carried setup torch-free; ``minify`` must then ask for the same worker."""
+    path = next(p for p, status in REPROS if status == 1 and "doubling neg" in p.read_text())
+    script = f"""
+import sys
+from pathlib import Path
+from minifier._carried import read_carried
+from minifier.workers import WorkerSetup
+imports, env = read_carried(Path({str(path)!r}).read_text())
+early = WorkerSetup(imports=imports, env=env).key
+assert "torch" not in sys.modules, "the CLI's early worker start imported torch"
+from minifier.__main__ import load_repro
+from minifier import current_context
+load_repro(Path({str(path)!r}))
+print(early == WorkerSetup.for_context(current_context()).key, early[0])
+"""
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
+                          env={k: v for k, v in os.environ.items() if k != ib.faults.ENV_VAR})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.split() == ["True", "('instrumented_backend',)"]
+
+
 def test_every_repro_the_suite_wrote_reproduces(out):
     assert len(REPROS) >= 6
     for path, status in REPROS:

@@ -13,7 +13,7 @@ from minifier import AccuracyFailure, CompileFailure, RuntimeFailure
 from minifier import _seams
 from minifier.graph import GraphSlicer, InvalidCandidate, record_values
 from minifier.judge import matches, normalize
-from minifier.minify import MinifyState, detect_level
+from minifier.search import MinifyState, detect_level
 from minifier.strategies import STRATEGIES
 
 
@@ -37,6 +37,18 @@ def sliced():
 
 def test_the_seams_torch_moves_are_where_we_expect():
     _seams.check_seams()
+
+
+def test_the_cpu_isa_probe_leaves_inductors_answer_cached():
+    from torch._inductor.cpu_vec_isa import valid_vec_isa_list
+
+    valid_vec_isa_list.cache_clear()
+    thread = _seams.start_cpu_isa_probe()
+    assert thread is not None
+    thread.join(timeout=120)
+    assert not thread.is_alive() and valid_vec_isa_list.cache_info().currsize == 1
+    fresh = valid_vec_isa_list.__wrapped__()  # what a first compile would have detected
+    assert [str(isa) for isa in valid_vec_isa_list()] == [str(isa) for isa in fresh]
 
 
 def test_a_slice_freezes_removed_producers_into_inputs_with_their_eager_values(sliced):

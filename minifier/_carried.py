@@ -1,0 +1,42 @@
+"""What a repro script carries into worker processes, written and read without importing torch.
+
+A repro names the modules that apply its injected fault (``import X  # applies the carried
+fault``) and the environment they read (``ENV = {...}``). ``python -m minifier repro.py`` reads
+both from the script's text, before it imports torch, and starts its worker with them at once:
+the worker's imports then run while this process does its own.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from typing import Optional, Sequence
+
+__all__ = ["FAULT_IMPORT_NOTE", "fault_import_lines", "read_carried"]
+
+FAULT_IMPORT_NOTE = "# applies the carried fault (see ENV)"
+_FAULT_IMPORT = re.compile(r"^import ([\w.]+)  " + re.escape(FAULT_IMPORT_NOTE) + r"$", re.MULTILINE)
+
+
+def fault_import_lines(imports: Sequence[str]) -> str:
+    """The repro's lines that import the modules applying a carried fault."""
+    return "\n".join(f"import {name}  {FAULT_IMPORT_NOTE}" for name in imports)
+
+
+def read_carried(text: str) -> Optional[tuple[tuple[str, ...], tuple[tuple[str, str], ...]]]:
+    """``(imports, env)`` a repro script carries, or None when ``text`` holds no ``ENV`` literal."""
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return None
+    for node in tree.body:
+        if (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
+                and node.targets[0].id == "ENV"):
+            try:
+                env = ast.literal_eval(node.value)
+            except ValueError:
+                return None
+            if not isinstance(env, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in env.items()):
+                return None
+            return tuple(_FAULT_IMPORT.findall(text)), tuple(env.items())
+    return None
