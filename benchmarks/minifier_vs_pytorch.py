@@ -14,8 +14,9 @@ repro.py`` on the repro ours writes for the same unminified graph (``cold``: int
 torch import, worker start and exit included), and in this process with a warm worker
 (``warm``). Printed: wall time, candidates checked, final compute-node count, ratios.
 
-    python benchmarks/minifier_vs_pytorch.py                  # all cases, all modes (~25 min on 2 cores)
+    python benchmarks/minifier_vs_pytorch.py                  # all cases, all modes (over an hour on 2 cores)
     python benchmarks/minifier_vs_pytorch.py --cases tutorial --skip-default
+    python benchmarks/minifier_vs_pytorch.py --cases block stack --modes default
     python benchmarks/minifier_vs_pytorch.py --smoke          # ours only, case (a): CI's smoke run
 """
 
@@ -190,6 +191,8 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--cases", nargs="*", default=["tutorial", "block", "stack", "compile"])
     parser.add_argument("--skip-default", action="store_true", help="skip PyTorch's default (isolated) mode")
+    parser.add_argument("--modes", nargs="*", choices=["no-isolate", "default"], default=["no-isolate", "default"],
+                        help="PyTorch's modes to run (default: both)")
     parser.add_argument("--skip-pytorch", action="store_true")
     parser.add_argument("--smoke", action="store_true", help="ours only, tutorial case, warm and cold")
     args = parser.parse_args(argv)
@@ -210,7 +213,8 @@ def main(argv: list[str]) -> int:
                 failures.append(f"{name}: the cold run ended at {cold['final']} nodes, the warm one at {warm['final']}")
             # PyTorch's after-AOT compile-error mode does not see the injected compile error
             # ("Input graph did not fail the tester"), so case (d) is ours only.
-            modes = [] if args.skip_pytorch or name == "compile" else ([("no-isolate", False)] + ([] if args.skip_default else [("default", True)]))
+            wanted = [m for m in args.modes if not (args.skip_default and m == "default")]
+            modes = [] if args.skip_pytorch or name == "compile" else [(m, m == "default") for m in wanted]
             for label, isolate in modes:
                 theirs = run_pytorch(name, isolate, Path(tmp))
                 if not theirs["ok"]:
