@@ -81,6 +81,10 @@ class LineRecorder:
         """Remove every mark; return the clean source and the origins of each of its lines."""
         clean_lines, per_line = [], []
         for line in source.split("\n"):
+            if MARK_PREFIX not in line:  # most lines: no regex needed
+                clean_lines.append(line)
+                per_line.append([])
+                continue
             ids = [int(m) for m in MARK_PATTERN.findall(line)]
             clean_lines.append(MARK_PATTERN.sub("", line) if ids else line)
             per_line.append([self.origins[i] for i in ids if i < len(self.origins)])
@@ -96,6 +100,12 @@ def strip_marks(text: str) -> str:
 
 
 _state = threading.local()
+
+
+def thread_state() -> threading.local:
+    """The thread-local the functions below read (``recorder``, ``emission``, ``fx_stack``), for a
+    hook hot enough that a function call per read shows in the compile time."""
+    return _state
 
 
 def active_recorder() -> Optional[LineRecorder]:

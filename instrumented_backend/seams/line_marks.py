@@ -30,18 +30,26 @@ SCHEDULERS = (
 )
 
 
+def _unmarked(text: str) -> bool:
+    """Not blank and not already marked (the substring test spares most lines the regex)."""
+    return bool(text.strip()) and not (provenance.MARK_PREFIX in text and provenance.MARK_PATTERN.search(text))
+
+
 def mark_line(line: Any, recorder: provenance.LineRecorder, origin: provenance.Origin) -> Any:
     """``line`` with ``origin``'s mark appended (unchanged if blank or already marked)."""
-    from torch._inductor.utils import DeferredLineBase
-
     if isinstance(line, str):
-        if line.strip() and not provenance.MARK_PATTERN.search(line):
-            return line + recorder.mark_for(origin)
-        return line
-    if isinstance(line, DeferredLineBase) and isinstance(line.line, str):
-        if line.line.strip() and not provenance.MARK_PATTERN.search(line.line):
+        return line + recorder.mark_for(origin) if _unmarked(line) else line
+    if isinstance(line, _deferred_line_base()) and isinstance(line.line, str):
+        if _unmarked(line.line):
             return line._new_line(line.line + recorder.mark_for(origin))
     return line
+
+
+@functools.lru_cache(maxsize=1)
+def _deferred_line_base() -> type:
+    from torch._inductor.utils import DeferredLineBase
+
+    return DeferredLineBase
 
 
 # What define_kernel rewrites in a kernel's source after we record it: placeholders become the
@@ -77,10 +85,12 @@ def install() -> None:
 
     original_writeline = IndentedBuffer.writeline
 
+    state = provenance.thread_state()  # read directly: this runs for every line Inductor writes
+
     def writeline(self: Any, line: Any) -> None:
-        origin = provenance.current_emission()
+        origin = getattr(state, "emission", None)
         if origin is not None:
-            recorder = provenance.active_recorder()
+            recorder = getattr(state, "recorder", None)
             if recorder is not None:
                 line = mark_line(line, recorder, origin)
         return original_writeline(self, line)
