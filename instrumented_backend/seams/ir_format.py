@@ -88,8 +88,14 @@ def _memoised_sympy_text(original: Callable[[Any], str]) -> Callable[[Any], str]
     return text
 
 
+_PLAIN = frozenset({str, int, bool, type(None)})  # hashable, and equal only if printed the same
+
+
 def _frozen(value: Any) -> Any:
     """A hashable stand-in for an FX argument that compares equal only if it prints the same."""
+    kind = type(value)
+    if kind in _PLAIN:  # most arguments: spare them the isinstance chain below
+        return (kind, value)
     if isinstance(value, torch.fx.Node):
         return ("node", id(value), value.name)
     if isinstance(value, (tuple, list)):
