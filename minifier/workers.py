@@ -170,7 +170,7 @@ class WorkerPool:
     def get(self, setup: WorkerSetup) -> Worker:
         with self._lock:
             for other in [k for k in self._workers if k != setup.key]:
-                self._workers.pop(other).close()
+                self._workers.pop(other).close(wait=False)  # it exits once its imports end; do not wait
             worker = self._workers.get(setup.key)
             if worker is None or not worker.alive():
                 if worker is not None:
