@@ -229,15 +229,15 @@ def test_a_warm_worker_serves_a_cold_setup_and_other_contexts_get_their_own(monk
         def alive(self):
             return not self.closed
 
-        def close(self):
-            self.closed = True
+        def close(self, wait=True):
+            self.closed, self.waited = True, wait
 
     monkeypatch.setattr(workers, "Worker", FakeWorker)
     pool = workers.WorkerPool()
     warm = pool.get(workers.WorkerSetup(imports=("faults",), env=(("FAULT", "neg"),)))
     assert pool.get(workers.WorkerSetup(imports=("faults",), env=(("FAULT", "neg"),), warm=False)) is warm
     other = pool.get(workers.WorkerSetup(imports=("faults",), env=(("FAULT", "exp"),), warm=False))
-    assert other is not warm and warm.closed and not other.setup.warm
+    assert other is not warm and warm.closed and not warm.waited and not other.setup.warm
     assert [s.warm for s in started] == [True, False]
 
 
