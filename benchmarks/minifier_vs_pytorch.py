@@ -144,6 +144,8 @@ def run_ours_cold(name: str, workdir: Path) -> dict[str, Any]:
     if proc.returncode != 0:
         raise RuntimeError(f"cold run of {name} failed:\n{proc.stderr[-3000:]}")
     summary = re.search(r"(\d+) -> (\d+) nodes in [\d.]+ s, (\d+) compiles", proc.stdout)
+    if summary is None:
+        raise RuntimeError(f"cold run of {name} printed no summary:\n{proc.stdout[-3000:]}")
     return {"seconds": seconds, "start": int(summary[1]), "final": int(summary[2]), "candidates": int(summary[3])}
 
 
@@ -196,6 +198,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--skip-pytorch", action="store_true")
     parser.add_argument("--smoke", action="store_true", help="ours only, tutorial case, warm and cold")
     args = parser.parse_args(argv)
+    if args.skip_default:
+        args.modes = [m for m in args.modes if m != "default"]
     if args.smoke:
         args.cases, args.skip_pytorch = ["tutorial"], True
 
@@ -213,8 +217,7 @@ def main(argv: list[str]) -> int:
                 failures.append(f"{name}: the cold run ended at {cold['final']} nodes, the warm one at {warm['final']}")
             # PyTorch's after-AOT compile-error mode does not see the injected compile error
             # ("Input graph did not fail the tester"), so case (d) is ours only.
-            wanted = [m for m in args.modes if not (args.skip_default and m == "default")]
-            modes = [] if args.skip_pytorch or name == "compile" else [(m, m == "default") for m in wanted]
+            modes = [] if args.skip_pytorch or name == "compile" else [(m, m == "default") for m in args.modes]
             for label, isolate in modes:
                 theirs = run_pytorch(name, isolate, Path(tmp))
                 if not theirs["ok"]:

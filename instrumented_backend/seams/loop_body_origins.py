@@ -61,17 +61,14 @@ def install() -> None:
                 node.meta[STAMP] = origin
         return node
 
-    state = provenance.thread_state()  # read directly: this runs for every LoopBody node at codegen
-
     def run_node(self: Any, n: Any) -> Any:
-        if getattr(state, "recorder", None) is None or n.op not in ("call_method", "call_module"):
+        if provenance.active_recorder() is None or n.op not in ("call_method", "call_module"):
             return original_run_node(self, n)
-        previous = getattr(state, "emission", None)  # provenance.set_emission, inlined
-        state.emission = provenance.origin_of(_ir_op(n), n.meta.get(STAMP))
+        previous = provenance.set_emission(provenance.origin_of(_ir_op(n), n.meta.get(STAMP)))
         try:
             return original_run_node(self, n)
         finally:
-            state.emission = previous
+            provenance.set_emission(previous)
 
     loop_body.LightTracer.create_node = create_node
     loop_body.InterpreterShim.run_node = run_node
