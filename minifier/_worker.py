@@ -1,20 +1,33 @@
 """A warm judging process: ``python -m minifier._worker`` (started by :mod:`minifier.workers`).
 
 Protocol on stdin/stdout: length-prefixed pickles. The first message is the setup
-(``{"imports": [...], "warm": bool}``); the worker imports torch, those modules and Inductor's
-compile path (detecting the CPU's vector ISA meanwhile), compiles a trivial graph to warm
-Inductor when asked, answers ``{"ready": ...}`` and then judges one candidate per
-message (``{"module", "inputs", "spec"}``) until stdin closes. Anything the compiler or the
-graph prints goes to stderr (a log file the parent reads when the worker dies).
+(``{"imports": [...], "warm": bool, "control": fd or None}``); the process imports torch, those
+modules and Inductor's compile path (detecting the CPU's vector ISA meanwhile), warms Inductor
+when asked and answers ``{"ready": ...}``.
+
+Without ``control`` it then judges one candidate per message (``{"module", "inputs", "spec"}``)
+until stdin closes. With ``control`` (a Unix socket) it is a *zygote*: it never runs an op (a
+process that has run OpenMP code cannot fork safely) and forks judging workers on request, each
+a copy of its warm state that starts in milliseconds instead of seconds. On the socket, requests
+are 9 bytes (an op byte and a signed 64-bit argument), answers 8 bytes:
+
+- ``F`` with two file descriptors attached (requests, replies): fork a worker serving them; answers its pid;
+- ``R`` pid: wait for that worker to end; answers its exit code (``-signal`` when a signal killed it).
+
+Anything the compiler or the graph prints goes to stderr (a log file the parent reads when a
+worker dies).
 """
 
 from __future__ import annotations
 
+import gc
 import importlib
 import os
 import pickle
+import socket
 import struct
 import sys
+import threading
 import time
 from typing import Any, BinaryIO, Optional
 
@@ -44,41 +57,31 @@ def write_message(stream: BinaryIO, message: Any) -> None:
     send_encoded(stream, encode_message(message))
 
 
-def _warm(judge: Any) -> None:
+def _warm(judge: Any, *, run: bool) -> None:
+    """Compile a trivial graph so Inductor's first-compile costs are paid now. ``run=False`` (a
+    zygote) compiles without running it and without Inductor's compile threads: a process that
+    has run OpenMP code or started threads must not fork."""
     import torch
+    import torch._inductor.config as inductor_config
 
     class Tiny(torch.nn.Module):
         def forward(self, x: torch.Tensor) -> tuple[torch.Tensor]:
             return (torch.ops.aten.add.Tensor(x, 1),)
 
     gm = torch.fx.symbolic_trace(Tiny())
-    judge(gm, [torch.zeros(4)], {"level": "aten", "want": "compile"})
+    if run:
+        judge(gm, [torch.zeros(4)], {"level": "aten", "want": "compile"})
+        return
+    from torch._inductor.compile_fx import compile_fx_inner
+
+    with inductor_config.patch(compile_threads=1, fx_graph_cache=False):
+        compile_fx_inner(gm, [torch.empty(4)])
 
 
-def main() -> int:
-    replies = os.fdopen(os.dup(1), "wb")
-    os.dup2(2, 1)  # stray prints (compilers, graphs) must not corrupt the protocol
-    requests = sys.stdin.buffer
-    setup = read_message(requests) or {}
-    start = time.perf_counter()
-    from minifier._seams import start_cpu_isa_probe
-
-    probe = start_cpu_isa_probe()  # its child processes run while the imports below do
-    for name in setup.get("imports", []):
-        importlib.import_module(name)
-    import torch._inductor.compile_fx  # noqa: F401 - the first candidate's compile needs it
-
+def serve(requests: BinaryIO, replies: BinaryIO) -> int:
+    """Judge one candidate per request until the requests end."""
     from minifier.judge import INVALID, judge, outcome
 
-    if probe is not None:
-        probe.join()
-
-    if setup.get("warm", True):
-        try:
-            _warm(judge)
-        except Exception as exc:  # noqa: BLE001 - a cold worker still works
-            print(f"minifier worker: warm-up failed: {exc!r}", file=sys.stderr)
-    write_message(replies, {"ready": True, "seconds": time.perf_counter() - start, "pid": os.getpid()})
     while True:
         request = read_message(requests)
         if request is None:
@@ -88,6 +91,104 @@ def main() -> int:
         except BaseException as exc:  # noqa: BLE001 - report, keep serving
             result = outcome(INVALID, f"{type(exc).__name__}: judging failed", repr(exc))
         write_message(replies, result)
+
+
+def _recv_exactly(control: socket.socket, size: int) -> tuple[bytes, list[int]]:
+    data, fds, _, _ = socket.recv_fds(control, size, 2)
+    while data and len(data) < size:
+        more = control.recv(size - len(data))
+        if not more:
+            return b"", fds
+        data += more
+    return data, fds
+
+
+def serve_forks(control: socket.socket, closing: list[int]) -> int:
+    """The zygote's loop: fork a worker per ``F``, report exit codes per ``R``, end at EOF.
+
+    ``closing`` are this process's own descriptors a forked worker must not keep.
+    """
+    finished: dict[int, int] = {}
+
+    def reap(block_for: Optional[int] = None) -> None:
+        while True:
+            try:
+                pid, status = os.waitpid(block_for or -1, 0 if block_for else os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            finished[pid] = os.waitstatus_to_exitcode(status)
+            if block_for:
+                return
+
+    while True:
+        data, fds = _recv_exactly(control, 9)
+        if len(data) < 9:
+            return 0
+        op, argument = data[:1], struct.unpack("<q", data[1:])[0]
+        reap()
+        if op == b"F" and len(fds) == 2 and threading.active_count() == 1:  # forking with threads is unsafe
+            pid = os.fork()
+            if pid == 0:  # the new worker
+                code = 1
+                try:
+                    control.close()
+                    for fd in closing:
+                        os.close(fd)
+                    requests, replies = os.fdopen(fds[0], "rb"), os.fdopen(fds[1], "wb")
+                    write_message(replies, {"ready": True, "seconds": 0.0, "pid": os.getpid()})
+                    code = serve(requests, replies)
+                    replies.close()
+                finally:
+                    sys.stderr.flush()
+                    os._exit(code)
+            for fd in fds:
+                os.close(fd)
+            control.sendall(struct.pack("<q", pid))
+        elif op == b"R":
+            if argument not in finished:
+                reap(block_for=argument)
+            control.sendall(struct.pack("<q", finished.pop(argument, 0)))
+        else:
+            for fd in fds:
+                os.close(fd)
+            control.sendall(struct.pack("<q", -1))
+
+
+def main() -> int:
+    replies = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)  # stray prints (compilers, graphs) must not corrupt the protocol
+    requests = sys.stdin.buffer
+    setup = read_message(requests) or {}
+    control = setup.get("control")
+    if control is not None:
+        os.environ["TORCH_WARM_POOL"] = "0"  # no compile-pool threads or sidecar in a process that forks
+    start = time.perf_counter()
+    from minifier._seams import start_cpu_isa_probe
+
+    probe = start_cpu_isa_probe()  # its child processes run while the imports below do
+    for name in setup.get("imports", []):
+        importlib.import_module(name)
+    import torch._inductor.compile_fx  # noqa: F401 - the first candidate's compile needs it
+
+    from minifier.judge import judge
+
+    if probe is not None:
+        probe.join()
+
+    if setup.get("warm", True):
+        try:
+            _warm(judge, run=control is None)
+        except Exception as exc:  # noqa: BLE001 - a cold worker still works
+            print(f"minifier worker: warm-up failed: {exc!r}", file=sys.stderr)
+    write_message(replies, {"ready": True, "seconds": time.perf_counter() - start, "pid": os.getpid()})
+    if control is None:
+        return serve(requests, replies)
+    gc.freeze()  # workers share the zygote's objects: keep the collector from writing to (copying) them
+    code = serve_forks(socket.socket(fileno=control), closing=[0, replies.fileno()])
+    sys.stderr.flush()
+    os._exit(code)  # nothing to tear down: the zygote never ran an op
 
 
 if __name__ == "__main__":

@@ -4,6 +4,11 @@ Importing torch and warming Inductor costs seconds, so workers are started once 
 across candidates and across ``minify`` calls with the same setup. A worker that dies
 (segfault, abort) is replaced and the death is reported as a ``crash`` outcome with its signal;
 one that overruns its timeout is killed, replaced, and reported as ``timeout``.
+
+Where the platform can fork (Linux, macOS), one *zygote* process per setup pays the imports
+once and never runs an op; every worker is forked from it, so a second worker (judging two
+candidates at once) or a replacement after a crash is ready in milliseconds. Elsewhere each
+worker is its own ``python -m minifier._worker`` process.
 """
 
 from __future__ import annotations
@@ -13,6 +18,8 @@ import dataclasses
 import os
 import select
 import signal
+import socket
+import struct
 import subprocess
 import sys
 import tempfile
@@ -28,7 +35,7 @@ if TYPE_CHECKING:  # this module imports no torch: the CLI starts a worker befor
 
     from .context import CarriedContext
 
-__all__ = ["WorkerSetup", "Worker", "WorkerPool", "pool", "prewarm"]
+__all__ = ["WorkerSetup", "Worker", "ForkedWorker", "Zygote", "WorkerPool", "pool", "prewarm"]
 
 _PACKAGE_ROOT = str(Path(__file__).resolve().parent.parent)
 
@@ -68,47 +75,78 @@ def _signal_name(returncode: int) -> str:
     return f"exit status {returncode}"
 
 
-class Worker:
-    """One judging subprocess."""
+def _spawn(setup: WorkerSetup, control: Optional[socket.socket] = None) -> tuple[subprocess.Popen, Any]:
+    """Start ``python -m minifier._worker`` for ``setup`` (a zygote when given a ``control`` socket)."""
+    env = dict(os.environ)
+    env.update(dict(setup.env))
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (_PACKAGE_ROOT, env.get("PYTHONPATH")) if p)
+    log = tempfile.NamedTemporaryFile(prefix="minifier-worker-", suffix=".log", delete=False)
+    fds = (control.fileno(),) if control is not None else ()
+    process = subprocess.Popen([sys.executable, "-m", "minifier._worker"], stdin=subprocess.PIPE,
+                               stdout=subprocess.PIPE, stderr=log, env=env, pass_fds=fds)
+    write_message(process.stdin, {"imports": list(setup.imports), "warm": setup.warm,
+                                  "control": fds[0] if fds else None})
+    return process, log
 
-    def __init__(self, setup: WorkerSetup) -> None:
-        self.setup = setup
-        env = dict(os.environ)
-        env.update(dict(setup.env))
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (_PACKAGE_ROOT, env.get("PYTHONPATH")) if p)
-        self.log = tempfile.NamedTemporaryFile(prefix="minifier-worker-", suffix=".log", delete=False)
-        self.process = subprocess.Popen([sys.executable, "-m", "minifier._worker"], stdin=subprocess.PIPE,
-                                        stdout=subprocess.PIPE, stderr=self.log, env=env)
+
+def _read_log_tail(log: Any, chars: int) -> str:
+    try:
+        return Path(log.name).read_text(errors="replace")[-chars:]
+    except OSError:
+        return ""
+
+
+class ForkUnavailable(RuntimeError):
+    """The zygote cannot fork safely here (it has threads); the pool spawns workers instead."""
+
+
+class _Judging:
+    """What every worker does: wait until ready, judge a candidate, turn a death or an overrun
+    into a ``crash`` or ``timeout`` outcome. Subclasses say where the streams come from."""
+
+    setup: WorkerSetup
+    discarded: bool = False
+
+    def __init__(self) -> None:
         self.started = time.perf_counter()
         self.ready = False
         self.startup_seconds = 0.0
-        write_message(self.process.stdin, {"imports": list(setup.imports), "warm": setup.warm})
+        self._busy = threading.Lock()  # one candidate at a time per worker, whichever thread asks
+
+    # -- supplied by subclasses
+    def _streams(self, timeout: float) -> tuple[Any, Any]:
+        raise NotImplementedError
+
+    def _exit_code(self) -> int:
+        raise NotImplementedError
 
     def alive(self) -> bool:
-        return self.process.poll() is None
+        raise NotImplementedError
 
+    def kill(self) -> None:
+        raise NotImplementedError
+
+    def log_tail(self, chars: int = 2000) -> str:
+        raise NotImplementedError
+
+    # -- shared
     def _read(self, timeout: Optional[float]) -> Optional[Any]:
         """The next reply, ``None`` when the worker died, or raise TimeoutError."""
-        stdout = self.process.stdout
-        ready, _, _ = select.select([stdout], [], [], timeout)
+        _, replies = self._streams(600.0)
+        ready, _, _ = select.select([replies], [], [], timeout)
         if not ready:
             raise TimeoutError
-        return read_message(stdout)
+        return read_message(replies)
 
     def wait_ready(self, timeout: float = 600.0) -> None:
         if self.ready:
             return
+        self._streams(timeout)
         reply = self._read(timeout)
         if reply is None:
-            raise RuntimeError(f"minifier worker failed to start ({_signal_name(self.process.wait())}): {self.log_tail()}")
+            raise RuntimeError(f"minifier worker failed to start ({_signal_name(self._exit_code())}): {self.log_tail()}")
         self.ready = True
         self.startup_seconds = time.perf_counter() - self.started
-
-    def log_tail(self, chars: int = 2000) -> str:
-        try:
-            return Path(self.log.name).read_text(errors="replace")[-chars:]
-        except OSError:
-            return ""
 
     def judge(self, module: torch.nn.Module, inputs: Sequence[Any], spec: dict[str, Any], timeout: float) -> dict[str, Any]:
         """Judge one candidate here; a death or an overrun becomes a crash or timeout outcome."""
@@ -119,23 +157,46 @@ class Worker:
         except Exception as exc:
             raise TypeError(f"minifier: this candidate cannot be sent to a worker process ({exc!r}); "
                             "judge in process with isolate=False") from exc
-        self.wait_ready()
-        start = time.perf_counter()
-        try:
-            send_encoded(self.process.stdin, request)
-            reply = self._read(timeout)
-        except TimeoutError:
-            self.kill()
-            return outcome(TIMEOUT, "timeout", f"no answer within {timeout:.0f} s; worker killed",
-                           seconds=time.perf_counter() - start)
-        except (BrokenPipeError, EOFError):  # the worker died while reading or answering
-            reply = None
-        if reply is None:
-            code = self.process.wait()
-            tail = self.log_tail()
-            return outcome(CRASH, _signal_name(code), f"worker died ({_signal_name(code)})\n{tail}",
-                           seconds=time.perf_counter() - start)
-        return reply
+        with self._busy:
+            self.wait_ready()
+            start = time.perf_counter()
+            requests, _ = self._streams(timeout)
+            try:
+                send_encoded(requests, request)
+                reply = self._read(timeout)
+            except TimeoutError:
+                self.kill()
+                return outcome(TIMEOUT, "timeout", f"no answer within {timeout:.0f} s; worker killed",
+                               seconds=time.perf_counter() - start)
+            except (BrokenPipeError, EOFError, ValueError):  # the worker died (or was discarded) meanwhile
+                reply = None
+            if reply is None:
+                code = self._exit_code()
+                tail = self.log_tail()
+                return outcome(CRASH, _signal_name(code), f"worker died ({_signal_name(code)})\n{tail}",
+                               seconds=time.perf_counter() - start)
+            return reply
+
+
+class Worker(_Judging):
+    """One judging subprocess of its own (where the platform cannot fork, or when asked)."""
+
+    def __init__(self, setup: WorkerSetup) -> None:
+        super().__init__()
+        self.setup = setup
+        self.process, self.log = _spawn(setup)
+
+    def _streams(self, timeout: float) -> tuple[Any, Any]:
+        return self.process.stdin, self.process.stdout
+
+    def _exit_code(self) -> int:
+        return self.process.wait()
+
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def log_tail(self, chars: int = 2000) -> str:
+        return _read_log_tail(self.log, chars)
 
     def kill(self) -> None:
         if self.alive():
@@ -158,35 +219,219 @@ class Worker:
             pass
 
 
-class WorkerPool:
-    """Keeps one warm worker per setup; replaces a dead one in the background."""
+class Zygote:
+    """A process with torch, the setup's imports and Inductor loaded that forks workers on request.
 
-    def __init__(self) -> None:
+    It never runs an op (OpenMP state does not survive a fork), so every worker it forks starts
+    from the same clean, warm state in milliseconds.
+    """
+
+    def __init__(self, setup: WorkerSetup) -> None:
+        self.setup = setup
+        self._control, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            self.process, self.log = _spawn(setup, control=theirs)
+        finally:
+            theirs.close()
         self._lock = threading.Lock()
-        self._workers: dict[tuple[Any, ...], Worker] = {}
+        self.ready = False
+
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def wait_ready(self, timeout: float = 600.0) -> None:
+        with self._lock:
+            if self.ready:
+                return
+            ready, _, _ = select.select([self.process.stdout], [], [], timeout)
+            reply = read_message(self.process.stdout) if ready else None
+            if reply is None:
+                if not ready:
+                    self.process.kill()
+                code = self.process.wait()
+                raise RuntimeError(f"minifier worker failed to start ({_signal_name(code)}): {self.log_tail()}")
+            self.ready = True
+
+    def _ask(self, op: bytes, argument: int = 0, fds: Sequence[int] = ()) -> int:
+        message = op + struct.pack("<q", argument)
+        if fds:
+            socket.send_fds(self._control, [message], list(fds))
+        else:
+            self._control.sendall(message)
+        answer = b""
+        while len(answer) < 8:
+            more = self._control.recv(8 - len(answer))
+            if not more:
+                raise RuntimeError(f"minifier: the worker zygote died ({_signal_name(self.process.wait())}): "
+                                   f"{self.log_tail()}")
+            answer += more
+        return struct.unpack("<q", answer)[0]
+
+    def fork(self, timeout: float = 600.0) -> tuple[int, Any, Any]:
+        """A new worker: ``(pid, its request stream, its reply stream)``."""
+        self.wait_ready(timeout)
+        request_read, request_write = os.pipe()
+        reply_read, reply_write = os.pipe()
+        try:
+            with self._lock:
+                pid = self._ask(b"F", 0, (request_read, reply_write))
+        except BaseException:
+            for fd in (request_write, reply_read):
+                os.close(fd)
+            raise
+        finally:
+            os.close(request_read)
+            os.close(reply_write)
+        if pid < 0:
+            os.close(request_write)
+            os.close(reply_read)
+            raise ForkUnavailable("the minifier's zygote cannot fork safely (threads are running in it)")
+        return pid, os.fdopen(request_write, "wb"), os.fdopen(reply_read, "rb")
+
+    def exit_code(self, pid: int) -> int:
+        """Wait for worker ``pid`` to end; its exit code (``-signal`` when killed by one)."""
+        try:
+            with self._lock:
+                return self._ask(b"R", pid)
+        except (OSError, RuntimeError):
+            return 0
+
+    def log_tail(self, chars: int = 2000) -> str:
+        return _read_log_tail(self.log, chars)
+
+    def close(self, wait: bool = True) -> None:
+        """The zygote exits when its control socket closes; its workers live on until closed."""
+        try:
+            self._control.close()
+            self.process.stdin.close()
+            if wait:
+                self.process.wait(timeout=5)
+        except Exception:  # noqa: BLE001
+            self.process.kill()
+        try:
+            os.unlink(self.log.name)
+        except OSError:
+            pass
+
+
+class ForkedWorker(_Judging):
+    """A worker forked from a :class:`Zygote`; the fork happens when it is first needed."""
+
+    def __init__(self, setup: WorkerSetup, zygote: Zygote) -> None:
+        super().__init__()
+        self.setup, self.zygote = setup, zygote
+        self.pid: Optional[int] = None
+        self._requests: Any = None
+        self._replies: Any = None
+        self._dead = False
+
+    def _streams(self, timeout: float) -> tuple[Any, Any]:
+        if self._requests is None:
+            if self._dead:
+                raise EOFError
+            self.pid, self._requests, self._replies = self.zygote.fork(timeout)
+        return self._requests, self._replies
+
+    def _exit_code(self) -> int:
+        self._dead = True
+        return self.zygote.exit_code(self.pid) if self.pid is not None else 0
+
+    def alive(self) -> bool:
+        if self._dead:
+            return False
+        return self.pid is not None or self.zygote.alive()
+
+    def log_tail(self, chars: int = 2000) -> str:
+        return self.zygote.log_tail(chars)
+
+    def kill(self) -> None:
+        if self.pid is not None and not self._dead:
+            try:
+                os.kill(self.pid, signal.SIGKILL)
+            except OSError:
+                pass
+            self._exit_code()
+        self._dead = True
+
+    def close(self, wait: bool = True) -> None:
+        """The worker exits when its requests end; ``wait`` waits until it has."""
+        if self._requests is None or self._dead:
+            self._dead = True
+            return
+        try:
+            self._requests.close()
+            if wait:
+                self._exit_code()
+        except Exception:  # noqa: BLE001
+            self.kill()
+        self._dead = True
+
+
+def _can_fork() -> bool:
+    return hasattr(os, "fork") and hasattr(socket, "send_fds") and sys.platform != "win32"
+
+
+class WorkerPool:
+    """Keeps warm workers per setup (``slot`` numbers them, for judging candidates side by side)
+    and replaces a dead one in the background. ``fork=False`` spawns every worker afresh."""
+
+    def __init__(self, fork: Optional[bool] = None) -> None:
+        self._lock = threading.Lock()
+        self._workers: dict[tuple[Any, ...], _Judging] = {}
+        self._zygotes: dict[tuple[Any, ...], Zygote] = {}
+        self.forking = _can_fork() if fork is None else fork
         self.crashes = 0
         self.restarts = 0
 
-    def get(self, setup: WorkerSetup) -> Worker:
+    def _start(self, setup: WorkerSetup) -> _Judging:
+        if not self.forking:
+            return Worker(setup)
+        zygote = self._zygotes.get(setup.key)
+        if zygote is None or not zygote.alive():
+            zygote = self._zygotes[setup.key] = Zygote(setup)
+        return ForkedWorker(setup, zygote)
+
+    def get(self, setup: WorkerSetup, slot: int = 0) -> _Judging:
+        """The worker numbered ``slot`` for ``setup``, started (not waited for) when there is none;
+        workers and zygotes of other setups are closed."""
         with self._lock:
-            for other in [k for k in self._workers if k != setup.key]:
+            for other in [k for k in self._workers if k[0] != setup.key]:
                 self._workers.pop(other).close(wait=False)  # it exits once its imports end; do not wait
-            worker = self._workers.get(setup.key)
+            for other in [k for k in self._zygotes if k != setup.key]:
+                self._zygotes.pop(other).close(wait=False)
+            worker = self._workers.get((setup.key, slot))
             if worker is None or not worker.alive():
                 if worker is not None:
                     self.restarts += 1
                     worker.close()
-                worker = self._workers[setup.key] = Worker(setup)
+                worker = self._workers[(setup.key, slot)] = self._start(setup)
             return worker
 
+    def discard(self, setup: WorkerSetup, slot: int) -> None:
+        """Kill the worker in ``slot`` (its candidate is no longer wanted); not counted as a crash."""
+        with self._lock:
+            worker = self._workers.pop((setup.key, slot), None)
+        if worker is not None:
+            worker.discarded = True
+            worker.kill()
+
     def judge(self, setup: WorkerSetup, module: torch.nn.Module, inputs: Sequence[Any], spec: dict[str, Any],
-              timeout: float) -> dict[str, Any]:
+              timeout: float, slot: int = 0) -> dict[str, Any]:
         from .judge import CRASH, TIMEOUT
 
-        result = self.get(setup).judge(module, inputs, spec, timeout)
-        if result["kind"] in (CRASH, TIMEOUT):
-            self.crashes += 1
-            self.get(setup)  # start the replacement now: it warms while the caller carries on
+        worker = self.get(setup, slot)
+        try:
+            result = worker.judge(module, inputs, spec, timeout)
+        except ForkUnavailable:
+            with self._lock:
+                self.forking = False
+                self._workers.pop((setup.key, slot), None)
+            worker = self.get(setup, slot)
+            result = worker.judge(module, inputs, spec, timeout)
+        if result["kind"] in (CRASH, TIMEOUT) and not worker.discarded:
+            with self._lock:
+                self.crashes += 1
+            self.get(setup, slot)  # start the replacement now: it warms while the caller carries on
         return result
 
     def shutdown(self, wait: bool = True) -> None:
@@ -194,12 +439,15 @@ class WorkerPool:
             for worker in self._workers.values():
                 worker.close(wait=wait)
             self._workers.clear()
+            for zygote in self._zygotes.values():
+                zygote.close(wait=wait)
+            self._zygotes.clear()
 
 
 pool = WorkerPool()
 atexit.register(pool.shutdown, wait=False)  # workers see their input close and exit on their own
 
 
-def prewarm(setup: WorkerSetup = WorkerSetup()) -> Worker:
+def prewarm(setup: WorkerSetup = WorkerSetup()) -> "_Judging":
     """Start (or keep) the worker for ``setup`` now, so the first candidate does not wait for it."""
     return pool.get(setup)

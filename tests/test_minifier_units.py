@@ -233,12 +233,82 @@ def test_a_warm_worker_serves_a_cold_setup_and_other_contexts_get_their_own(monk
             self.closed, self.waited = True, wait
 
     monkeypatch.setattr(workers, "Worker", FakeWorker)
-    pool = workers.WorkerPool()
+    pool = workers.WorkerPool(fork=False)
     warm = pool.get(workers.WorkerSetup(imports=("faults",), env=(("FAULT", "neg"),)))
     assert pool.get(workers.WorkerSetup(imports=("faults",), env=(("FAULT", "neg"),), warm=False)) is warm
     other = pool.get(workers.WorkerSetup(imports=("faults",), env=(("FAULT", "exp"),), warm=False))
     assert other is not warm and warm.closed and not warm.waited and not other.setup.warm
     assert [s.warm for s in started] == [True, False]
+
+
+def test_a_zygote_forks_workers_that_judge_and_report_how_they_died():
+    """Workers forked from one warm zygote start at once, judge for real, and a death by signal is
+    reported with that signal (the zygote reaps them, so their parent here cannot)."""
+    import os
+    import signal
+
+    from minifier import workers
+
+    if not workers._can_fork():
+        pytest.skip("this platform cannot fork")
+    zygote = workers.Zygote(workers.WorkerSetup(warm=False))
+    try:
+        first = workers.ForkedWorker(zygote.setup, zygote)
+        gm = make_fx(lambda x: (torch.relu(x),))(torch.randn(8))
+        verdict = first.judge(gm, [torch.randn(8)], {"level": "aten", "want": "compile"}, timeout=300)
+        assert verdict["kind"] == "pass" and first.alive()
+        second = workers.ForkedWorker(zygote.setup, zygote)
+        second.wait_ready()
+        assert second.startup_seconds < 5 and second.pid not in (first.pid, zygote.process.pid)
+        os.kill(first.pid, signal.SIGSEGV)
+        dead = first.judge(gm, [torch.randn(8)], {"level": "aten", "want": "compile"}, timeout=300)
+        assert dead["kind"] == "crash" and dead["signature"] == "signal SIGSEGV" and not first.alive()
+        assert second.judge(gm, [torch.randn(8)], {"level": "aten", "want": "compile"}, timeout=300)["kind"] == "pass"
+        second.close()
+        assert zygote.alive()
+    finally:
+        zygote.close()
+    assert zygote.process.returncode == 0
+
+
+def test_a_zygote_that_cannot_fork_falls_back_to_spawned_workers(monkeypatch):
+    """A zygote refuses to fork while threads run in it; the pool then spawns workers, once and for all."""
+    from minifier import workers
+
+    class FakeZygote:
+        def __init__(self, setup):
+            self.setup = setup
+
+        def alive(self):
+            return True
+
+        def fork(self, timeout=600.0):
+            raise workers.ForkUnavailable("threads are running")
+
+        def close(self, wait=True):
+            pass
+
+    class FakeWorker:
+        discarded = False
+
+        def __init__(self, setup):
+            self.setup = setup
+
+        def alive(self):
+            return True
+
+        def judge(self, module, inputs, spec, timeout):
+            return {"kind": "pass", "failing": []}
+
+        def close(self, wait=True):
+            pass
+
+    monkeypatch.setattr(workers, "Zygote", FakeZygote)
+    monkeypatch.setattr(workers, "Worker", FakeWorker)
+    pool = workers.WorkerPool(fork=True)
+    setup = workers.WorkerSetup(warm=False)
+    assert pool.judge(setup, None, [], {}, 10.0)["kind"] == "pass"
+    assert not pool.forking and isinstance(pool.get(setup), FakeWorker) and pool.crashes == 0
 
 
 def test_a_worker_closed_without_waiting_exits_on_its_own():
