@@ -74,6 +74,13 @@ def _warm(judge: Any, *, run: bool) -> None:
         return
     from torch._inductor.compile_fx import compile_fx_inner
 
+    try:  # Inductor's progress bars would start tqdm's monitor thread, and a zygote must have none
+        import tqdm
+
+        tqdm.tqdm.monitor_interval = 0
+    except ImportError:
+        pass
+
     with inductor_config.patch(compile_threads=1, fx_graph_cache=False):
         compile_fx_inner(gm, [torch.empty(4)])
 

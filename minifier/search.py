@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import operator
+from concurrent.futures import Future, ThreadPoolExecutor
 import sys
 import time
 from pathlib import Path
@@ -17,7 +18,7 @@ from .context import current_context
 from .graph import Candidate, GraphSlicer, record_values
 from ._seams import inside_compile
 from .judge import ACCURACY, CRASH, NONDETERMINISTIC, TIMEOUT, judge
-from .strategies import CLOSING, OPENING, STRATEGIES
+from .strategies import CLOSING, FIRST_DIVERGENCE, OPENING, STRATEGIES, divergence_probe
 from .workers import WorkerSetup, pool
 
 __all__ = ["minify", "MinifyResult", "MinifyState", "MinifierError", "NotFailingError", "detect_level"]
@@ -99,6 +100,7 @@ class MinifyState:
     emit: Callable[[str], None]
     progress: Callable[[str], None]
     cache: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
+    pending: dict[str, "Future[dict[str, Any]]"] = dataclasses.field(default_factory=dict)
     candidates_checked: int = 0
     compiles: int = 0
     cache_hits: int = 0
@@ -113,11 +115,12 @@ class MinifyState:
         if key in self.cache:
             self.cache_hits += 1
             return self.cache[key]
-        if self.candidates_checked >= self.max_candidates:
+        started = self.pending.pop(key, None)  # judged ahead, side by side with the original
+        if started is None and self.candidates_checked >= self.max_candidates:
             return {"kind": "invalid", "signature": "candidate budget spent", "message": "", "failing": []}
         self.candidates_checked += 1
         self.compiles += 1
-        result = self.run(candidate)
+        result = started.result() if started is not None else self.run(candidate)
         if result["kind"] in (CRASH, TIMEOUT):
             self.emit(f"  candidate {candidate.describe()}: {result['kind']} ({result['signature']}); worker restarted")
         self.cache[key] = result
@@ -176,6 +179,34 @@ def _undecomposed_hint(outcome: dict[str, Any]) -> str:
             "torch._inductor.decomposition.select_decomp_table()).)")
 
 
+# The worker that judges a candidate ahead of need, side by side with the original (slot 0).
+_AHEAD_SLOT = 1
+# Below this many nodes the every-node probe compiles in well under a second: judging it ahead
+# would cost a second worker's first-compile warm-up for little gain.
+PROBE_AHEAD_MIN_NODES = 24
+
+
+def _judge_probe_ahead(full: Candidate, slicer: GraphSlicer, check: Failure,
+                       run: Callable[[Candidate, int], dict[str, Any]], chosen: Sequence[str], *,
+                       isolate: bool, hinted: bool) -> "dict[str, Future[dict[str, Any]]]":
+    """Start the first-divergence probe in a second worker while the original is confirmed.
+
+    Those are the two big compiles of an accuracy minification and neither needs the other's
+    answer, so on two cores they take the time of one. Only when the probe will be wanted: an
+    isolated accuracy search that opens with it (no suspects named) on a graph big enough.
+    """
+    if not isolate or hinted or FIRST_DIVERGENCE not in chosen or len(full.nodes) < PROBE_AHEAD_MIN_NODES:
+        return {}
+    probe = divergence_probe(slicer, check, full)
+    if probe is None:
+        return {}
+    executor = ThreadPoolExecutor(1, thread_name_prefix="minifier-ahead")
+    try:
+        return {slicer.key(probe): executor.submit(run, probe, _AHEAD_SLOT)}
+    finally:
+        executor.shutdown(wait=False)
+
+
 def minify(
     module: torch.fx.GraphModule,
     inputs: Sequence[Any],
@@ -224,6 +255,7 @@ def minify(
     if not isolate and inside_compile():
         raise MinifierError("minify: isolate=False inside a torch.compile trace would judge every candidate under "
                             "the trace's fake mode; use isolate=True (worker processes)")
+    hint_nodes = tuple(hint_nodes)
     level = detect_level(module) if level == "auto" else level
     if level not in ("aten", "torch"):
         raise MinifierError(f"minify: level must be 'aten', 'torch' or 'auto', got {level!r}")
@@ -256,12 +288,12 @@ def minify(
 
     limit = {"timeout": timeout}
 
-    def run(candidate: Candidate) -> dict[str, Any]:
+    def run(candidate: Candidate, slot: int = 0) -> dict[str, Any]:
         gm, args = slicer.build(candidate)
         spec = spec_for(candidate, args)
         if not isolate:
             return judge(gm, args, spec)
-        return pool.judge(setup, gm, args, spec, limit["timeout"] or 600.0)
+        return pool.judge(setup, gm, args, spec, limit["timeout"] or 600.0, slot=slot)
 
     crashes_before = pool.crashes
     if isolate:
@@ -272,7 +304,12 @@ def minify(
     if context.description or context.config:
         emit(f"Carried into every candidate and the repro: {context.description or 'no fault'}; "
              f"Inductor config {dict(context.config) or '{}'}")
+    chosen = list(strategies) if strategies is not None else list(STRATEGIES)
+    ahead = _judge_probe_ahead(full, slicer, check, run, chosen, isolate=isolate, hinted=bool(hint_nodes))
     original = run(full)
+    if original["kind"] == NONDETERMINISTIC or not check.accepts_original(original):
+        if ahead:
+            pool.discard(setup, _AHEAD_SLOT)  # its answer is not wanted: stop its compile
     if timeout is None:
         limit["timeout"] = max(60.0, 5 * original.get("seconds", 0.0))
     if original["kind"] == NONDETERMINISTIC:
@@ -292,9 +329,9 @@ def minify(
                         related=related, hint_nodes=tuple(hint_nodes), run=run, emit=emit, progress=live,
                         max_candidates=max_candidates)
     state.cache[slicer.key(full)] = original
+    state.pending.update(ahead)
     state.compiles = state.candidates_checked = 1
 
-    chosen = list(strategies) if strategies is not None else list(STRATEGIES)
     for name in [s for s in OPENING if s in chosen]:
         found = STRATEGIES[name](state)
         if found is not None:
@@ -313,6 +350,9 @@ def minify(
         if found is not None:
             state.accept(found)
 
+    if state.pending:  # judged ahead but never asked for
+        pool.discard(setup, _AHEAD_SLOT)
+        state.pending.clear()
     final_module, final_inputs = slicer.build(state.current)
     final = run(state.current)  # re-checked from scratch, not from the cache
     state.compiles += 1

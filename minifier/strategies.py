@@ -10,13 +10,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Callable, Optional
 
-from .graph import Candidate, InvalidCandidate
+from .graph import Candidate, GraphSlicer, InvalidCandidate
 from .judge import ACCURACY
 
 if TYPE_CHECKING:
+    from .checks import Failure
     from .search import MinifyState
 
-__all__ = ["strategy", "STRATEGIES", "OPENING", "CLOSING", "Strategy"]
+__all__ = ["strategy", "STRATEGIES", "OPENING", "CLOSING", "Strategy", "FIRST_DIVERGENCE", "divergence_probe"]
 
 Strategy = Callable[["MinifyState"], Optional[Candidate]]
 STRATEGIES: dict[str, Strategy] = {}
@@ -59,18 +60,28 @@ def isolate_suspects(state: "MinifyState") -> Optional[Candidate]:
     return _try(state, suspects)
 
 
-@strategy("Isolate first diverging node", opening=True)
+FIRST_DIVERGENCE = "Isolate first diverging node"
+
+
+def divergence_probe(slicer: GraphSlicer, check: "Failure", current: Candidate) -> Optional[Candidate]:
+    """The diagnostic candidate :func:`isolate_first_divergence` compiles: ``current`` with every
+    node as an output (None when the check is not about accuracy or there is nothing to split)."""
+    if check.want != ACCURACY or len(current.nodes) < 2:
+        return None
+    try:
+        return slicer.make(current.nodes, outputs=slicer.sort(current.nodes))
+    except InvalidCandidate:
+        return None
+
+
+@strategy(FIRST_DIVERGENCE, opening=True)
 def isolate_first_divergence(state: "MinifyState") -> Optional[Candidate]:
     """Accuracy only: one compile returning every node's value names the nodes that diverge;
     each diverging node (earliest first) is then tried alone, its inputs frozen to eager values."""
-    if state.check.want != ACCURACY or len(state.current.nodes) < 2:
+    probe = divergence_probe(state.slicer, state.check, state.current)
+    if probe is None:
         return None
-    nodes = state.current.nodes
-    try:
-        probe = state.slicer.make(nodes, outputs=state.slicer.sort(nodes))
-    except InvalidCandidate:
-        return None
-    state.announce("Isolate first diverging node", None)
+    state.announce(FIRST_DIVERGENCE, None)
     result = state.probe(probe)
     if result["kind"] != ACCURACY:
         return None

@@ -235,6 +235,7 @@ class Zygote:
             theirs.close()
         self._lock = threading.Lock()
         self.ready = False
+        self.can_fork = True
 
     def alive(self) -> bool:
         return self.process.poll() is None
@@ -315,7 +316,8 @@ class Zygote:
 
 
 class ForkedWorker(_Judging):
-    """A worker forked from a :class:`Zygote`; the fork happens when it is first needed."""
+    """A worker forked from a :class:`Zygote`; the fork happens when it is first needed. If the
+    zygote refuses to fork, this worker is a spawned :class:`Worker` underneath."""
 
     def __init__(self, setup: WorkerSetup, zygote: Zygote) -> None:
         super().__init__()
@@ -324,28 +326,42 @@ class ForkedWorker(_Judging):
         self._requests: Any = None
         self._replies: Any = None
         self._dead = False
+        self._spawned: Optional[Worker] = None
 
     def _streams(self, timeout: float) -> tuple[Any, Any]:
+        if self._spawned is not None:
+            return self._spawned._streams(timeout)
         if self._requests is None:
             if self._dead:
                 raise EOFError
-            self.pid, self._requests, self._replies = self.zygote.fork(timeout)
+            try:
+                self.pid, self._requests, self._replies = self.zygote.fork(timeout)
+            except ForkUnavailable:
+                self.zygote.can_fork = False  # the pool spawns from now on
+                self._spawned = Worker(self.setup)
+                return self._spawned._streams(timeout)
         return self._requests, self._replies
 
     def _exit_code(self) -> int:
+        if self._spawned is not None:
+            return self._spawned._exit_code()
         self._dead = True
         return self.zygote.exit_code(self.pid) if self.pid is not None else 0
 
     def alive(self) -> bool:
+        if self._spawned is not None:
+            return self._spawned.alive()
         if self._dead:
             return False
         return self.pid is not None or self.zygote.alive()
 
     def log_tail(self, chars: int = 2000) -> str:
-        return self.zygote.log_tail(chars)
+        return (self._spawned or self.zygote).log_tail(chars)
 
     def kill(self) -> None:
-        if self.pid is not None and not self._dead:
+        if self._spawned is not None:
+            self._spawned.kill()
+        elif self.pid is not None and not self._dead:
             try:
                 os.kill(self.pid, signal.SIGKILL)
             except OSError:
@@ -355,15 +371,15 @@ class ForkedWorker(_Judging):
 
     def close(self, wait: bool = True) -> None:
         """The worker exits when its requests end; ``wait`` waits until it has."""
-        if self._requests is None or self._dead:
-            self._dead = True
-            return
-        try:
-            self._requests.close()
-            if wait:
-                self._exit_code()
-        except Exception:  # noqa: BLE001
-            self.kill()
+        if self._spawned is not None:
+            self._spawned.close(wait)
+        elif self._requests is not None and not self._dead:
+            try:
+                self._requests.close()
+                if wait:
+                    self._exit_code()
+            except Exception:  # noqa: BLE001
+                self.kill()
         self._dead = True
 
 
@@ -384,9 +400,11 @@ class WorkerPool:
         self.restarts = 0
 
     def _start(self, setup: WorkerSetup) -> _Judging:
+        zygote = self._zygotes.get(setup.key)
+        if zygote is not None and not zygote.can_fork:
+            self.forking = False
         if not self.forking:
             return Worker(setup)
-        zygote = self._zygotes.get(setup.key)
         if zygote is None or not zygote.alive():
             zygote = self._zygotes[setup.key] = Zygote(setup)
         return ForkedWorker(setup, zygote)
@@ -420,14 +438,7 @@ class WorkerPool:
         from .judge import CRASH, TIMEOUT
 
         worker = self.get(setup, slot)
-        try:
-            result = worker.judge(module, inputs, spec, timeout)
-        except ForkUnavailable:
-            with self._lock:
-                self.forking = False
-                self._workers.pop((setup.key, slot), None)
-            worker = self.get(setup, slot)
-            result = worker.judge(module, inputs, spec, timeout)
+        result = worker.judge(module, inputs, spec, timeout)
         if result["kind"] in (CRASH, TIMEOUT) and not worker.discarded:
             with self._lock:
                 self.crashes += 1

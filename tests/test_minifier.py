@@ -141,6 +141,40 @@ class TestDoublingNeg:
         assert OPS(result) == ["aten.neg.default"]
 
 
+    def test_the_divergence_probe_compiles_side_by_side_with_the_original(self, out, monkeypatch):
+        """Confirming the original and the every-node probe need nothing from each other: a second
+        worker judges the probe while the first confirms the original, and the result is unchanged."""
+        import time
+
+        import minifier.search as search
+        from minifier.workers import pool
+
+        def fn(x, y):
+            h = torch.sin(x) * torch.cos(y)
+            return (torch.exp(torch.neg(h)) + h.sum(),)
+
+        calls, real_judge = [], pool.judge
+
+        def judge(setup, module, inputs, spec, timeout, slot=0):
+            started = time.perf_counter()
+            result = real_judge(setup, module, inputs, spec, timeout, slot=slot)
+            calls.append((slot, len(module.graph.find_nodes(op="output")[0].args[0]), started, time.perf_counter()))
+            return result
+
+        monkeypatch.setattr(pool, "judge", judge)
+        monkeypatch.setattr(search, "PROBE_AHEAD_MIN_NODES", 2)
+        x, y = torch.randn(32, 8), torch.randn(32, 8)
+        gm = aten_graph(fn, x, y)
+        result = minify(gm, [x, y], check=AccuracyFailure(), repro_dir=out, echo=lambda s: None)
+        assert OPS(result) == ["aten.neg.default"] and result.reproduced and result.compiles <= 5
+        original = next(c for c in calls if c[0] == 0)
+        ahead = [c for c in calls if c[0] == 1]
+        assert len(ahead) == 1 and ahead[0][1] == result.start_nodes  # the probe: every node an output
+        assert ahead[0][2] < original[3]  # it started before the original's answer came back
+        kept = [worker for key, worker in pool._workers.items() if key[1] == 1]
+        assert kept and (not pool.forking or kept[0].pid is not None)  # a forked worker, kept warm
+
+
     def test_symbolic_shapes_and_int_inputs_are_kept(self, out):
         def fn(x, n):
             return torch.neg(x[:n]) * n
@@ -171,10 +205,18 @@ def test_nondeterministic_graphs_are_reported_not_minified(out):
     assert "nondeterministic" in lines[-1]
 
 
-def test_a_graph_that_does_not_fail_is_a_clear_error(out):
+def test_a_graph_that_does_not_fail_is_a_clear_error(out, monkeypatch):
+    import minifier.search as search
+    from minifier.workers import pool
+
+    monkeypatch.setattr(search, "PROBE_AHEAD_MIN_NODES", 2)  # the probe judged ahead is then stopped
+    crashes = pool.crashes
     x = torch.randn(8)
     with pytest.raises(ib_not_failing(), match="does not fail as AccuracyFailure"):
-        minify(make_fx(lambda x: (torch.neg(x),))(x), [x], check=AccuracyFailure(), repro_dir=out, echo=lambda s: None)
+        minify(make_fx(lambda x: (torch.exp(torch.neg(x)),))(x), [x], check=AccuracyFailure(), repro_dir=out,
+               echo=lambda s: None)
+    assert not [key for key in pool._workers if key[1] == 1]  # discarded, not left compiling
+    assert pool.crashes == crashes  # and not counted as a crash
 
 
 def test_an_undecomposed_aten_graph_under_ci_names_the_cause(out, monkeypatch):
@@ -249,7 +291,7 @@ def test_the_minify_option_starts_the_worker_as_the_compile_begins(monkeypatch):
 
     started = []
     real_get = pool.get
-    monkeypatch.setattr(pool, "get", lambda setup: started.append(setup) or real_get(setup))
+    monkeypatch.setattr(pool, "get", lambda setup, slot=0: started.append(setup) or real_get(setup, slot))
     compiled_graphs = []
     real_compile = ib.backend.CompileJob.inner_compile
 

@@ -251,12 +251,13 @@ def test_a_zygote_forks_workers_that_judge_and_report_how_they_died():
 
     if not workers._can_fork():
         pytest.skip("this platform cannot fork")
-    zygote = workers.Zygote(workers.WorkerSetup(warm=False))
+    zygote = workers.Zygote(workers.WorkerSetup(warm=True))  # warmed by a compile that leaves no thread behind
     try:
         first = workers.ForkedWorker(zygote.setup, zygote)
         gm = make_fx(lambda x: (torch.relu(x),))(torch.randn(8))
         verdict = first.judge(gm, [torch.randn(8)], {"level": "aten", "want": "compile"}, timeout=300)
         assert verdict["kind"] == "pass" and first.alive()
+        assert zygote.can_fork and first.pid is not None  # forked, not spawned
         second = workers.ForkedWorker(zygote.setup, zygote)
         second.wait_ready()
         assert second.startup_seconds < 5 and second.pid not in (first.pid, zygote.process.pid)
@@ -272,12 +273,13 @@ def test_a_zygote_forks_workers_that_judge_and_report_how_they_died():
 
 
 def test_a_zygote_that_cannot_fork_falls_back_to_spawned_workers(monkeypatch):
-    """A zygote refuses to fork while threads run in it; the pool then spawns workers, once and for all."""
+    """A zygote refuses to fork while threads run in it: that worker is spawned instead, and so
+    is every later one."""
     from minifier import workers
 
     class FakeZygote:
         def __init__(self, setup):
-            self.setup = setup
+            self.setup, self.can_fork = setup, True
 
         def alive(self):
             return True
@@ -288,27 +290,28 @@ def test_a_zygote_that_cannot_fork_falls_back_to_spawned_workers(monkeypatch):
         def close(self, wait=True):
             pass
 
-    class FakeWorker:
-        discarded = False
+    spawned = []
 
+    class FakeSpawned:
         def __init__(self, setup):
-            self.setup = setup
+            spawned.append(self)
+
+        def _streams(self, timeout):
+            raise RuntimeError("spawned")
 
         def alive(self):
             return True
 
-        def judge(self, module, inputs, spec, timeout):
-            return {"kind": "pass", "failing": []}
-
-        def close(self, wait=True):
-            pass
-
     monkeypatch.setattr(workers, "Zygote", FakeZygote)
-    monkeypatch.setattr(workers, "Worker", FakeWorker)
+    monkeypatch.setattr(workers, "Worker", FakeSpawned)
     pool = workers.WorkerPool(fork=True)
     setup = workers.WorkerSetup(warm=False)
-    assert pool.judge(setup, None, [], {}, 10.0)["kind"] == "pass"
-    assert not pool.forking and isinstance(pool.get(setup), FakeWorker) and pool.crashes == 0
+    first = pool.get(setup)
+    assert isinstance(first, workers.ForkedWorker)
+    with pytest.raises(RuntimeError, match="spawned"):
+        first.wait_ready()  # the refused fork became a spawned worker underneath
+    assert len(spawned) == 1 and first.alive()
+    assert isinstance(pool.get(setup, 1), FakeSpawned) and not pool.forking
 
 
 def test_a_worker_closed_without_waiting_exits_on_its_own():
