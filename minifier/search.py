@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 import operator
-from concurrent.futures import Future, ThreadPoolExecutor
 import sys
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable, Iterable, Optional, Sequence
 
@@ -326,7 +326,7 @@ def minify(
     failing_names = {full.outputs[i] for i in original["failing"] if i < len(full.outputs)}
     related = slicer.ancestors(failing_names) if original["kind"] == ACCURACY else set(slicer.order)
     state = MinifyState(slicer=slicer, check=check, original=original, current=full, current_outcome=original,
-                        related=related, hint_nodes=tuple(hint_nodes), run=run, emit=emit, progress=live,
+                        related=related, hint_nodes=hint_nodes, run=run, emit=emit, progress=live,
                         max_candidates=max_candidates)
     state.cache[slicer.key(full)] = original
     state.pending.update(ahead)
