@@ -5,7 +5,7 @@ across candidates and across ``minify`` calls with the same setup. A worker that
 (segfault, abort) is replaced and the death is reported as a ``crash`` outcome with its signal;
 one that overruns its timeout is killed, replaced, and reported as ``timeout``.
 
-Where the platform can fork (Linux, macOS), one *zygote* process per setup pays the imports
+On Linux, one *zygote* process per setup pays the imports
 once and never runs an op; every worker is forked from it, so a second worker (judging two
 candidates at once) or a replacement after a crash is ready in milliseconds. Elsewhere each
 worker is its own ``python -m minifier._worker`` process.
@@ -384,7 +384,9 @@ class ForkedWorker(_Judging):
 
 
 def _can_fork() -> bool:
-    return hasattr(os, "fork") and hasattr(socket, "send_fds") and sys.platform != "win32"
+    """Linux only: on macOS a process that has loaded system frameworks (torch does, for MPS) is not
+    safe to fork, and Windows has no fork."""
+    return sys.platform.startswith("linux") and hasattr(os, "fork") and hasattr(socket, "send_fds")
 
 
 class WorkerPool:
