@@ -7,13 +7,15 @@ loudly there. (The compile path itself is in :mod:`minifier.judge`: ``compile_fx
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 from typing import Any, Optional
 
 import torch
 
-__all__ = ["changed_inductor_config", "module_source", "inside_compile", "start_cpu_isa_probe", "check_seams",
+__all__ = ["changed_inductor_config", "module_source", "inside_compile", "start_cpu_isa_probe",
+           "keep_fork_safe", "compile_without_threads", "check_seams",
            "SeamMoved"]
 
 # Settings that say where or how to cache, not how to compile: never carried into a repro.
@@ -87,6 +89,34 @@ def start_cpu_isa_probe() -> Optional[threading.Thread]:
     return thread
 
 
+def keep_fork_safe() -> None:
+    """Keep Inductor (and its progress bars) from starting threads or a compile sidecar process in
+    this process, which forks workers: a thread alive at fork time can leave a lock held in the child.
+
+    Inductor's Dynamo backend warms a compile pool unless ``TORCH_WARM_POOL`` is ``0``
+    (``torch._inductor.async_compile.maybe_warm_pool``); tqdm starts a monitor thread for its
+    first bar unless ``monitor_interval`` is 0.
+    """
+    os.environ["TORCH_WARM_POOL"] = "0"
+    try:
+        import tqdm
+
+        tqdm.tqdm.monitor_interval = 0
+    except ImportError:
+        pass
+
+
+def compile_without_threads(module: torch.fx.GraphModule, inputs: list[Any]) -> None:
+    """Compile a post-AOT graph as a candidate is compiled, without running it and without
+    Inductor's compile threads (``compile_threads=1``): it pays first-compile costs in a process
+    that must stay safe to fork."""
+    import torch._inductor.config as config
+    from torch._inductor.compile_fx import compile_fx_inner
+
+    with config.patch(compile_threads=1, fx_graph_cache=False):
+        compile_fx_inner(module, inputs)
+
+
 class SeamMoved(RuntimeError):
     """A private torch API the minifier (or its judge, embedded in repros) relies on has moved."""
 
@@ -114,9 +144,17 @@ def check_seams() -> None:
         if not callable(getattr(owner, name, None)):
             raise SeamMoved(f"{owner.__name__}.{name} is gone (the judge's compile path and comparison use it)")
     known = set(config.get_config_copy())
-    for key in ("fx_graph_cache", "fx_graph_remote_cache", "fallback_random"):
+    for key in ("fx_graph_cache", "fx_graph_remote_cache", "fallback_random", "compile_threads"):
         if key not in known:
             raise SeamMoved(f"torch._inductor.config.{key} is gone (candidates are compiled with it set)")
+    import inspect
+
+    import torch._inductor.async_compile as async_compile
+
+    warm_pool = getattr(async_compile, "maybe_warm_pool", None)
+    if warm_pool is None or "TORCH_WARM_POOL" not in inspect.getsource(warm_pool):
+        raise SeamMoved("torch._inductor.async_compile.maybe_warm_pool no longer reads TORCH_WARM_POOL "
+                        "(the workers' zygote would start a compile pool and could not fork safely)")
     if "enable_autograd_cache" not in functorch_config.get_config_copy():
         raise SeamMoved("torch._functorch.config.enable_autograd_cache is gone (candidates turn it off)")
     try:

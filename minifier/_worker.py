@@ -62,7 +62,8 @@ def _warm(judge: Any, *, run: bool) -> None:
     zygote) compiles without running it and without Inductor's compile threads: a process that
     has run OpenMP code or started threads must not fork."""
     import torch
-    import torch._inductor.config as inductor_config
+
+    from minifier._seams import compile_without_threads
 
     class Tiny(torch.nn.Module):
         def forward(self, x: torch.Tensor) -> tuple[torch.Tensor]:
@@ -71,18 +72,8 @@ def _warm(judge: Any, *, run: bool) -> None:
     gm = torch.fx.symbolic_trace(Tiny())
     if run:
         judge(gm, [torch.zeros(4)], {"level": "aten", "want": "compile"})
-        return
-    from torch._inductor.compile_fx import compile_fx_inner
-
-    try:  # Inductor's progress bars would start tqdm's monitor thread, and a zygote must have none
-        import tqdm
-
-        tqdm.tqdm.monitor_interval = 0
-    except ImportError:
-        pass
-
-    with inductor_config.patch(compile_threads=1, fx_graph_cache=False):
-        compile_fx_inner(gm, [torch.empty(4)])
+    else:
+        compile_without_threads(gm, [torch.empty(4)])
 
 
 def serve(requests: BinaryIO, replies: BinaryIO) -> int:
@@ -169,10 +160,11 @@ def main() -> int:
     requests = sys.stdin.buffer
     setup = read_message(requests) or {}
     control = setup.get("control")
-    if control is not None:
-        os.environ["TORCH_WARM_POOL"] = "0"  # no compile-pool threads or sidecar in a process that forks
     start = time.perf_counter()
-    from minifier._seams import start_cpu_isa_probe
+    from minifier._seams import keep_fork_safe, start_cpu_isa_probe
+
+    if control is not None:
+        keep_fork_safe()
 
     probe = start_cpu_isa_probe()  # its child processes run while the imports below do
     for name in setup.get("imports", []):

@@ -89,6 +89,14 @@ def _spawn(setup: WorkerSetup, control: Optional[socket.socket] = None) -> tuple
     return process, log
 
 
+def _read_within(replies: Any, timeout: Optional[float]) -> Optional[Any]:
+    """The next message on ``replies``, ``None`` when its writer died, or raise TimeoutError."""
+    ready, _, _ = select.select([replies], [], [], timeout)
+    if not ready:
+        raise TimeoutError
+    return read_message(replies)
+
+
 def _read_log_tail(log: Any, chars: int) -> str:
     try:
         return Path(log.name).read_text(errors="replace")[-chars:]
@@ -130,19 +138,11 @@ class _Judging:
         raise NotImplementedError
 
     # -- shared
-    def _read(self, timeout: Optional[float]) -> Optional[Any]:
-        """The next reply, ``None`` when the worker died, or raise TimeoutError."""
-        _, replies = self._streams(600.0)
-        ready, _, _ = select.select([replies], [], [], timeout)
-        if not ready:
-            raise TimeoutError
-        return read_message(replies)
-
     def wait_ready(self, timeout: float = 600.0) -> None:
         if self.ready:
             return
-        self._streams(timeout)
-        reply = self._read(timeout)
+        _, replies = self._streams(timeout)
+        reply = _read_within(replies, timeout)
         if reply is None:
             raise RuntimeError(f"minifier worker failed to start ({_signal_name(self._exit_code())}): {self.log_tail()}")
         self.ready = True
@@ -160,10 +160,10 @@ class _Judging:
         with self._busy:
             self.wait_ready()
             start = time.perf_counter()
-            requests, _ = self._streams(timeout)
+            requests, replies = self._streams(timeout)
             try:
                 send_encoded(requests, request)
-                reply = self._read(timeout)
+                reply = _read_within(replies, timeout)
             except TimeoutError:
                 self.kill()
                 return outcome(TIMEOUT, "timeout", f"no answer within {timeout:.0f} s; worker killed",
@@ -244,11 +244,12 @@ class Zygote:
         with self._lock:
             if self.ready:
                 return
-            ready, _, _ = select.select([self.process.stdout], [], [], timeout)
-            reply = read_message(self.process.stdout) if ready else None
+            try:
+                reply = _read_within(self.process.stdout, timeout)
+            except TimeoutError:
+                self.process.kill()
+                reply = None
             if reply is None:
-                if not ready:
-                    self.process.kill()
                 code = self.process.wait()
                 raise RuntimeError(f"minifier worker failed to start ({_signal_name(code)}): {self.log_tail()}")
             self.ready = True

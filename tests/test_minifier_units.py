@@ -199,6 +199,16 @@ def test_a_moved_judge_seam_is_reported_by_name(monkeypatch):
         _seams.check_seams()
 
 
+def test_a_compile_pool_that_no_longer_reads_torch_warm_pool_is_reported(monkeypatch):
+    """The zygote switches Inductor's warm compile pool off through TORCH_WARM_POOL; if Inductor
+    stops reading it, the zygote would start a pool thread and could not fork."""
+    import torch._inductor.async_compile as async_compile
+
+    monkeypatch.setattr(async_compile, "maybe_warm_pool", lambda: None)
+    with pytest.raises(_seams.SeamMoved, match="no longer reads TORCH_WARM_POOL"):
+        _seams.check_seams()
+
+
 def test_judging_in_process_inside_a_compile_is_refused(sliced):
     gm, inputs, _ = sliced
     seen = []
