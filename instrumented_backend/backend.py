@@ -24,7 +24,7 @@ import torch.fx
 
 from .capture import CaptureBuilder
 from .diagnostics import warn_once
-from .graph_copy import clone_graph_module, count_nodes
+from .graph_copy import clone_graph_module, count_nodes, printed_later
 from .model import GraphCapture
 from .options import BackendOptions, parse_options
 from .registry import open_sessions, record
@@ -47,7 +47,8 @@ class CompileJob:
         self.options = options
         self.compile_id = current_compile_id()
         self.dynamo_graph = clone_graph_module(gm)
-        self.dynamo_graph_code = gm.print_readable(print_output=False)
+        # Printed on first read, from the copy: compile_fx's pre-grad passes mutate gm itself.
+        self.dynamo_graph_code = printed_later(self.dynamo_graph, "dynamo_graph")
         self.dynamo_node_count = count_nodes(gm)
         self.sessions = open_sessions()
         # Filled when the forward graph is captured; the lazy backward falls back on it.

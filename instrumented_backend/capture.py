@@ -12,7 +12,8 @@ from typing import Any, Callable, Mapping, Optional, Sequence
 
 import torch
 
-from .graph_copy import clone_graph_module, count_nodes
+from .deferred import Deferred
+from .graph_copy import clone_graph_module, count_nodes, printed_later
 from .kernels import find_kernels
 from .line_map import attach_lines, attach_wrapper_lines
 from .node_map import build_node_map, seq_nr_index
@@ -110,12 +111,10 @@ class CaptureBuilder:
             runnable = self.guard(
                 "aot_graph", lambda: runnable_graph_text(self.original_graph, self.example_inputs)
             ) or ""
-        post_grad_code = ""
+        post_grad_code: "str | Deferred[str]" = ""
         post_grad_nodes = None
-        if error is None or lowered:
-            post_grad_code = self.guard(
-                "post_grad_graph", lambda: self.aot_graph.print_readable(print_output=False)
-            ) or ""
+        if error is None or lowered:  # compile_fx_inner is done with the graph: print it on first read
+            post_grad_code = printed_later(self.aot_graph, "post_grad_graph")
             post_grad_nodes = count_nodes(self.aot_graph)
         kernels = self.guard("kernels", lambda: find_kernels(output_code)) or []
         self.guard("kernel_traffic", lambda: attach_traffic(kernels, self.recorder.traffic))

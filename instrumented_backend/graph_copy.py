@@ -13,9 +13,11 @@ import copy
 
 import torch.fx
 
+from .deferred import Deferred
+from .diagnostics import warn_once
 from .seams.lazy_graph import lazy_graph_module
 
-__all__ = ["clone_graph_module", "count_nodes"]
+__all__ = ["clone_graph_module", "count_nodes", "printed_later"]
 
 
 def clone_graph_module(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
@@ -33,3 +35,15 @@ def clone_graph_module(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
 def count_nodes(gm: torch.fx.GraphModule) -> int:
     """Number of nodes in the graph, placeholders and output included (the minifier's count)."""
     return len(gm.graph.nodes)
+
+
+def printed_later(gm: torch.fx.GraphModule, part: str) -> Deferred[str]:
+    """``gm.print_readable(print_output=False)``, printed on first read (see :mod:`.deferred`).
+
+    ``gm`` must no longer change. If printing fails, the text is empty and one warning names
+    ``part``; the compiled program is not affected.
+    """
+    def failed(exc: BaseException) -> None:
+        warn_once(f"part:{part}", f"could not print the {part} ({exc!r}); its text is empty")
+
+    return Deferred(lambda: gm.print_readable(print_output=False), fallback="", on_error=failed)

@@ -11,6 +11,8 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Optional, Sequence
 
+from .deferred import DeferredField
+
 __all__ = [
     "SourceLocation",
     "NodeProvenance",
@@ -80,7 +82,7 @@ class NodeProvenance:
 
     name: str
     target: str
-    code: str = ""
+    code: str = DeferredField("")  # the node's line in post_grad_graph_code, printed on first read
     dynamo_nodes: list[str] = field(default_factory=list)
     source: Optional[SourceLocation] = None
     module: str = ""
@@ -192,16 +194,18 @@ class GraphCapture:
     Text fields carry the same content TORCH_COMPILE_DEBUG writes: ``aot_graph`` is
     fx_graph_runnable.py, ``post_grad_graph_code`` is fx_graph_transformed.py, ``ir_pre_fusion``
     and ``ir_post_fusion`` are ir_pre_fusion.txt / ir_post_fusion.txt, ``output_code`` is
-    output_code.py.
+    output_code.py. The two printed graphs (``dynamo_graph_code``, ``post_grad_graph_code``) and
+    each node's ``NodeProvenance.code`` are printed on first read, from the graphs the capture
+    keeps, rather than inside the compile; they read as plain strings.
     """
 
     index: int
     compile_id: str
     kind: str
     graph_id: Optional[int]
-    dynamo_graph_code: str
+    dynamo_graph_code: str = DeferredField()  # printed on first read (see .deferred)
     aot_graph: str
-    post_grad_graph_code: str
+    post_grad_graph_code: str = DeferredField()  # printed on first read
     ir_pre_fusion: str
     ir_post_fusion: str
     output_code: str

@@ -17,6 +17,7 @@ from typing import Any, Optional
 
 import torch.fx
 
+from .deferred import Deferred, resolve
 from .model import NodeProvenance, SourceLocation
 
 __all__ = ["parse_stack_trace", "build_node_map", "seq_nr_index"]
@@ -87,7 +88,7 @@ def seq_nr_index(post_grad: Any, node_map: dict[str, NodeProvenance]) -> dict[in
     return index
 
 
-def build_node_map(post_grad: Any, post_grad_code: str, dynamo_graph: Any,
+def build_node_map(post_grad: Any, post_grad_code: "str | Deferred[str]", dynamo_graph: Any,
                    forward_by_seq_nr: Optional[dict[int, NodeProvenance]] = None) -> dict[str, NodeProvenance]:
     """NodeProvenance for every call_function node and input of the post-grad graph.
 
@@ -104,7 +105,8 @@ def build_node_map(post_grad: Any, post_grad_code: str, dynamo_graph: Any,
         loc = parse_stack_trace(dyn.meta.get("stack_trace"))
         if loc is not None:
             by_source.setdefault((loc.file, loc.line), []).append(dyn.name)
-    code_lines = _code_lines(post_grad_code)
+    # Each node's printed line is looked up on first read of its ``code`` (see ..deferred).
+    code_lines = Deferred(lambda: _code_lines(resolve(post_grad_code)), fallback={})
     result: dict[str, NodeProvenance] = {}
     for node in post_grad.graph.nodes:
         if node.op == "placeholder":
@@ -128,7 +130,7 @@ def build_node_map(post_grad: Any, post_grad_code: str, dynamo_graph: Any,
         result[node.name] = NodeProvenance(
             name=node.name,
             target=_target_name(node),
-            code=code_lines.get(node.name, ""),
+            code=code_lines.map(lambda lines, name=node.name: lines.get(name, ""), fallback=""),
             dynamo_nodes=roots,
             source=source,
             module=_module_path(node),

@@ -142,3 +142,45 @@ def test_mode_presets_come_from_inductor():
     patches = parse_options("max-autotune-no-cudagraphs", None).inductor_patches
     assert patches == {"max_autotune": True, "coordinate_descent_tuning": True}
     assert parse_options(None, {"dump_dir": "x"}).inductor_patches == {}
+
+
+def test_graphs_are_printed_on_first_read_and_a_late_failure_degrades(reference, monkeypatch):
+    """The compile prints no graph Inductor itself does not; printing later may fail softly."""
+    printed = []
+    original_print = torch.fx.GraphModule.print_readable
+
+    def counting_print(self, *args, **kwargs):
+        printed.append(type(self).__name__)
+        return original_print(self, *args, **kwargs)
+
+    monkeypatch.setattr(torch.fx.GraphModule, "print_readable", counting_print)
+    compile_and_run(_fn, X, backend="inductor", options={"fx_graph_cache": False})  # a cache hit prints nothing
+    inductor_prints = len(printed)
+    printed.clear()
+    result, code, session, messages = _compile_watching(X)
+    assert torch.equal(result, reference[0]) and code == reference[1]
+    assert len(printed) == inductor_prints, "the instrumented compile printed a graph nobody asked for"
+
+    graph = session[0]
+    assert "torch.sigmoid" in graph.dynamo_graph_code and len(printed) == inductor_prints + 1
+    assert "aten.sigmoid" in graph.nodes["sigmoid"].code  # its line of the printed post-grad graph
+    assert "= torch.ops.aten.sigmoid.default(arg0_1)" in graph.post_grad_graph_code
+    assert len(printed) == inductor_prints + 2, "the post-grad graph is printed once, for both reads"
+    assert not messages
+
+    with ib.capture() as session:
+        compile_and_run(_fn, X)
+    graph = session[0]
+
+    def broken_print(*args, **kwargs):
+        raise RuntimeError("printer on fire")
+
+    monkeypatch.setattr(graph.post_grad_graph, "print_readable", broken_print)  # fails after the compile
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        assert graph.post_grad_graph_code == "" and graph.nodes["sigmoid"].code == ""
+        assert graph.post_grad_graph_code == ""
+    messages = _instrumentation_warnings(record)
+    assert len(messages) == 1 and "post_grad_graph" in messages[0] and "printer on fire" in messages[0]
+    assert graph.to_dict()["post_grad_graph_code"] == "" and graph.kernels  # the rest is intact
+    assert "torch.sigmoid" in graph.dynamo_graph_code

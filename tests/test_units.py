@@ -150,3 +150,42 @@ def test_template_kernel_lines_without_marks_take_the_template_node():
     assert by_line["    acc += tl.dot(a, b)"] == [provenance.Origin("template:triton_mm", "mm")]
     assert by_line["    tmp1 = triton_helpers.maximum(tmp0, acc)"] == [provenance.Origin("ops.relu", "relu")]
     assert by_line[""] == []
+
+
+def test_deferred_fields_compute_once_and_read_as_plain_values():
+    import threading
+
+    from instrumented_backend.deferred import Deferred
+    from instrumented_backend.model import GraphCapture, NodeProvenance
+
+    calls = []
+
+    def produce():
+        calls.append(threading.current_thread().name)
+        return "class GraphModule: ..."
+
+    text = Deferred(produce, fallback="")
+    graph = GraphCapture(index=0, compile_id="0/0", kind="inference", graph_id=None, dynamo_graph_code=text,
+                         aot_graph="", post_grad_graph_code="plain", ir_pre_fusion="", ir_post_fusion="",
+                         output_code="")
+    assert not text.resolved and not calls
+    threads = [threading.Thread(target=lambda: graph.dynamo_graph_code) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert graph.dynamo_graph_code == "class GraphModule: ..." and len(calls) == 1
+    assert graph.to_dict()["dynamo_graph_code"] == "class GraphModule: ..."
+    assert GraphCapture.from_dict(graph.to_dict()) == graph
+    with pytest.raises(TypeError, match="post_grad_graph_code"):
+        GraphCapture(index=0, compile_id="", kind="inference", graph_id=None, dynamo_graph_code="",  # type: ignore[call-arg]
+                     aot_graph="", ir_pre_fusion="", ir_post_fusion="", output_code="")
+
+    errors = []
+    line = Deferred(lambda: {"neg": "neg = aten.neg(x)"}[0], fallback="{}").map(str.upper, fallback="")
+    node = NodeProvenance(name="neg", target="aten.neg.default", code=line)
+    assert NodeProvenance(name="neg", target="aten.neg.default").code == ""
+    failing = Deferred(lambda: 1 / 0, fallback="", on_error=errors.append)
+    assert failing.get() == "" and failing.get() == "" and len(errors) == 1
+    assert isinstance(errors[0], ZeroDivisionError)
+    assert node.code == "{}", "a failed source gives its fallback to what is derived from it"

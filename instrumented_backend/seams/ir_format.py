@@ -24,6 +24,7 @@ different text.
 from __future__ import annotations
 
 import inspect
+import operator
 import re
 import threading
 from typing import Any, Callable, Optional
@@ -88,31 +89,22 @@ def _memoised_sympy_text(original: Callable[[Any], str]) -> Callable[[Any], str]
     return text
 
 
-_PLAIN = frozenset({str, int, bool, type(None)})  # hashable, and equal only if printed the same
+def _graph_fingerprint(graph: torch.fx.Graph) -> list[Any]:
+    """Every node of ``graph`` with the objects its printed line is made of, in order.
+
+    Two fingerprints match only if they hold the very same objects (:func:`_same_objects`): FX
+    never edits a node's ``args``/``kwargs`` in place (they are immutable containers, replaced
+    on every change), so holding on to them is enough to see any change, at the cost of one
+    list per block instead of a printed copy.
+    """
+    fingerprint: list[Any] = []
+    for n in graph.nodes:
+        fingerprint += (n, n.name, n.op, n.target, n._args, n._kwargs, n.type)
+    return fingerprint
 
 
-def _frozen(value: Any) -> Any:
-    """A hashable stand-in for an FX argument that compares equal only if it prints the same."""
-    kind = type(value)
-    if kind in _PLAIN:  # most arguments: spare them the isinstance chain below
-        return (kind, value)
-    if isinstance(value, torch.fx.Node):
-        return ("node", id(value), value.name)
-    if isinstance(value, (tuple, list)):
-        return (type(value), tuple(_frozen(v) for v in value))
-    if isinstance(value, dict):
-        return (dict, tuple((k, _frozen(v)) for k, v in value.items()))
-    if isinstance(value, float):
-        return (float, repr(value))  # 0.0 == -0.0, but they print differently
-    hash(value)  # unhashable: TypeError, and the caller formats without the memo
-    return (type(value), value)
-
-
-def _graph_fingerprint(graph: torch.fx.Graph) -> tuple[Any, ...]:
-    return tuple(
-        (id(n), n.name, n.op, _frozen(n.target), _frozen(n.args), _frozen(n.kwargs), n.type)
-        for n in graph.nodes
-    )
+def _same_objects(old: list[Any], new: list[Any]) -> bool:
+    return len(old) == len(new) and all(map(operator.is_, old, new))
 
 
 def _fast_block_debug_str(original: Callable[..., str]) -> Callable[..., str]:
@@ -120,13 +112,10 @@ def _fast_block_debug_str(original: Callable[..., str]) -> Callable[..., str]:
         memo = getattr(_state, "memo", None)
         if memo is None:
             return original(self, name)
-        try:
-            fingerprint = _graph_fingerprint(self.graph)
-        except TypeError:
-            fingerprint = None
+        fingerprint = _graph_fingerprint(self.graph)
         key = (id(self), name)
         hit = memo.block_text.get(key)
-        if fingerprint is not None and hit is not None and hit[0] is self and hit[1] == fingerprint:
+        if hit is not None and hit[0] is self and _same_objects(hit[1], fingerprint):
             return hit[2]
         from torch.fx.experimental import _config as fx_experimental_config
 
@@ -134,8 +123,7 @@ def _fast_block_debug_str(original: Callable[..., str]) -> Callable[..., str]:
             root_module="self", record_func=fx_experimental_config.enrich_profiler_metadata
         ).src
         text = _SEMICOLON_SUFFIX.sub("", code.strip().replace("def forward(", f"def {name}("))
-        if fingerprint is not None:
-            memo.block_text[key] = (self, fingerprint, text)
+        memo.block_text[key] = (self, fingerprint, text)
         return text
 
     debug_str.__wrapped__ = original  # type: ignore[attr-defined]
