@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 __all__ = ["Origin", "origin_of", "LineRecorder", "active_recorder", "activate", "push_fx_origin", "pop_fx_origin",
-           "current_fx_origin", "set_emission", "current_emission", "MARK_PATTERN", "strip_marks"]
+           "current_fx_origin", "fx_stack", "set_emission", "current_emission", "MARK_PATTERN", "strip_marks"]
 
 MARK_PREFIX = "/*@ib"
 MARK_PATTERN = re.compile(r"/\*@ib(\d+)@\*/")
@@ -58,7 +58,7 @@ class LineRecorder:
 
     def __init__(self) -> None:
         self.origins: list[Origin] = []
-        self._ids: dict[Origin, int] = {}
+        self._marks: dict[Origin, str] = {}
         self.kernels: dict[str, list[TaggedKernel]] = {}
         self.problems: list[str] = []
         # Buffers the wrapper names -> FX nodes lowered into them; the graph's input names.
@@ -71,11 +71,11 @@ class LineRecorder:
 
     def mark_for(self, origin: Origin) -> str:
         """The inline mark for ``origin`` (a C/C++ comment, stripped before compilation)."""
-        tag = self._ids.get(origin)
-        if tag is None:
-            tag = self._ids[origin] = len(self.origins)
+        mark = self._marks.get(origin)
+        if mark is None:
+            mark = self._marks[origin] = f"{MARK_PREFIX}{len(self.origins)}@*/"
             self.origins.append(origin)
-        return f"{MARK_PREFIX}{tag}@*/"
+        return mark
 
     def strip(self, source: str) -> tuple[str, list[list[Origin]]]:
         """Remove every mark; return the clean source and the origins of each of its lines."""
@@ -128,12 +128,18 @@ def activate(recorder: Optional[LineRecorder]) -> Optional[LineRecorder]:
 # The hooks run thousands of times per compile, so they call plain push/pop (set/restore)
 # functions in a try/finally: a generator context manager costs more than the hook's own work.
 
-def push_fx_origin(node_name: Optional[str]) -> None:
-    """Push ``node_name`` as the FX node producing whatever IR ops are created until the pop."""
+def fx_stack() -> list[Optional[str]]:
+    """This thread's stack of FX nodes being lowered/traced (innermost last), for the hooks that
+    push and pop on it directly."""
     stack = getattr(_state, "fx_stack", None)
     if stack is None:
         stack = _state.fx_stack = []
-    stack.append(node_name)
+    return stack
+
+
+def push_fx_origin(node_name: Optional[str]) -> None:
+    """Push ``node_name`` as the FX node producing whatever IR ops are created until the pop."""
+    fx_stack().append(node_name)
 
 
 def pop_fx_origin() -> None:

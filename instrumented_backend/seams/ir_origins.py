@@ -29,15 +29,19 @@ def _lowering_node_name() -> Any:
     return getattr(node, "name", None)
 
 
+_state = provenance.thread_state()  # the wrappers run for every IR node evaluation: read it directly
+
+
 def _wrap_inner_fn(inner_fn: Callable[..., Any], name: str) -> Callable[..., Any]:
     def inner_fn_with_origin(*args: Any, **kwargs: Any) -> Any:
-        if provenance.active_recorder() is None:
+        if getattr(_state, "recorder", None) is None:
             return inner_fn(*args, **kwargs)
-        provenance.push_fx_origin(name)
+        stack = provenance.fx_stack()
+        stack.append(name)
         try:
             return inner_fn(*args, **kwargs)
         finally:
-            provenance.pop_fx_origin()
+            stack.pop()
 
     inner_fn_with_origin.__wrapped__ = inner_fn  # type: ignore[attr-defined]
     return inner_fn_with_origin
@@ -70,11 +74,12 @@ def install() -> None:
             return store
 
         def store_with_origin(*args: Any, **kwargs: Any) -> None:
-            provenance.push_fx_origin(name)
+            stack = provenance.fx_stack()
+            stack.append(name)
             try:
                 return store(*args, **kwargs)
             finally:
-                provenance.pop_fx_origin()
+                stack.pop()
 
         return store_with_origin
 

@@ -32,7 +32,9 @@ SCHEDULERS = (
 
 def _unmarked(text: str) -> bool:
     """Not blank and not already marked (the substring test spares most lines the regex)."""
-    return bool(text.strip()) and not (provenance.MARK_PREFIX in text and provenance.MARK_PATTERN.search(text))
+    if not text or text.isspace():
+        return False
+    return provenance.MARK_PREFIX not in text or not provenance.MARK_PATTERN.search(text)
 
 
 def mark_line(line: Any, recorder: provenance.LineRecorder, origin: provenance.Origin) -> Any:
