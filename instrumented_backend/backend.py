@@ -51,8 +51,8 @@ class CompileJob:
         self.dynamo_graph_code = printed_later(self.dynamo_graph, "dynamo_graph")
         self.dynamo_node_count = count_nodes(gm)
         self.sessions = open_sessions()
-        # Filled when the forward graph is captured; the lazy backward falls back on it.
-        self.forward_by_seq_nr: dict[int, Any] = {}
+        # Set when the forward graph is captured (assembled on first read); the lazy backward falls back on it.
+        self.forward_by_seq_nr: Any = {}
 
     def inner_compile(self, gm: torch.fx.GraphModule, example_inputs: Sequence[Any], *args: Any, **kwargs: Any) -> Any:
         """Drop-in ``inner_compile`` for ``compile_fx``: compile one AOT graph and capture it."""
@@ -93,7 +93,7 @@ class CompileJob:
         except Exception as exc:  # noqa: BLE001
             warn_once("build", f"could not assemble the capture of graph {builder.compile_id}: {exc!r}")
             return None
-        for problem in graph.problems:
+        for problem in builder.problems:  # the line maps' own problems warn when they are assembled
             warn_once(
                 f"part:{problem.part}",
                 f"could not capture {problem.part} of graph {graph.label} ({problem.error}); "

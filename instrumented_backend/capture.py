@@ -14,11 +14,9 @@ import torch
 
 from .deferred import Deferred
 from .graph_copy import clone_graph_module, count_nodes, printed_later
-from .kernels import find_kernels
-from .line_map import attach_lines, attach_wrapper_lines
-from .node_map import build_node_map, seq_nr_index
+from .mapping import deferred_line_map
 from .provenance import LineRecorder, strip_marks
-from .model import CaptureProblem, GraphCapture, InputInfo, KernelInfo, MemoryTraffic
+from .model import CaptureProblem, GraphCapture, InputInfo
 from .seams import ir_format
 from .seams.compile_entry import current_compile_id, graph_kind
 from .seams.output_code import read_generated_code, runnable_graph_text
@@ -46,13 +44,6 @@ def _describe_input(value: Any) -> InputInfo:
 def describe_inputs(inputs: Sequence[Any]) -> list[InputInfo]:
     """InputInfo for each example input (fake tensors and SymInts included)."""
     return [_describe_input(v) for v in inputs]
-
-
-def attach_traffic(kernels: list[KernelInfo], traffic: dict[str, dict[str, Any]]) -> None:
-    """Give each generated kernel the memory traffic recorded when Inductor defined it."""
-    for kernel in kernels:
-        if kernel.name in traffic:
-            kernel.traffic = MemoryTraffic.from_dict(traffic[kernel.name])
 
 
 class CaptureBuilder:
@@ -116,30 +107,29 @@ class CaptureBuilder:
         if error is None or lowered:  # compile_fx_inner is done with the graph: print it on first read
             post_grad_code = printed_later(self.aot_graph, "post_grad_graph")
             post_grad_nodes = count_nodes(self.aot_graph)
-        kernels = self.guard("kernels", lambda: find_kernels(output_code)) or []
-        self.guard("kernel_traffic", lambda: attach_traffic(kernels, self.recorder.traffic))
-        nodes = {}
-        if error is None or lowered:
-            nodes = self.guard("node_map", lambda: build_node_map(
-                self.aot_graph, post_grad_code, self.job.dynamo_graph,
-                self.job.forward_by_seq_nr if self.kind == "backward" else None)) or {}
-            if self.kind == "forward":
-                self.job.forward_by_seq_nr = self.guard(
-                    "node_map", lambda: seq_nr_index(self.aot_graph, nodes)) or {}
-        lost = self.guard("line_map", lambda: attach_lines(kernels, self.recorder, nodes))
-        if lost:
-            self.problems.append(CaptureProblem(part="line_map", error=f"{lost} tagged line(s) not found in the output code"))
-        wrapper_lines = self.guard("wrapper_lines", lambda: attach_wrapper_lines(
-            output_code, kernels, self.recorder, nodes)) if output_code else []
+        index = next_index()
+        line_map = deferred_line_map(
+            f"#{index} {self.compile_id or '?'} {self.kind}",
+            output_code=output_code,
+            recorder=self.recorder,
+            post_grad=self.aot_graph if error is None or lowered else None,
+            post_grad_code=post_grad_code,
+            dynamo_graph=self.job.dynamo_graph,
+            forward_by_seq_nr=self.job.forward_by_seq_nr if self.kind == "backward" else None,
+            index_seq_nr=self.kind == "forward",
+        )
+        if self.kind == "forward":  # the lazy backward's node map falls back on it
+            self.job.forward_by_seq_nr = line_map.map(lambda m: m.seq_nr_index, fallback={})
         for problem in self.recorder.problems:
             self.problems.append(CaptureProblem(part="provenance", error=problem))
         if output_code and strip_marks(output_code) != output_code:
             self.problems.append(CaptureProblem(part="line_marks", error="a provenance mark reached the output code"))
+        eager_problems = list(self.problems)
         node_counts = {"dynamo": self.job.dynamo_node_count, "aot": self.aot_node_count}
         if post_grad_nodes is not None:
             node_counts["post_grad"] = post_grad_nodes
         return GraphCapture(
-            index=next_index(),
+            index=index,
             compile_id=self.compile_id,
             kind=self.kind,
             graph_id=self.graph_id if isinstance(self.graph_id, int) else None,
@@ -149,14 +139,14 @@ class CaptureBuilder:
             ir_pre_fusion="".join(self.ir_pre_fusion),
             ir_post_fusion="".join(self.ir_post_fusion),
             output_code=output_code,
-            kernels=kernels,
-            wrapper_lines=wrapper_lines or [],
+            kernels=line_map.map(lambda m: m.kernels, fallback=[]),
+            wrapper_lines=line_map.map(lambda m: m.wrapper_lines, fallback=[]),
             buffers=dict(self.recorder.buffer_nodes),
-            nodes=nodes,
+            nodes=line_map.map(lambda m: m.nodes, fallback={}),
             inputs=self.inputs,
             node_counts=node_counts,
             config_patches={k: repr(v) for k, v in self.job.options.inductor_patches.items()},
-            problems=list(self.problems),
+            problems=line_map.map(lambda m: eager_problems + m.problems, fallback=eager_problems),
             compile_seconds=elapsed,
             compile_error="" if error is None else f"{type(error).__name__}: {error}",
             thread_name=threading.current_thread().name,

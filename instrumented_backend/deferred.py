@@ -66,16 +66,32 @@ def resolve(value: Any) -> Any:
     return value.get() if isinstance(value, Deferred) else value
 
 
+class _FromFactory:
+    """The class-level default of a field with a factory; ``__set__`` swaps in a fresh value."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "<made by the field's factory>"
+
+
+_FROM_FACTORY = _FromFactory()
+
+
 class DeferredField:
     """A dataclass field that accepts a :class:`Deferred` and reads back its value.
 
-    Declare it as the field's default (``code: str = DeferredField("")``); ``DeferredField()``
-    without a default leaves the field required. Dataclasses call ``__set__`` from ``__init__``
-    and read the default through ``__get__(None, owner)``.
+    Declare it as the field's default: ``code: str = DeferredField("")``, or
+    ``kernels: list = DeferredField(factory=list)`` for a fresh mutable value per instance;
+    ``DeferredField()`` with neither leaves the field required. Dataclasses call ``__set__``
+    from ``__init__`` and read the default through ``__get__(None, owner)``.
     """
 
-    def __init__(self, default: Any = _MISSING) -> None:
-        self._default = default
+    def __init__(self, default: Any = _MISSING, *, factory: Optional[Callable[[], Any]] = None) -> None:
+        if default is not _MISSING and factory is not None:
+            raise ValueError("DeferredField takes a default or a factory, not both")
+        self._default = _FROM_FACTORY if factory is not None else default
+        self._factory = factory
         self._slot = ""
 
     def __set_name__(self, owner: type, name: str) -> None:
@@ -92,4 +108,6 @@ class DeferredField:
         return value
 
     def __set__(self, obj: Any, value: Any) -> None:
+        if value is _FROM_FACTORY:
+            value = self._factory()  # type: ignore[misc]
         obj.__dict__[self._slot] = value

@@ -209,15 +209,16 @@ class GraphCapture:
     ir_pre_fusion: str
     ir_post_fusion: str
     output_code: str
-    kernels: list[KernelInfo] = field(default_factory=list)
-    wrapper_lines: list[KernelLine] = field(default_factory=list)
+    # The kernels, line maps and node map are assembled on first read (see .mapping).
+    kernels: list[KernelInfo] = DeferredField(factory=list)
+    wrapper_lines: list[KernelLine] = DeferredField(factory=list)
     # The wrapper's buffers: name -> the post-grad FX node whose value it holds (``buf0 -> maximum``).
     buffers: dict[str, str] = field(default_factory=dict)
-    nodes: dict[str, NodeProvenance] = field(default_factory=dict)
+    nodes: dict[str, NodeProvenance] = DeferredField(factory=dict)
     inputs: list[InputInfo] = field(default_factory=list)
     node_counts: dict[str, int] = field(default_factory=dict)
     config_patches: dict[str, str] = field(default_factory=dict)
-    problems: list[CaptureProblem] = field(default_factory=list)
+    problems: list[CaptureProblem] = DeferredField(factory=list)  # includes the line maps' problems
     compile_seconds: float = 0.0
     compile_error: str = ""
     thread_name: str = ""

@@ -184,3 +184,33 @@ def test_graphs_are_printed_on_first_read_and_a_late_failure_degrades(reference,
     assert len(messages) == 1 and "post_grad_graph" in messages[0] and "printer on fire" in messages[0]
     assert graph.to_dict()["post_grad_graph_code"] == "" and graph.kernels  # the rest is intact
     assert "torch.sigmoid" in graph.dynamo_graph_code
+
+
+def test_line_maps_are_assembled_on_first_read_and_a_failing_step_degrades(reference, monkeypatch):
+    from instrumented_backend import mapping
+
+    assembled = []
+    original_map_lines = mapping.map_lines
+
+    def counting_map_lines(**inputs):
+        assembled.append(inputs["output_code"])
+        return original_map_lines(**inputs)
+
+    def broken_attach(kernels, recorder, nodes):
+        raise RuntimeError("line map on fire")
+
+    monkeypatch.setattr(mapping, "map_lines", counting_map_lines)
+    monkeypatch.setattr(mapping, "attach_lines", broken_attach)
+    result, code, session, messages = _compile_watching(X)
+    assert torch.equal(result, reference[0]) and code == reference[1]
+    assert not assembled and not messages, "nothing is assembled, and nothing warns, inside the compile"
+
+    graph = session[0]
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        assert [k.kind for k in graph.kernels] == ["cpp"]  # found, though its lines could not be mapped
+        assert graph.nodes["sigmoid"].target == "aten.sigmoid.default" and graph.wrapper_lines
+        assert [p.part for p in graph.problems] == ["line_map"] and not graph.complete
+    assert len(assembled) == 1, "one assembly serves every field"
+    late = _instrumentation_warnings(record)
+    assert len(late) == 1 and "line map on fire" in late[0] and "line_map" in late[0]

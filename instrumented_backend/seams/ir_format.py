@@ -2,20 +2,23 @@
 
 The text is Inductor's own (``DebugFormatter._write_ir``, what TORCH_COMPILE_DEBUG writes), and
 it must be taken while the nodes are in the state being logged: fusion mutates them afterwards,
-so it cannot be deferred. It is the largest part of an instrumented compile's overhead, and two
-things dominate it, both of which we make cheaper without changing a byte of the text:
+so it cannot be deferred. It is the largest part of an instrumented compile's overhead, and
+three things dominate it, all of which we make cheaper without changing a byte of the text:
 
 * every sympy expression (sizes, strides, indexing) is printed with a fresh ``StrPrinter``,
   thousands of times for the same few hundred expression objects: while we format, ``str`` and
   ``repr`` of a sympy object are memoised **by object identity** (sympy objects are immutable;
   identity rather than equality, because structurally equal objects may print differently);
+* every node's reads and writes are printed two or three times each (sorted by their text, then
+  pretty-printed), in both logs: the scheduler's dependency objects are frozen dataclasses of
+  immutable fields, so their ``repr`` is memoised by identity the same way;
 * ``LoopBodyBlock.debug_str`` builds and ``exec``-compiles a throw-away ``GraphModule`` only to
   read its ``.code``: while we format, it takes the same text from ``Graph.python_code``, exactly
   as ``GraphModule.recompile`` does (and without making the throw-away module the graph's owner),
   and the post-fusion log reuses the text of a block whose graph is provably unchanged since the
   pre-fusion log (:class:`IrTextMemo`).
 
-Both patches are installed once and act only on a thread that is inside :func:`format_ir`;
+The patches are installed once and act only on a thread that is inside :func:`format_ir`;
 everywhere else they delegate to the originals. ``check()`` reads the source of the Inductor and
 sympy functions they stand in for, so a change there is reported instead of silently producing
 different text.
@@ -43,6 +46,8 @@ _BLOCK_DEBUG_STR_SOURCE = (
     'code.strip().replace("def forward(", f"def {name}(")',
 )
 _SEMICOLON_SUFFIX = re.compile(r";[^\n]*")
+# Printed thousands of times (every node's reads and writes, sorted by their text, then pprinted).
+_DEPENDENCY_CLASSES = ("MemoryDep", "StarDep", "WeakDep", "IndexExprDep")
 
 
 class IrTextMemo:
@@ -73,7 +78,7 @@ def format_ir(nodes: Any, memo: Optional[IrTextMemo] = None) -> str:
         _state.memo = previous
 
 
-def _memoised_sympy_text(original: Callable[[Any], str]) -> Callable[[Any], str]:
+def _memoised_text(original: Callable[[Any], str]) -> Callable[[Any], str]:
     def text(self: Any) -> str:
         memo = getattr(_state, "memo", None)
         if memo is None:
@@ -138,9 +143,25 @@ def install() -> None:
 
     original_str = Printable.__str__
     same_repr = Printable.__repr__ is original_str
-    Printable.__str__ = _memoised_sympy_text(original_str)  # type: ignore[method-assign]
-    Printable.__repr__ = Printable.__str__ if same_repr else _memoised_sympy_text(Printable.__repr__)  # type: ignore[method-assign]
+    Printable.__str__ = _memoised_text(original_str)  # type: ignore[method-assign]
+    Printable.__repr__ = Printable.__str__ if same_repr else _memoised_text(Printable.__repr__)  # type: ignore[method-assign]
     LoopBodyBlock.debug_str = _fast_block_debug_str(LoopBodyBlock.debug_str)  # type: ignore[method-assign]
+    for dependency in _frozen_dependency_classes():
+        dependency.__repr__ = _memoised_text(dependency.__repr__)  # type: ignore[method-assign]
+
+
+def _frozen_dependency_classes() -> list[type]:
+    """The scheduler's dependency classes whose text can be memoised: frozen dataclasses of
+    immutable fields (names, sympy expressions, tuples) with their own ``__repr__``."""
+    from torch._inductor import dependencies
+
+    classes = []
+    for name in _DEPENDENCY_CLASSES:
+        cls = getattr(dependencies, name, None)
+        params = getattr(cls, "__dataclass_params__", None)
+        if cls is not None and params is not None and params.frozen and "__repr__" in vars(cls):
+            classes.append(cls)
+    return classes
 
 
 def check() -> None:
@@ -161,6 +182,11 @@ def check() -> None:
             "ir_format: LoopBodyBlock.debug_str no longer formats a block as "
             f"GraphModule(...).code with '; ...' suffixes stripped (missing: {missing or ['the regex']})"
         )
+    found = {cls.__name__ for cls in _frozen_dependency_classes()}
+    if found != set(_DEPENDENCY_CLASSES):
+        raise SeamMoved("ir_format: the scheduler's dependency classes "
+                        f"{sorted(set(_DEPENDENCY_CLASSES) - found)} are gone or no longer frozen dataclasses "
+                        "with their own __repr__ (their text is memoised by identity)")
     printable_str = inspect.unwrap(Printable.__str__)
     if "sstr(self" not in inspect.getsource(printable_str):
         raise SeamMoved("ir_format: sympy's Printable.__str__ no longer prints with sstr(self, ...)")
