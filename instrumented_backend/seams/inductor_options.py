@@ -7,6 +7,7 @@ those of ``backend="inductor"``.
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Mapping, Optional
 
 from . import SeamMoved
@@ -25,11 +26,16 @@ def inductor_config_patches(mode: Optional[str], options: Optional[Mapping[str, 
     return dict(wrapper.config)
 
 
-def inductor_config_keys() -> set[str]:
-    """Every Inductor config key (dotted for nested ones, e.g. ``cpp.simdlen``)."""
+@functools.lru_cache(maxsize=1)
+def inductor_config_keys() -> frozenset[str]:
+    """Every Inductor config key (dotted for nested ones, e.g. ``cpp.simdlen``).
+
+    Read once per process: the keys are declared when ``torch._inductor.config`` is imported, and
+    ``get_config_copy`` deep-copies every value (a few ms per compile otherwise).
+    """
     from torch._inductor import config
 
-    return set(config.get_config_copy())
+    return frozenset(config.get_config_copy())
 
 
 def check() -> None:
