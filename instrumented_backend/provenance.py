@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 __all__ = ["Origin", "origin_of", "LineRecorder", "active_recorder", "activate", "push_fx_origin", "pop_fx_origin",
-           "current_fx_origin", "fx_stack", "set_emission", "current_emission", "MARK_PATTERN", "strip_marks"]
+           "current_fx_origin", "set_emission", "current_emission", "MARK_PATTERN", "strip_marks"]
 
 MARK_PREFIX = "/*@ib"
 MARK_PATTERN = re.compile(r"/\*@ib(\d+)@\*/")
@@ -128,18 +128,12 @@ def activate(recorder: Optional[LineRecorder]) -> Optional[LineRecorder]:
 # The hooks run thousands of times per compile, so they call plain push/pop (set/restore)
 # functions in a try/finally: a generator context manager costs more than the hook's own work.
 
-def fx_stack() -> list[Optional[str]]:
-    """This thread's stack of FX nodes being lowered/traced (innermost last), for the hooks that
-    push and pop on it directly."""
+def push_fx_origin(node_name: Optional[str]) -> None:
+    """Push ``node_name`` as the FX node producing whatever IR ops are created until the pop."""
     stack = getattr(_state, "fx_stack", None)
     if stack is None:
         stack = _state.fx_stack = []
-    return stack
-
-
-def push_fx_origin(node_name: Optional[str]) -> None:
-    """Push ``node_name`` as the FX node producing whatever IR ops are created until the pop."""
-    fx_stack().append(node_name)
+    stack.append(node_name)
 
 
 def pop_fx_origin() -> None:

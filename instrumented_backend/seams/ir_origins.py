@@ -29,19 +29,15 @@ def _lowering_node_name() -> Any:
     return getattr(node, "name", None)
 
 
-_state = provenance.thread_state()  # the wrappers run for every IR node evaluation: read it directly
-
-
 def _wrap_inner_fn(inner_fn: Callable[..., Any], name: str) -> Callable[..., Any]:
     def inner_fn_with_origin(*args: Any, **kwargs: Any) -> Any:
-        if getattr(_state, "recorder", None) is None:
+        if provenance.active_recorder() is None:
             return inner_fn(*args, **kwargs)
-        stack = provenance.fx_stack()
-        stack.append(name)
+        provenance.push_fx_origin(name)
         try:
             return inner_fn(*args, **kwargs)
         finally:
-            stack.pop()
+            provenance.pop_fx_origin()
 
     inner_fn_with_origin.__wrapped__ = inner_fn  # type: ignore[attr-defined]
     return inner_fn_with_origin
@@ -74,12 +70,11 @@ def install() -> None:
             return store
 
         def store_with_origin(*args: Any, **kwargs: Any) -> None:
-            stack = provenance.fx_stack()
-            stack.append(name)
+            provenance.push_fx_origin(name)
             try:
                 return store(*args, **kwargs)
             finally:
-                stack.pop()
+                provenance.pop_fx_origin()
 
         return store_with_origin
 

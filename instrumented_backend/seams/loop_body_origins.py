@@ -14,11 +14,9 @@ from typing import Any
 from .. import provenance
 from . import SeamMoved, install_once
 
-__all__ = ["install", "check", "STAMP", "ORIGIN"]
+__all__ = ["install", "check", "STAMP"]
 
-STAMP = "instrumented_backend_origin"  # meta key: the FX node name a LoopBody node was traced for
-ORIGIN = "instrumented_backend_line_origin"  # meta key: the provenance.Origin its codegen marks lines with
-_EMITTING_OPS = ("call_method", "call_module")  # ops.* calls and get_index/masked subblocks
+STAMP = "instrumented_backend_origin"
 
 
 def _interpreter_stamp() -> Any:
@@ -54,33 +52,23 @@ def install() -> None:
 
     base_create_node = loop_body.LightTracer.create_node
     original_run_node = loop_body.InterpreterShim.run_node
-    state = provenance.thread_state()  # both hooks run for every LoopBody node: read it directly
 
     def create_node(self: Any, *args: Any, **kwargs: Any) -> Any:
         node = base_create_node(self, *args, **kwargs)
-        if getattr(state, "recorder", None) is not None:
-            fx_stack = getattr(state, "fx_stack", None)
-            fx_node = (fx_stack[-1] if fx_stack else None) or _interpreter_stamp() or _consumed_stamp(node)
-            if fx_node is not None:
-                node.meta[STAMP] = fx_node
-            if node.op in _EMITTING_OPS:  # the origin its codegen marks lines with, made once
-                node.meta[ORIGIN] = provenance.origin_of(_ir_op(node), fx_node)
+        if provenance.active_recorder() is not None:
+            origin = provenance.current_fx_origin() or _interpreter_stamp() or _consumed_stamp(node)
+            if origin is not None:
+                node.meta[STAMP] = origin
         return node
 
     def run_node(self: Any, n: Any) -> Any:
-        if getattr(state, "recorder", None) is None:
+        if provenance.active_recorder() is None or n.op not in ("call_method", "call_module"):
             return original_run_node(self, n)
-        origin = n.meta.get(ORIGIN)
-        if origin is None:  # a node traced outside an instrumented compile
-            if n.op not in _EMITTING_OPS:
-                return original_run_node(self, n)
-            origin = provenance.origin_of(_ir_op(n), n.meta.get(STAMP))
-        previous = getattr(state, "emission", None)
-        state.emission = origin
+        previous = provenance.set_emission(provenance.origin_of(_ir_op(n), n.meta.get(STAMP)))
         try:
             return original_run_node(self, n)
         finally:
-            state.emission = previous
+            provenance.set_emission(previous)
 
     loop_body.LightTracer.create_node = create_node
     loop_body.InterpreterShim.run_node = run_node
