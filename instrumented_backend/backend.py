@@ -23,7 +23,7 @@ from typing import Any, Callable, Iterator, Mapping, Optional, Sequence
 import torch.fx
 
 from .capture import CaptureBuilder
-from .diagnostics import warn_once
+from .diagnostics import warn_capture_problem, warn_once
 from .graph_copy import clone_graph_module, count_nodes, printed_later
 from .model import GraphCapture
 from .options import BackendOptions, parse_options
@@ -94,11 +94,7 @@ class CompileJob:
             warn_once("build", f"could not assemble the capture of graph {builder.compile_id}: {exc!r}")
             return None
         for problem in builder.problems:  # the line maps' own problems warn when they are assembled
-            warn_once(
-                f"part:{problem.part}",
-                f"could not capture {problem.part} of graph {graph.label} ({problem.error}); "
-                "the compiled code is unaffected",
-            )
+            warn_capture_problem(graph.label, problem)
         record(graph, self.sessions)
         if self.options.dump_dir is not None:
             _dump_quietly(graph, self.options.dump_dir)

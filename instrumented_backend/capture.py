@@ -13,6 +13,7 @@ from typing import Any, Callable, Mapping, Optional, Sequence
 import torch
 
 from .deferred import Deferred
+from .diagnostics import guarded
 from .graph_copy import clone_graph_module, count_nodes, printed_later
 from .mapping import deferred_line_map
 from .provenance import LineRecorder, strip_marks
@@ -76,11 +77,7 @@ class CaptureBuilder:
 
     def guard(self, part: str, step: Callable[[], Any]) -> Any:
         """Run one capturing step; on failure record a problem and return None."""
-        try:
-            return step()
-        except Exception as exc:  # noqa: BLE001 - instrumentation must never raise
-            self.problems.append(CaptureProblem(part=part, error=f"{type(exc).__name__}: {exc}"))
-            return None
+        return guarded(self.problems, part, step)
 
     def on_ir(self, stage: str, nodes: Any) -> None:
         """IR listener: called by the patched IR loggers on this thread."""
@@ -102,17 +99,19 @@ class CaptureBuilder:
             runnable = self.guard(
                 "aot_graph", lambda: runnable_graph_text(self.original_graph, self.example_inputs)
             ) or ""
+        # compile_fx_inner made aot_graph the post-grad graph, unless it failed before lowering.
+        post_grad = self.aot_graph if error is None or lowered else None
         post_grad_code: "str | Deferred[str]" = ""
         post_grad_nodes = None
-        if error is None or lowered:  # compile_fx_inner is done with the graph: print it on first read
-            post_grad_code = printed_later(self.aot_graph, "post_grad_graph")
-            post_grad_nodes = count_nodes(self.aot_graph)
+        if post_grad is not None:  # compile_fx_inner is done with the graph: print it on first read
+            post_grad_code = printed_later(post_grad, "post_grad_graph")
+            post_grad_nodes = count_nodes(post_grad)
         index = next_index()
         line_map = deferred_line_map(
             f"#{index} {self.compile_id or '?'} {self.kind}",
             output_code=output_code,
             recorder=self.recorder,
-            post_grad=self.aot_graph if error is None or lowered else None,
+            post_grad=post_grad,
             post_grad_code=post_grad_code,
             dynamo_graph=self.job.dynamo_graph,
             forward_by_seq_nr=self.job.forward_by_seq_nr if self.kind == "backward" else None,
@@ -152,7 +151,7 @@ class CaptureBuilder:
             thread_name=threading.current_thread().name,
             torch_version=torch.__version__,
             dynamo_graph=self.job.dynamo_graph,
-            post_grad_graph=self.aot_graph if error is None or lowered else None,
+            post_grad_graph=post_grad,
             compiled=compiled,
         )
 

@@ -4,8 +4,13 @@ from __future__ import annotations
 
 import threading
 import warnings
+from typing import Callable, Optional, TypeVar
 
-__all__ = ["InstrumentationWarning", "warn_once"]
+from .model import CaptureProblem
+
+__all__ = ["InstrumentationWarning", "warn_once", "guarded", "warn_capture_problem"]
+
+T = TypeVar("T")
 
 
 class InstrumentationWarning(UserWarning):
@@ -30,3 +35,18 @@ def reset_warnings() -> None:
     """Forget which warnings were given (for tests)."""
     with _lock:
         _warned.clear()
+
+
+def guarded(problems: list[CaptureProblem], part: str, step: Callable[[], T]) -> Optional[T]:
+    """Run one capturing step; on failure append a CaptureProblem naming ``part`` and return None."""
+    try:
+        return step()
+    except Exception as exc:  # noqa: BLE001 - instrumentation must never raise
+        problems.append(CaptureProblem(part=part, error=f"{type(exc).__name__}: {exc}"))
+        return None
+
+
+def warn_capture_problem(label: str, problem: CaptureProblem) -> None:
+    """The one warning per failed capture part (``label`` names the graph, e.g. ``#3 0/1 backward``)."""
+    warn_once(f"part:{problem.part}", f"could not capture {problem.part} of graph {label} "
+                                      f"({problem.error}); the compiled code is unaffected")

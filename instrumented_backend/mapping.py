@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
 from .deferred import Deferred, resolve
-from .diagnostics import warn_once
+from .diagnostics import guarded, warn_capture_problem
 from .kernels import find_kernels
 from .line_map import attach_lines, attach_wrapper_lines
 from .model import CaptureProblem, KernelInfo, KernelLine, MemoryTraffic, NodeProvenance
@@ -63,11 +63,7 @@ def map_lines(
     result = LineMap()
 
     def guard(part: str, step: Callable[[], Any]) -> Any:
-        try:
-            return step()
-        except Exception as exc:  # noqa: BLE001 - a capture step never raises
-            result.problems.append(CaptureProblem(part=part, error=f"{type(exc).__name__}: {exc}"))
-            return None
+        return guarded(result.problems, part, step)
 
     result.kernels = guard("kernels", lambda: find_kernels(output_code)) or []
     guard("kernel_traffic", lambda: attach_traffic(result.kernels, recorder.traffic))
@@ -97,8 +93,7 @@ def deferred_line_map(label: str, **inputs: Any) -> Deferred[LineMap]:
         except Exception as exc:  # noqa: BLE001 - map_lines guards each step; this is a last resort
             line_map = LineMap(problems=[CaptureProblem(part="line_map", error=f"{type(exc).__name__}: {exc}")])
         for problem in line_map.problems:
-            warn_once(f"part:{problem.part}", f"could not capture {problem.part} of graph {label} "
-                                              f"({problem.error}); the compiled code is unaffected")
+            warn_capture_problem(label, problem)
         return line_map
 
     return Deferred(assemble, fallback=LineMap())
