@@ -80,6 +80,17 @@ def test_a_changed_loop_body_formatter_is_reported(monkeypatch):
         ir_format.check()
 
 
+def test_a_dependency_class_that_is_no_longer_frozen_is_reported(monkeypatch):
+    """Dependency reprs are memoised by identity only while the classes are immutable."""
+    from types import SimpleNamespace
+
+    from torch._inductor.dependencies import StarDep
+
+    monkeypatch.setattr(StarDep, "__dataclass_params__", SimpleNamespace(frozen=False))
+    with pytest.raises(SeamMoved, match=r"\['StarDep'\] are gone or no longer frozen dataclasses"):
+        ir_format.check()
+
+
 def test_a_block_edited_in_place_is_formatted_again():
     """The memo reuses a block's text only while its graph is unchanged, even by an in-place edit."""
     from types import SimpleNamespace

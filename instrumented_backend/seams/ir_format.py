@@ -54,14 +54,14 @@ class IrTextMemo:
     """Text already produced for objects that cannot have changed since, within one compile.
 
     Pass the same memo to the pre- and post-fusion :func:`format_ir` calls of a graph: sympy
-    objects are immutable, so their text is reused by identity (the object is kept, so its id is
-    not reused); a loop body block's text is reused only if its graph still has the very same
-    nodes with equal targets and arguments (fusion normally builds new bodies rather than
-    editing old ones, but nothing is assumed).
+    objects and scheduler dependencies are immutable, so their text is reused by identity (the
+    object is kept, so its id is not reused); a loop body block's text is reused only if its
+    graph still has the very same nodes with the very same names, targets, argument tuples and
+    types (fusion normally builds new bodies rather than editing old ones, but nothing is assumed).
     """
 
     def __init__(self) -> None:
-        self.sympy_text: dict[int, tuple[Any, str]] = {}
+        self.immutable_text: dict[int, tuple[Any, str]] = {}
         self.block_text: dict[tuple[int, str], tuple[Any, Any, str]] = {}
 
 
@@ -83,11 +83,11 @@ def _memoised_text(original: Callable[[Any], str]) -> Callable[[Any], str]:
         memo = getattr(_state, "memo", None)
         if memo is None:
             return original(self)
-        hit = memo.sympy_text.get(id(self))
+        hit = memo.immutable_text.get(id(self))
         if hit is not None and hit[0] is self:
             return hit[1]
         result = original(self)
-        memo.sympy_text[id(self)] = (self, result)
+        memo.immutable_text[id(self)] = (self, result)
         return result
 
     text.__wrapped__ = original  # type: ignore[attr-defined]
