@@ -91,6 +91,15 @@ def test_a_dependency_class_that_is_no_longer_frozen_is_reported(monkeypatch):
         ir_format.check()
 
 
+def test_fx_nodes_that_no_longer_keep_their_arguments_are_reported(monkeypatch):
+    """The loop-body memo holds each node's argument tuples; a Node that stores them elsewhere must say so."""
+    import torch.fx
+
+    monkeypatch.setattr(torch.fx.Node, "args", property(lambda self: list(self._args)))
+    with pytest.raises(SeamMoved, match="no longer keeps its args/kwargs in _args/_kwargs"):
+        ir_format.check()
+
+
 def test_a_block_edited_in_place_is_formatted_again():
     """The memo reuses a block's text only while its graph is unchanged, even by an in-place edit."""
     from types import SimpleNamespace

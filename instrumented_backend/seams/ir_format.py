@@ -182,6 +182,12 @@ def check() -> None:
             "ir_format: LoopBodyBlock.debug_str no longer formats a block as "
             f"GraphModule(...).code with '; ...' suffixes stripped (missing: {missing or ['the regex']})"
         )
+    graph = torch.fx.Graph()
+    x = graph.placeholder("x")
+    node = graph.call_function(torch.neg, (x,), {})
+    if getattr(node, "_args", None) is not node.args or getattr(node, "_kwargs", None) is not node.kwargs:
+        raise SeamMoved("ir_format: torch.fx.Node no longer keeps its args/kwargs in _args/_kwargs "
+                        "(the loop-body memo fingerprints them by identity)")
     found = {cls.__name__ for cls in _frozen_dependency_classes()}
     if found != set(_DEPENDENCY_CLASSES):
         raise SeamMoved("ir_format: the scheduler's dependency classes "
