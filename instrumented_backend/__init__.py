@@ -24,6 +24,7 @@ from . import faults, report  # noqa: E402
 from .backend import instrumented  # noqa: E402
 from .diagnosis import (AccuracyError, KernelCompileError, check_accuracy, find_failing_layer,  # noqa: E402
                         find_first_divergence)
+from .coverage import LineCoverage, line_coverage  # noqa: E402
 from .diagnostics import InstrumentationWarning  # noqa: E402
 from .dump import load  # noqa: E402
 from .profiling import ProfileReport, profile  # noqa: E402
@@ -49,6 +50,8 @@ __all__ = [
     "ProfileReport",
     "find_failing_layer",
     "find_first_divergence",
+    "line_coverage",
+    "LineCoverage",
     "AccuracyError",
     "KernelCompileError",
     "GraphCapture",

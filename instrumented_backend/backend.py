@@ -28,9 +28,9 @@ from .graph_copy import clone_graph_module, count_nodes, printed_later
 from .model import GraphCapture
 from .options import BackendOptions, parse_options
 from .registry import open_sessions, record
-from . import provenance
-from .seams import (cpp_reduction_prefix, ir_format, ir_logging, ir_origins, kernel_traffic, line_marks,
-                    loop_body_origins, wrapper_buffers)
+from . import provenance, rewrites
+from .seams import (cpp_reduction_prefix, ir_format, ir_logging, ir_origins, kernel_traffic, line_tags,
+                    loop_body_origins, rewrite_origins, wrapper_buffers)
 from .seams.caches import CACHE_BYPASS_PATCHES, autograd_cache_disabled
 from .seams.compile_entry import compile_fx, compile_fx_inner, current_compile_id
 
@@ -41,8 +41,8 @@ class CompileJob:
     """State shared by the AOT graphs of one Dynamo graph (its forward and lazy backward)."""
 
     def __init__(self, gm: torch.fx.GraphModule, options: BackendOptions) -> None:
-        for seam in (ir_logging, ir_format, ir_origins, loop_body_origins, line_marks, cpp_reduction_prefix,
-                     wrapper_buffers, kernel_traffic):
+        for seam in (ir_logging, ir_format, ir_origins, loop_body_origins, line_tags, cpp_reduction_prefix,
+                     wrapper_buffers, kernel_traffic, rewrite_origins):
             seam.install()
         self.options = options
         self.compile_id = current_compile_id()
@@ -51,6 +51,7 @@ class CompileJob:
         self.dynamo_graph_code = printed_later(self.dynamo_graph, "dynamo_graph")
         self.dynamo_node_count = count_nodes(gm)
         self.sessions = open_sessions()
+        self.rewrites = rewrites.RewriteLog()  # what the pre-grad and joint-graph passes replaced
         # Set when the forward graph is captured (assembled on first read); the lazy backward falls back on it.
         self.forward_by_seq_nr: Any = {}
 
@@ -137,11 +138,13 @@ def _capturing(builder: CaptureBuilder) -> Iterator[None]:
     """Route this thread's IR logs and line marks to ``builder`` for the duration of the block."""
     previous_listener = ir_logging.set_listener(builder.on_ir)
     previous_recorder = provenance.activate(builder.recorder)
+    previous_log = rewrites.activate_log(builder.rewrites)
     try:
         yield
     finally:
         ir_logging.set_listener(previous_listener)
         provenance.activate(previous_recorder)
+        rewrites.activate_log(previous_log)
 
 
 def _dump_quietly(graph: GraphCapture, directory: Any) -> None:
@@ -177,8 +180,12 @@ def instrumented(
         warn_once("start", f"could not start capturing ({exc!r}); compiling with plain Inductor")
         return compile_fx(gm, example_inputs, config_patches=settings.inductor_patches)
     patches = {**settings.inductor_patches, **CACHE_BYPASS_PATCHES}
-    with autograd_cache_disabled():
-        compiled = compile_fx(gm, example_inputs, inner_compile=job.inner_compile, config_patches=patches)
+    previous_log = rewrites.activate_log(job.rewrites)
+    try:
+        with autograd_cache_disabled():
+            compiled = compile_fx(gm, example_inputs, inner_compile=job.inner_compile, config_patches=patches)
+    finally:
+        rewrites.activate_log(previous_log)
     if settings.check_accuracy:
         return _accuracy_checked(compiled, job, raise_on_failure=settings.check_accuracy in (True, "raise"))
     return compiled

@@ -16,7 +16,8 @@ from .deferred import Deferred
 from .diagnostics import guarded
 from .graph_copy import clone_graph_module, count_nodes, printed_later
 from .mapping import deferred_line_map
-from .provenance import LineRecorder, strip_marks
+from .provenance import LineRecorder
+from .rewrites import RewriteLog
 from .model import CaptureProblem, GraphCapture, InputInfo
 from .seams import ir_format
 from .seams.compile_entry import current_compile_id, graph_kind
@@ -66,6 +67,7 @@ class CaptureBuilder:
         self.ir_pre_fusion: list[str] = []
         self.ir_post_fusion: list[str] = []
         self.recorder = LineRecorder()
+        self.rewrites = RewriteLog()  # what this graph's post-grad passes replaced
         self.ir_text_memo = ir_format.IrTextMemo()  # shared by the pre- and post-fusion logs
         # compile_fx_inner mutates aot_graph into the post-grad graph: keep the original.
         self.original_graph = clone_graph_module(aot_graph)
@@ -114,6 +116,7 @@ class CaptureBuilder:
             post_grad=post_grad,
             post_grad_code=post_grad_code,
             dynamo_graph=self.job.dynamo_graph,
+            rewrites=(self.rewrites, self.job.rewrites),
             forward_by_seq_nr=self.job.forward_by_seq_nr if self.kind == "backward" else None,
             index_seq_nr=self.kind == "forward",
         )
@@ -121,8 +124,6 @@ class CaptureBuilder:
             self.job.forward_by_seq_nr = line_map.map(lambda m: m.seq_nr_index, fallback={})
         for problem in self.recorder.problems:
             self.problems.append(CaptureProblem(part="provenance", error=problem))
-        if output_code and strip_marks(output_code) != output_code:
-            self.problems.append(CaptureProblem(part="line_marks", error="a provenance mark reached the output code"))
         eager_problems = list(self.problems)
         node_counts = {"dynamo": self.job.dynamo_node_count, "aot": self.aot_node_count}
         if post_grad_nodes is not None:

@@ -1,4 +1,4 @@
-"""Attach recorded provenance marks to the kernel lines of the output code."""
+"""Attach recorded line tags to the kernel lines of the output code."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Optional
 from .model import KernelInfo, KernelLine, NodeProvenance, SourceLocation
 from .kernels import call_body_ranges
 from .provenance import LineRecorder, Origin
-from .seams.line_marks import renamed_line_pattern
+from .seams.line_tags import renamed_line_pattern
 
 __all__ = ["attach_lines", "attach_wrapper_lines"]
 

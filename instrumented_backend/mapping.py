@@ -12,7 +12,7 @@ step would be.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, Sequence
 
 from .deferred import Deferred, resolve
 from .diagnostics import guarded, warn_capture_problem
@@ -21,6 +21,7 @@ from .line_map import attach_lines, attach_wrapper_lines
 from .model import CaptureProblem, KernelInfo, KernelLine, MemoryTraffic, NodeProvenance
 from .node_map import build_node_map, seq_nr_index
 from .provenance import LineRecorder
+from .rewrites import RewriteLog
 
 __all__ = ["LineMap", "map_lines", "deferred_line_map", "attach_traffic"]
 
@@ -51,6 +52,7 @@ def map_lines(
     post_grad: Optional[Any],
     post_grad_code: "str | Deferred[str]",
     dynamo_graph: Any,
+    rewrites: Sequence[RewriteLog] = (),
     forward_by_seq_nr: "Optional[dict[int, NodeProvenance] | Deferred[dict[int, NodeProvenance]]]" = None,
     index_seq_nr: bool = False,
 ) -> LineMap:
@@ -69,7 +71,7 @@ def map_lines(
     guard("kernel_traffic", lambda: attach_traffic(result.kernels, recorder.traffic))
     if post_grad is not None:
         result.nodes = guard("node_map", lambda: build_node_map(
-            post_grad, post_grad_code, dynamo_graph, resolve(forward_by_seq_nr))) or {}
+            post_grad, post_grad_code, dynamo_graph, resolve(forward_by_seq_nr), rewrites)) or {}
         if index_seq_nr:
             result.seq_nr_index = guard("node_map", lambda: seq_nr_index(post_grad, result.nodes)) or {}
     lost = guard("line_map", lambda: attach_lines(result.kernels, recorder, result.nodes))

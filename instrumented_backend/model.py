@@ -76,8 +76,10 @@ class NodeProvenance:
     ``attribution`` says how ``dynamo_nodes`` were found: ``from_node`` (FX provenance chain),
     ``stack_trace`` (fallback: the Dynamo node(s) with the same user source line, used for
     nodes created by pattern-matcher rewrites or decompositions), ``seq_nr`` (fallback for
-    backward nodes: the forward op with the same autograd sequence number), ``input`` (a graph
-    input; no Dynamo node is named) or ``none``.
+    backward nodes: the forward op with the same autograd sequence number), ``rewrite`` (a node a
+    graph pass made: the node(s) it replaced), ``data_flow`` (last resort: the value it consumes,
+    or its first user), ``input`` (a graph input; no Dynamo node is named; ``source`` is the
+    line that first uses it) or ``none``.
     """
 
     name: str

@@ -7,18 +7,23 @@ decompositions may lack ``from_node``; they fall back to the Dynamo nodes sharin
 line, and are marked ``attribution="stack_trace"``. Backward nodes that AOTAutograd created
 without either (the gradient formulas) take the provenance of the forward op with the same
 ``seq_nr`` (the autograd sequence number AOTAutograd stamps on both), marked
-``attribution="seq_nr"``. Graph inputs are listed with ``attribution="input"``.
+``attribution="seq_nr"``. Nodes a graph pass made take the provenance of the node(s) they
+replaced, recorded by the rewrite log as the pass ran (``attribution="rewrite"``); what is left
+takes that of the value it consumes or of its first user (``attribution="data_flow"``). Graph
+inputs are listed with ``attribution="input"``, no Dynamo node, and the source line of their first
+user (the code Inductor writes for an input, e.g. a weight's layout copy, serves that line).
 """
 
 from __future__ import annotations
 
 import re
-from typing import Any, Optional
+from typing import Any, Optional, Sequence
 
 import torch.fx
 
 from .deferred import Deferred, resolve
 from .model import NodeProvenance, SourceLocation
+from .rewrites import ReplacedNode, RewriteLog, chain_roots
 
 __all__ = ["parse_stack_trace", "build_node_map", "seq_nr_index"]
 
@@ -35,17 +40,6 @@ def parse_stack_trace(stack_trace: Optional[str]) -> Optional[SourceLocation]:
     last = frames[-1]
     return SourceLocation(file=last.group("file"), line=int(last.group("line")),
                           code=last.group("code").strip(), function=last.group("function").strip())
-
-
-def _chain_roots(node: torch.fx.Node) -> list[str]:
-    roots = []
-    for source in node.meta.get("from_node") or []:
-        while getattr(source, "from_node", None):
-            source = source.from_node[0]
-        name = getattr(source, "name", None)
-        if name and name not in roots:
-            roots.append(name)
-    return roots
 
 
 def _target_name(node: torch.fx.Node) -> str:
@@ -88,12 +82,35 @@ def seq_nr_index(post_grad: Any, node_map: dict[str, NodeProvenance]) -> dict[in
     return index
 
 
+def _rewrite_sources(node: torch.fx.Node, rewrites: Sequence[RewriteLog]) -> list[ReplacedNode]:
+    """What the pass that made ``node`` replaced: its own record, else (an intermediate node of a
+    replacement) that of the nearest node it feeds that the same passes made."""
+    made = [log for log in rewrites if node.name in log.created or log.sources(node.name)]
+    if not made:
+        return []
+    seen, frontier = {node}, [node]
+    for _ in range(16):
+        for current in frontier:
+            for log in made:
+                if log.sources(current.name):
+                    return log.sources(current.name)
+        frontier = [user for current in frontier for user in current.users
+                    if user not in seen and any(user.name in log.created for log in made)]
+        seen.update(frontier)
+        if not frontier:
+            break
+    return []
+
+
 def build_node_map(post_grad: Any, post_grad_code: "str | Deferred[str]", dynamo_graph: Any,
-                   forward_by_seq_nr: Optional[dict[int, NodeProvenance]] = None) -> dict[str, NodeProvenance]:
+                   forward_by_seq_nr: Optional[dict[int, NodeProvenance]] = None,
+                   rewrites: Sequence[RewriteLog] = ()) -> dict[str, NodeProvenance]:
     """NodeProvenance for every call_function node and input of the post-grad graph.
 
     ``forward_by_seq_nr`` (from :func:`seq_nr_index` on the forward graph) lets a backward
-    graph's nodes fall back to the forward op they differentiate.
+    graph's nodes fall back to the forward op they differentiate; ``rewrites`` (what the graph
+    passes replaced, innermost first) lets the nodes a pass made take the provenance of the
+    node(s) they replaced.
     """
     if post_grad is None:
         return {}
@@ -105,35 +122,84 @@ def build_node_map(post_grad: Any, post_grad_code: "str | Deferred[str]", dynamo
         loc = parse_stack_trace(dyn.meta.get("stack_trace"))
         if loc is not None:
             by_source.setdefault((loc.file, loc.line), []).append(dyn.name)
+
+    def in_dynamo(names: Sequence[str]) -> list[str]:
+        """``names`` as Dynamo nodes; a name a pre-grad pass made stands for what it replaced."""
+        result: list[str] = []
+        for name in names:
+            replaced = [src for log in rewrites for src in log.sources(name)]
+            for candidate in [name] if (not dynamo_nodes or name in dynamo_nodes) else \
+                    [root for src in replaced for root in (src.roots or (src.name,))]:
+                if (not dynamo_nodes or candidate in dynamo_nodes) and candidate not in result:
+                    result.append(candidate)
+        return result
+
+    def same_line(location: Optional[SourceLocation]) -> list[str]:
+        return list(by_source.get((location.file, location.line), [])) if location is not None else []
+
     # Each node's printed line is looked up on first read of its ``code`` (see ..deferred).
     code_lines = Deferred(lambda: _code_lines(resolve(post_grad_code)), fallback={})
-    result: dict[str, NodeProvenance] = {}
+    found: dict[str, tuple[list[str], Optional[SourceLocation], str]] = {}
     for node in post_grad.graph.nodes:
-        if node.op == "placeholder":
-            result[node.name] = NodeProvenance(name=node.name, target="input", code="", dynamo_nodes=[],
-                                               source=None, module="", attribution="input")
-            continue
         if node.op != "call_function":
             continue
         source = parse_stack_trace(node.meta.get("stack_trace"))
-        roots = [r for r in _chain_roots(node) if not dynamo_nodes or r in dynamo_nodes]
+        roots = in_dynamo(chain_roots(node))
         attribution = "from_node" if roots else "none"
         if not roots and source is not None:
-            roots = list(by_source.get((source.file, source.line), []))
+            roots = same_line(source)
             attribution = "stack_trace" if roots else "none"
-        forward = (forward_by_seq_nr or {}).get(node.meta.get("seq_nr"))  # type: ignore[arg-type]
+        seq_nrs = [node.meta.get("seq_nr")]
+        if not roots:
+            for replaced in _rewrite_sources(node, rewrites):
+                location = parse_stack_trace(replaced.stack_trace)
+                roots.extend(r for r in in_dynamo(replaced.roots) or same_line(location) if r not in roots)
+                source = source or location
+                seq_nrs.append(replaced.seq_nr)
+            attribution = "rewrite" if roots else "none"
+        forward = next((forward_by_seq_nr[n] for n in seq_nrs if isinstance(n, int) and n in (forward_by_seq_nr or {})),
+                       None)
         if not roots and forward is not None:
             roots, attribution = list(forward.dynamo_nodes), "seq_nr"
             source = source or forward.source
         if source is None and roots and roots[0] in dynamo_nodes:
             source = parse_stack_trace(dynamo_nodes[roots[0]].meta.get("stack_trace"))
-        result[node.name] = NodeProvenance(
-            name=node.name,
-            target=_target_name(node),
-            code=code_lines.map(lambda lines, name=node.name: lines.get(name, ""), fallback=""),
-            dynamo_nodes=roots,
-            source=source,
-            module=_module_path(node),
-            attribution=attribution,
-        )
+        found[node.name] = (roots, source, attribution)
+    _fill_from_data_flow(post_grad, found)
+
+    result: dict[str, NodeProvenance] = {}
+    for node in post_grad.graph.nodes:
+        if node.op == "placeholder":  # its source: the first line that uses it (a weight's layout copy)
+            users = [found[user.name][1] for user in node.users if user.name in found and found[user.name][1]]
+            result[node.name] = NodeProvenance(name=node.name, target="input", code="", dynamo_nodes=[],
+                                               source=users[0] if users else None, module="", attribution="input")
+        elif node.name in found:
+            roots, source, attribution = found[node.name]
+            result[node.name] = NodeProvenance(
+                name=node.name,
+                target=_target_name(node),
+                code=code_lines.map(lambda lines, name=node.name: lines.get(name, ""), fallback=""),
+                dynamo_nodes=roots,
+                source=source,
+                module=_module_path(node),
+                attribution=attribution,
+            )
     return result
+
+
+def _fill_from_data_flow(post_grad: Any, found: dict[str, tuple[list[str], Optional[SourceLocation], str]]) -> None:
+    """Nodes still without provenance (an input-mutation ``copy_``, a view AOTAutograd added) take
+    that of the value they consume, else of their first user that has one: ``data_flow``."""
+    def attributed(node: Any) -> Optional[tuple[list[str], Optional[SourceLocation], str]]:
+        entry = found.get(getattr(node, "name", None))
+        return entry if entry is not None and entry[0] else None
+
+    nodes = [n for n in post_grad.graph.nodes if n.name in found]
+    for order in (nodes, list(reversed(nodes))):
+        for node in order:
+            if found[node.name][0]:
+                continue
+            neighbours = list(node.all_input_nodes) if order is nodes else list(node.users)
+            donor = next((attributed(n) for n in reversed(neighbours) if attributed(n)), None)
+            if donor is not None:
+                found[node.name] = (list(donor[0]), donor[1], "data_flow")

@@ -7,28 +7,29 @@ Tagging happens at the point of emission, not by matching text afterwards:
    innermost producer); stores push the origin of the buffer they write.
 2. When a ``LoopBody`` is traced, every node it creates is stamped with the current FX origin
    (a body re-traced from another body inherits the stamp of the node being re-run).
-3. During codegen, while a LoopBody node runs, every line the kernel writes gets an inline mark
-   naming (IR op, FX node); the marks are stripped from the kernel source in ``define_kernel``
-   before Inductor deduplicates and compiles it, so the generated code stays byte-identical.
+3. During codegen, while a LoopBody node runs, every line a kernel buffer receives is *tagged*
+   with (IR op, FX node) in a side table of the :class:`LineRecorder`, keyed by the identity of
+   the line object Inductor appended. Nothing is written into the text: every string Inductor
+   reads, compares, hashes or keys on (CSE caches, kernel dedup, ``getvalue()``) is exactly the
+   string plain Inductor makes, by construction.
+4. Tags follow a line as Inductor moves it: a buffer spliced into another (innermost tag wins),
+   a buffer's text (``getvalue()``) spliced or written back as a string, and the kernel source
+   handed to ``define_kernel``, where the tags of its lines are recorded under the kernel's name.
 
 The Inductor-facing hooks live in ``seams/ir_origins.py``, ``seams/loop_body_origins.py`` and
-``seams/line_marks.py``; this module holds the thread-local state they share and does nothing
+``seams/line_tags.py``; this module holds the thread-local state they share and does nothing
 unless an instrumented compile has activated a :class:`LineRecorder` on the current thread.
 """
 
 from __future__ import annotations
 
 import functools
-import re
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any, Optional, Sequence
 
-__all__ = ["Origin", "origin_of", "LineRecorder", "active_recorder", "activate", "push_fx_origin", "pop_fx_origin",
-           "current_fx_origin", "set_emission", "current_emission", "MARK_PATTERN", "strip_marks"]
-
-MARK_PREFIX = "/*@ib"
-MARK_PATTERN = re.compile(r"/\*@ib(\d+)@\*/")
+__all__ = ["Origin", "origin_of", "LineRecorder", "LineTag", "active_recorder", "activate", "push_fx_origin",
+           "pop_fx_origin", "current_fx_origin", "set_emission", "current_emission"]
 
 
 @dataclass(frozen=True)
@@ -45,20 +46,40 @@ def origin_of(ir_op: Optional[str], fx_node: Optional[str]) -> Origin:
     return Origin(ir_op=ir_op, fx_node=fx_node)
 
 
+# The origin of each physical line of one buffer entry (an entry may hold several lines).
+LineTag = tuple[Optional[Origin], ...]
+
+
 @dataclass
 class TaggedKernel:
-    """A kernel's marks, recorded in define_kernel: for each line of the clean source, its origins."""
+    """A kernel's tags, recorded in define_kernel: for each line of its source, its origins."""
 
     clean_source: str
     line_origins: list[list[Origin]] = field(default_factory=list)
 
 
+def physical_lines(text: str) -> int:
+    """How many lines ``text`` occupies once written (``getvalue`` counts them the same way)."""
+    return text.count("\n") + 1
+
+
 class LineRecorder:
-    """Per-AOT-graph registry of origins and of the tagged kernels Inductor defined."""
+    """Per-AOT-graph registry of line tags and of the tagged kernels Inductor defined.
+
+    Three side tables, none of which Inductor ever reads:
+
+    * entries: ``id(line object) -> (line object, LineTag)`` for the strings and deferred lines
+      in Inductor's buffers (the object is kept alive, so its id is never reused meanwhile);
+    * texts: ``text -> origin per physical line`` for each buffer text ``getvalue()`` returned
+      with at least one tagged line, so a text written back into a buffer keeps its tags;
+    * pending: ``stripped line -> origins`` of the lines tagged since the last kernel was defined,
+      for kernel sources Inductor assembles by string formatting rather than from one buffer.
+    """
 
     def __init__(self) -> None:
-        self.origins: list[Origin] = []
-        self._marks: dict[Origin, str] = {}
+        self._entries: dict[int, tuple[Any, LineTag]] = {}
+        self._texts: dict[str, list[Optional[Origin]]] = {}
+        self._pending: dict[str, list[Origin]] = {}
         self.kernels: dict[str, list[TaggedKernel]] = {}
         self.problems: list[str] = []
         # Buffers the wrapper names -> FX nodes lowered into them; the graph's input names.
@@ -69,34 +90,61 @@ class LineRecorder:
         # kernel name -> {"reads": [...], "writes": [...]} (seams.kernel_traffic)
         self.traffic: dict[str, dict[str, list[dict[str, Any]]]] = {}
 
-    def mark_for(self, origin: Origin) -> str:
-        """The inline mark for ``origin`` (a C/C++ comment, stripped before compilation)."""
-        mark = self._marks.get(origin)
-        if mark is None:
-            mark = self._marks[origin] = f"{MARK_PREFIX}{len(self.origins)}@*/"
-            self.origins.append(origin)
-        return mark
+    # -- tags of buffer entries -------------------------------------------------------------
 
-    def strip(self, source: str) -> tuple[str, list[list[Origin]]]:
-        """Remove every mark; return the clean source and the origins of each of its lines."""
-        clean_lines, per_line = [], []
-        for line in source.split("\n"):
-            if MARK_PREFIX not in line:  # most lines: no regex needed
-                clean_lines.append(line)
-                per_line.append([])
+    def entry_tag(self, entry: Any) -> Optional[LineTag]:
+        """The tag of this very line object, or None."""
+        hit = self._entries.get(id(entry))
+        return hit[1] if hit is not None and hit[0] is entry else None
+
+    def text_tag(self, text: str) -> Optional[list[Optional[Origin]]]:
+        """Origins per physical line of a buffer text ``getvalue()`` returned, or None."""
+        return self._texts.get(text)
+
+    def tag_entry(self, entry: Any, tag: LineTag, *, fresh: bool = False) -> None:
+        """Tag a line object Inductor appended to a buffer.
+
+        ``fresh`` says the line was just emitted (not moved from another buffer): its lines then
+        also join the pending table that kernel sources built by formatting are matched against.
+        """
+        self._entries[id(entry)] = (entry, tag)
+        if fresh:
+            text = entry if isinstance(entry, str) else getattr(entry, "line", "")
+            for line, origin in zip(text.split("\n"), tag):
+                if origin is not None and line.strip():
+                    self._pending.setdefault(line.strip(), []).append(origin)
+
+    def register_text(self, text: str, origins: Sequence[Optional[Origin]]) -> None:
+        """Remember the origin of each physical line of ``text`` (a buffer's ``getvalue()``)."""
+        self._texts[text] = list(origins)
+
+    def kernel_origins(self, source: str) -> list[list[Origin]]:
+        """The origins of each line of a kernel's source, as handed to ``define_kernel``.
+
+        The source is usually a buffer's text, known line for line. Otherwise (a template
+        rendered by formatting) each line takes the origin of a line of the same text tagged
+        since the previous kernel, in order. Either way the pending table starts afresh.
+        """
+        pending, self._pending = self._pending, {}
+        known = self._texts.get(source)
+        lines = source.split("\n")
+        if known is not None and len(known) == len(lines):
+            return [[origin] if origin is not None else [] for origin in known]
+        used: dict[str, int] = {}
+        result: list[list[Origin]] = []
+        for line in lines:
+            key = line.strip()
+            candidates = pending.get(key) if key else None
+            if not candidates:
+                result.append([])
                 continue
-            ids = [int(m) for m in MARK_PATTERN.findall(line)]
-            clean_lines.append(MARK_PATTERN.sub("", line) if ids else line)
-            per_line.append([self.origins[i] for i in ids if i < len(self.origins)])
-        return "\n".join(clean_lines), per_line
+            index = used.get(key, 0)
+            used[key] = index + 1
+            result.append([candidates[min(index, len(candidates) - 1)]])
+        return result
 
-    def record_kernel(self, kernel_name: str, clean_source: str, line_origins: list[list[Origin]]) -> None:
-        self.kernels.setdefault(kernel_name, []).append(TaggedKernel(clean_source, line_origins))
-
-
-def strip_marks(text: str) -> str:
-    """``text`` without any provenance marks."""
-    return MARK_PATTERN.sub("", text)
+    def record_kernel(self, kernel_name: str, source: str, line_origins: list[list[Origin]]) -> None:
+        self.kernels.setdefault(kernel_name, []).append(TaggedKernel(source, line_origins))
 
 
 _state = threading.local()

@@ -8,25 +8,27 @@ from conftest import REPO
 
 sys.path.insert(0, str(REPO / "benchmarks"))
 
-import provenance_coverage  # noqa: E402
 
 
-def test_provenance_coverage_targets_on_training_mlp():
-    figures = provenance_coverage.coverage(provenance_coverage.run_mlp())
-    assert figures["kernels"] >= 3
-    assert figures["kernels tagged %"] == 100.0
-    assert figures["statement lines tagged %"] >= 95.0, figures
-    assert figures["with source line %"] == 100.0, figures
+def test_provenance_coverage_smoke_prints_its_table():
+    import subprocess
+
+    proc = subprocess.run([sys.executable, "benchmarks/provenance_coverage.py", "--smoke"], cwd=REPO,
+                          capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert "gather_scatter" in proc.stdout and "int_bool" in proc.stdout
+    assert "targets (identical, equal, 100% kernels, >=99% mapped, >=97% sourced): MET" in proc.stdout
 
 
 def test_statement_filter_keeps_computation_and_drops_structure():
+    from instrumented_backend.coverage import statement_lines
     from instrumented_backend.model import KernelLine
 
     lines = [KernelLine("k", i, text) for i, text in enumerate([
         "    {", "    for(int64_t x0=0; x0<8; x0+=1)", "    #pragma omp for", "        auto tmp0 = in_ptr0[x0];",
         "        tmp_acc0 = tmp_acc0 + tmp0;", "        out_ptr0[x0] = tmp0;", "extern \"C\"  void  kernel(const float* in_ptr0,",
     ])]
-    assert [l.text.strip() for l in provenance_coverage.statement_lines(lines)] == [
+    assert [l.text.strip() for l in statement_lines(lines)] == [
         "auto tmp0 = in_ptr0[x0];", "tmp_acc0 = tmp_acc0 + tmp0;", "out_ptr0[x0] = tmp0;"]
 
 

@@ -132,7 +132,7 @@ def test_a_changed_kernel_rename_in_define_kernel_is_reported(monkeypatch):
 
     from torch._inductor.codegen.cpp import CppScheduling
 
-    from instrumented_backend.seams import line_marks
+    from instrumented_backend.seams import line_tags
 
     real_getsource = inspect.getsource
 
@@ -145,18 +145,18 @@ def test_a_changed_kernel_rename_in_define_kernel_is_reported(monkeypatch):
     monkeypatch.setattr(inspect, "getsource", getsource)
     assert CppScheduling.define_kernel  # the class is importable: only the rewrite moved
     with pytest.raises(SeamMoved, match=r"no longer rewrites str\(Placeholder.KERNEL_NAME\)"):
-        line_marks.check()
+        line_tags.check()
 
 
 def test_renamed_template_lines_match_what_define_kernel_wrote():
-    from instrumented_backend.seams import line_marks
+    from instrumented_backend.seams import line_tags
 
-    pattern = line_marks.renamed_line_pattern("inline void Placeholder.KERNEL_NAME_micro_gemm(")
+    pattern = line_tags.renamed_line_pattern("inline void Placeholder.KERNEL_NAME_micro_gemm(")
     assert pattern.fullmatch("inline void kernel_micro_gemm(")
     assert pattern.fullmatch("inline void cpp_fused_mm_0_micro_gemm(")
     assert not pattern.fullmatch("inline void kernel_micro_gemm_kernel(")
-    assert line_marks.renamed_line_pattern("#pragma CMT loop").fullmatch("// loop")
-    assert line_marks.renamed_line_pattern("auto tmp0 = in_ptr0[x0];") is None
+    assert line_tags.renamed_line_pattern("#pragma CMT loop").fullmatch("// loop")
+    assert line_tags.renamed_line_pattern("auto tmp0 = in_ptr0[x0];") is None
 
 
 def test_a_moved_lazy_graph_module_is_reported(monkeypatch):

@@ -110,12 +110,16 @@ def _fake_template_node(fx_names, *, origin=None, template_name="mm"):
     return SimpleNamespace(is_template=lambda: True, node=buffer)
 
 
-def test_template_kernel_lines_without_marks_take_the_template_node():
-    """The define_kernel wrapper as a Triton template kernel meets it (no GPU needed: fake nodes)."""
+def test_template_kernel_lines_without_tags_take_the_template_node():
+    """The define_kernel wrapper as a Triton template kernel meets it (no GPU needed: fake nodes).
+
+    The template's text is rendered by formatting, not from one tagged buffer: its epilogue line
+    takes the tag it got when it was emitted, every other template line the template's node.
+    """
     from types import SimpleNamespace
 
     from instrumented_backend import provenance
-    from instrumented_backend.seams.line_marks import _stripping_define_kernel, template_origins
+    from instrumented_backend.seams.line_tags import _tagging_define_kernel, template_origins
 
     epilogue = SimpleNamespace(is_template=lambda: False, node=None)
     assert template_origins([epilogue]) == []
@@ -123,13 +127,15 @@ def test_template_kernel_lines_without_marks_take_the_template_node():
     assert [o.fx_node for o in template_origins([_fake_template_node(["mm", "permute"], origin="mm")])] == ["mm"]
 
     recorder = provenance.LineRecorder()
-    relu = recorder.mark_for(provenance.Origin("ops.relu", "relu"))
+    relu = provenance.Origin("ops.relu", "relu")
+    emitted = "tmp1 = triton_helpers.maximum(tmp0, acc)"
+    recorder.tag_entry(emitted, (relu,), fresh=True)
     source = "\n".join([
         "@triton.jit",
         "def triton_tem_fused_mm_relu_0(arg_A, arg_B, out_ptr1):",
         "    acc += tl.dot(a, b)",
         "",
-        f"    tmp1 = triton_helpers.maximum(tmp0, acc){relu}",
+        f"    {emitted}",
     ])
     seen = {}
 
@@ -137,19 +143,20 @@ def test_template_kernel_lines_without_marks_take_the_template_node():
         seen["src"] = src_code
         return "triton_tem_fused_mm_relu_0"
 
-    define_kernel = _stripping_define_kernel(original)
+    define_kernel = _tagging_define_kernel(original)
     previous = provenance.activate(recorder)
     try:
         name = define_kernel(None, source, [_fake_template_node(["mm"], origin="mm", template_name="triton_mm"),
                                             epilogue], None)
     finally:
         provenance.activate(previous)
-    assert name == "triton_tem_fused_mm_relu_0" and provenance.MARK_PREFIX not in seen["src"]
+    assert name == "triton_tem_fused_mm_relu_0" and seen["src"] is source  # Inductor's text, untouched
     [tagged] = recorder.kernels[name]
     by_line = dict(zip(tagged.clean_source.split("\n"), tagged.line_origins))
     assert by_line["    acc += tl.dot(a, b)"] == [provenance.Origin("template:triton_mm", "mm")]
-    assert by_line["    tmp1 = triton_helpers.maximum(tmp0, acc)"] == [provenance.Origin("ops.relu", "relu")]
+    assert by_line[f"    {emitted}"] == [relu]
     assert by_line[""] == []
+    assert recorder.kernel_origins(source)[4] == [], "the pending tags are spent by the kernel that used them"
 
 
 def test_deferred_fields_compute_once_and_read_as_plain_values():

@@ -47,10 +47,10 @@ def install_once(patch: Callable[[], None]) -> Callable[[], None]:
 def all_checks() -> dict[str, Callable[[], None]]:
     """Return ``{seam name: check function}`` for every seam module."""
     from . import (caches, compile_entry, cpp_overrides, cpp_reduction_prefix, fake_mode, inductor_options,
-                   ir_format, ir_logging, ir_origins, kernel_profile, kernel_traffic, lazy_graph, line_marks,
-                   loop_body_origins, output_code, wrapper_buffers)
+                   ir_format, ir_logging, ir_origins, kernel_profile, kernel_traffic, lazy_graph, line_tags,
+                   loop_body_origins, output_code, rewrite_origins, wrapper_buffers)
 
     modules = (caches, compile_entry, cpp_overrides, cpp_reduction_prefix, fake_mode, inductor_options,
-               ir_format, ir_logging, ir_origins, kernel_profile, kernel_traffic, lazy_graph, line_marks,
-               loop_body_origins, output_code, wrapper_buffers)
+               ir_format, ir_logging, ir_origins, kernel_profile, kernel_traffic, lazy_graph, line_tags,
+               loop_body_origins, output_code, rewrite_origins, wrapper_buffers)
     return {module.__name__.rsplit(".", 1)[-1]: module.check for module in modules}

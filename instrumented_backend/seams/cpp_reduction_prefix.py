@@ -3,7 +3,7 @@
 The C++ kernel does not write a reduction's accumulator declarations (``float tmp_acc0 = 0;``)
 while ``ops.reduction`` runs: it stores a generator made by ``_gen_reduction_prefix`` and splices
 its text later, outside any LoopBody node. We capture the emission origin when the generator is
-made and mark the lines it generates with it, so they are attributed to their reduction.
+made and tag the lines it generates with it, so they are attributed to their reduction.
 """
 
 from __future__ import annotations
@@ -31,25 +31,29 @@ def install() -> None:
             return generator
 
         def generate_with_origin(*g_args: Any, **g_kwargs: Any) -> Any:
-            return _mark_generated(generator(*g_args, **g_kwargs), origin)
+            return _tag_generated(generator(*g_args, **g_kwargs), origin)
 
         return generate_with_origin
 
     CppKernel._gen_reduction_prefix = gen_reduction_prefix
 
 
-def _mark_generated(generated: Any, origin: provenance.Origin) -> Any:
+def _tag_generated(generated: Any, origin: provenance.Origin) -> Any:
+    """Tag what the generator made with ``origin`` (a text, or a buffer's entries); return it unchanged."""
     from torch._inductor.utils import IndentedBuffer
 
-    from .line_marks import mark_line
+    from .line_tags import entry_text
 
     recorder = provenance.active_recorder()
     if recorder is None:
         return generated
     if isinstance(generated, str):
-        return "\n".join(mark_line(line, recorder, origin) for line in generated.split("\n"))
-    if isinstance(generated, IndentedBuffer):
-        generated._lines = [mark_line(line, recorder, origin) for line in generated._lines]
+        recorder.register_text(generated, [origin if line.strip() else None for line in generated.split("\n")])
+    elif isinstance(generated, IndentedBuffer):
+        for entry in generated._lines:
+            text = entry_text(entry)
+            if text and text.strip() and recorder.entry_tag(entry) is None:
+                recorder.tag_entry(entry, (origin,) * provenance.physical_lines(text), fresh=True)
     return generated
 
 

@@ -1,0 +1,348 @@
+"""The real-model corpus: small Hugging Face and convolutional models, training steps and the
+functions that exercise Inductor's less common codegen paths (gather/scatter, integer and bool
+ops, dynamic shapes, graph breaks, in-place updates of inputs, mixed precision, RNG).
+
+Every model is built from a config with random weights (nothing is downloaded). A case builds a
+:class:`Workload`: what to compile, the inputs of each call (several for dynamic shapes), and for a
+training step the loss whose backward is compiled too. ``tests/corpus/run.py`` runs cases under
+one backend in a fresh process; ``tests/test_corpus.py`` and ``benchmarks/provenance_coverage.py``
+compare and report them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+__all__ = ["Workload", "CASES", "DEFAULT_CASES", "NONDETERMINISTIC", "build"]
+
+
+@dataclass
+class Workload:
+    """One case: ``model`` compiled once and called on each of ``calls``."""
+
+    model: Callable[..., Any]
+    calls: list[tuple[Any, ...]]  # positional inputs of each call
+    train: bool = False
+    compile_kwargs: dict[str, Any] = field(default_factory=dict)
+    # Training: the scalar whose backward is taken, from the model's output.
+    loss: Optional[Callable[[Any], torch.Tensor]] = None
+    kwargs: dict[str, Any] = field(default_factory=dict)  # keyword inputs of every call
+
+
+CASES: dict[str, Callable[[], Workload]] = {}
+# Cases where plain Inductor itself is not bit-reproducible, and why. The comparison runs plain
+# Inductor twice for them: what differs between its own two runs is compared with a tolerance,
+# everything else bit for bit.
+NONDETERMINISTIC: dict[str, str] = {}
+# The cases `make test` runs (the rest are marked slow and run with `make test-all`): every
+# codegen path that text-keyed caches touch (indirect loads, training graphs) and one model each.
+DEFAULT_CASES = ("gather_scatter", "int_bool", "dynamic_softmax", "graph_break", "inplace_input",
+                 "mixed_precision", "dropout_rng", "bert_train", "resnet_train")
+
+
+def case(name: str, *, nondeterministic: str = "") -> Callable[[Callable[[], Workload]], Callable[[], Workload]]:
+    def register(builder: Callable[[], Workload]) -> Callable[[], Workload]:
+        CASES[name] = builder
+        if nondeterministic:
+            NONDETERMINISTIC[name] = nondeterministic
+        return builder
+    return register
+
+
+# The embedding backward scatters gradients with atomic adds from several threads: the order of
+# the float additions, so the last bits of those gradients, change from run to run.
+_ATOMIC_EMBEDDING = "atomic_add_vec in the embedding backward (thread order changes the float sums)"
+
+
+def build(name: str) -> Workload:
+    """The workload of case ``name``, with every random number drawn from seed 0."""
+    if name not in CASES:
+        raise KeyError(f"unknown corpus case {name!r}; known: {', '.join(CASES)}")
+    torch.manual_seed(0)
+    return CASES[name]()
+
+
+def _mean_loss(output: Any) -> torch.Tensor:
+    logits = output.logits if hasattr(output, "logits") else output
+    return logits.float().pow(2).mean()
+
+
+def _hf_loss(output: Any) -> torch.Tensor:
+    return output.loss
+
+
+# -- functions --------------------------------------------------------------------------------
+
+def gather_scatter(src: torch.Tensor, idx: torch.Tensor, rows: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    gathered = torch.gather(src, 0, idx)
+    scattered = torch.zeros_like(src).scatter_add(0, idx, src * 2)
+    picked = src[rows] + 1
+    updated = src.index_put((rows,), torch.ones(rows.shape[0], src.shape[1]), accumulate=True)
+    return gathered * 2, scattered, picked, updated
+
+
+@case("gather_scatter")
+def _gather_scatter() -> Workload:
+    src = torch.randn(12, 8)
+    idx = torch.randint(0, 12, (12, 8))
+    rows = torch.tensor([0, 3, 3, 7, 11])
+    return Workload(gather_scatter, [(src, idx, rows)])
+
+
+def int_bool(a: torch.Tensor, b: torch.Tensor, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    q = torch.div(a, b, rounding_mode="floor") + a % b
+    bits = (a & 0x0F) | (b << 2)
+    mask = (x > 0) & ~(a > 5)
+    kept = torch.where(mask, x, torch.zeros_like(x))
+    return q, bits, mask.sum(dim=-1), kept.masked_fill(~mask, -1.0), (a == b).any(dim=0)
+
+
+@case("int_bool")
+def _int_bool() -> Workload:
+    a = torch.randint(1, 50, (16, 32))
+    b = torch.randint(1, 9, (16, 32))
+    return Workload(int_bool, [(a, b, torch.randn(16, 32))])
+
+
+def dynamic_softmax(x: torch.Tensor) -> torch.Tensor:
+    scaled = x * (x.shape[-1] ** -0.5)
+    return torch.softmax(scaled, dim=-1) @ x.transpose(-1, -2)
+
+
+@case("dynamic_softmax")
+def _dynamic_softmax() -> Workload:
+    return Workload(dynamic_softmax, [(torch.randn(2, n, n),) for n in (8, 12, 20)],
+                    compile_kwargs={"dynamic": True})
+
+
+def graph_break(x: torch.Tensor) -> torch.Tensor:
+    y = torch.relu(x) * 2
+    print("graph break here")  # Dynamo splits the function into two graphs
+    return torch.tanh(y).sum(dim=0)
+
+
+@case("graph_break")
+def _graph_break() -> Workload:
+    return Workload(graph_break, [(torch.randn(8, 16),)])
+
+
+def inplace_input(x: torch.Tensor, state: torch.Tensor) -> torch.Tensor:
+    state.mul_(0.9).add_(x.mean(dim=0))
+    x.clamp_(min=-1.0)
+    return x * state
+
+
+@case("inplace_input")
+def _inplace_input() -> Workload:
+    return Workload(inplace_input, [(torch.randn(8, 16), torch.randn(16))])
+
+
+class MixedPrecisionMLP(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.up = nn.Linear(32, 64).to(torch.bfloat16)
+        self.down = nn.Linear(64, 32).to(torch.float16)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = F.gelu(self.up(x.to(torch.bfloat16)))
+        out = self.down(h.to(torch.float16))
+        return out.float().softmax(dim=-1) + x
+
+
+@case("mixed_precision")
+def _mixed_precision() -> Workload:
+    return Workload(MixedPrecisionMLP(), [(torch.randn(8, 32),)])
+
+
+class DropoutBlock(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(32, 32)
+        self.drop = nn.Dropout(0.3)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        noise = torch.rand_like(x) * 0.01
+        return self.drop(torch.relu(self.lin(x))) + noise
+
+
+@case("dropout_rng")
+def _dropout_rng() -> Workload:
+    model = DropoutBlock().train()
+    return Workload(model, [(torch.randn(16, 32),)], train=True, loss=_mean_loss)
+
+
+# -- convolutional nets (written in torch: timm would pull a CUDA build of torchvision) -------
+
+class BasicBlock(nn.Module):
+    def __init__(self, channels_in: int, channels: int, stride: int) -> None:
+        super().__init__()
+        self.conv1 = nn.Conv2d(channels_in, channels, 3, stride, 1, bias=False)
+        self.bn1 = nn.BatchNorm2d(channels)
+        self.conv2 = nn.Conv2d(channels, channels, 3, 1, 1, bias=False)
+        self.bn2 = nn.BatchNorm2d(channels)
+        self.shortcut = nn.Sequential()
+        if stride != 1 or channels_in != channels:
+            self.shortcut = nn.Sequential(nn.Conv2d(channels_in, channels, 1, stride, bias=False),
+                                          nn.BatchNorm2d(channels))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out = F.relu(self.bn1(self.conv1(x)))
+        out = self.bn2(self.conv2(out))
+        return F.relu(out + self.shortcut(x))
+
+
+class TinyResNet(nn.Module):
+    """ResNet-18's shape at toy width: stem, two stages of basic blocks, pool, classifier."""
+
+    def __init__(self, width: int = 8, classes: int = 10) -> None:
+        super().__init__()
+        self.stem = nn.Sequential(nn.Conv2d(3, width, 3, 1, 1, bias=False), nn.BatchNorm2d(width), nn.ReLU())
+        self.layer1 = BasicBlock(width, width, 1)
+        self.layer2 = BasicBlock(width, 2 * width, 2)
+        self.fc = nn.Linear(2 * width, classes)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.layer2(self.layer1(self.stem(x)))
+        return self.fc(torch.flatten(F.adaptive_avg_pool2d(x, 1), 1))
+
+
+class InvertedResidual(nn.Module):
+    """MobileNetV3's block: expand, depthwise conv, squeeze-excite, project, hardswish."""
+
+    def __init__(self, channels: int, expand: int) -> None:
+        super().__init__()
+        hidden = channels * expand
+        self.expand = nn.Sequential(nn.Conv2d(channels, hidden, 1, bias=False), nn.BatchNorm2d(hidden), nn.Hardswish())
+        self.depthwise = nn.Sequential(nn.Conv2d(hidden, hidden, 3, 1, 1, groups=hidden, bias=False),
+                                       nn.BatchNorm2d(hidden), nn.Hardswish())
+        self.squeeze = nn.Conv2d(hidden, hidden // 4, 1)
+        self.excite = nn.Conv2d(hidden // 4, hidden, 1)
+        self.project = nn.Sequential(nn.Conv2d(hidden, channels, 1, bias=False), nn.BatchNorm2d(channels))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = self.depthwise(self.expand(x))
+        scale = F.hardsigmoid(self.excite(F.relu(self.squeeze(F.adaptive_avg_pool2d(h, 1)))))
+        return x + self.project(h * scale)
+
+
+class TinyMobileNet(nn.Module):
+    def __init__(self, classes: int = 10) -> None:
+        super().__init__()
+        self.stem = nn.Sequential(nn.Conv2d(3, 8, 3, 2, 1, bias=False), nn.BatchNorm2d(8), nn.Hardswish())
+        self.blocks = nn.Sequential(InvertedResidual(8, 4), InvertedResidual(8, 3))
+        self.head = nn.Linear(8, classes)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.blocks(self.stem(x))
+        return self.head(x.mean(dim=(2, 3)))
+
+
+@case("resnet")
+def _resnet() -> Workload:
+    return Workload(TinyResNet().eval(), [(torch.randn(2, 3, 16, 16),)])
+
+
+@case("resnet_train")
+def _resnet_train() -> Workload:
+    return Workload(TinyResNet().train(), [(torch.randn(4, 3, 16, 16),)], train=True, loss=_mean_loss)
+
+
+@case("mobilenet")
+def _mobilenet() -> Workload:
+    return Workload(TinyMobileNet().eval(), [(torch.randn(2, 3, 16, 16),)])
+
+
+# -- Hugging Face transformers (small configs, random weights) ----------------------------------
+
+_TINY = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64)
+
+
+def _tokens(batch: int = 2, length: int = 16, vocab: int = 128) -> torch.Tensor:
+    return torch.randint(0, vocab, (batch, length))
+
+
+def _bert(train: bool) -> Workload:
+    from transformers import BertConfig, BertForMaskedLM
+
+    config = BertConfig(vocab_size=128, max_position_embeddings=64, **_TINY)
+    model = BertForMaskedLM(config).train(train)
+    ids = _tokens()
+    if train:
+        return Workload(model, [()], train=True, loss=_hf_loss, kwargs={"input_ids": ids, "labels": ids})
+    return Workload(model, [(ids,)])
+
+
+@case("bert")
+def _bert_inference() -> Workload:
+    return _bert(train=False)
+
+
+@case("bert_train", nondeterministic=_ATOMIC_EMBEDDING)
+def _bert_train() -> Workload:
+    return _bert(train=True)
+
+
+def _gpt2(train: bool) -> Workload:
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    config = GPT2Config(vocab_size=128, n_positions=64, n_embd=32, n_layer=2, n_head=2, bos_token_id=0,
+                        eos_token_id=0)
+    model = GPT2LMHeadModel(config).train(train)
+    ids = _tokens()
+    if train:
+        return Workload(model, [()], train=True, loss=_hf_loss, kwargs={"input_ids": ids, "labels": ids})
+    return Workload(model, [(ids,)])
+
+
+@case("gpt2")
+def _gpt2_inference() -> Workload:
+    return _gpt2(train=False)
+
+
+@case("gpt2_train", nondeterministic=_ATOMIC_EMBEDDING)
+def _gpt2_train() -> Workload:
+    return _gpt2(train=True)
+
+
+@case("t5")
+def _t5() -> Workload:
+    from transformers import T5Config, T5ForConditionalGeneration
+
+    config = T5Config(vocab_size=128, d_model=32, d_kv=16, d_ff=64, num_layers=2, num_decoder_layers=2,
+                      num_heads=2, decoder_start_token_id=0)
+    model = T5ForConditionalGeneration(config).eval()
+    return Workload(model, [()], kwargs={"input_ids": _tokens(), "decoder_input_ids": _tokens(length=8)})
+
+
+@case("vit")
+def _vit() -> Workload:
+    from transformers import ViTConfig, ViTForImageClassification
+
+    config = ViTConfig(image_size=32, patch_size=8, num_channels=3, num_labels=10, **_TINY)
+    return Workload(ViTForImageClassification(config).eval(), [(torch.randn(2, 3, 32, 32),)])
+
+
+def _llama(train: bool) -> Workload:
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    config = LlamaConfig(vocab_size=128, max_position_embeddings=64, num_key_value_heads=1, **_TINY)
+    model = LlamaForCausalLM(config).train(train)
+    ids = _tokens()
+    if train:
+        return Workload(model, [()], train=True, loss=_hf_loss, kwargs={"input_ids": ids, "labels": ids})
+    return Workload(model, [(ids,)])
+
+
+@case("llama")
+def _llama_inference() -> Workload:
+    return _llama(train=False)
+
+
+@case("llama_train", nondeterministic=_ATOMIC_EMBEDDING)
+def _llama_train() -> Workload:
+    return _llama(train=True)

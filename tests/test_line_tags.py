@@ -1,0 +1,129 @@
+"""The line tags live beside Inductor's buffers, never in their text (no compile needed).
+
+The first wave wrote inline marks into the text; Inductor's CSE keys on buffer text
+(``CSE.generate`` with an ``IndentedBuffer`` keys on ``getvalue()``), so the same code emitted
+for two IR ops missed the cache and the output code gained a second ``vec_to_array`` lambda.
+These tests drive Inductor's own buffer and CSE classes with a recorder active.
+"""
+
+from __future__ import annotations
+
+import pytest
+from torch._inductor.codegen.common import CSE
+from torch._inductor.codegen.common import DeferredLine
+from torch._inductor.utils import IndentedBuffer
+
+from instrumented_backend import provenance
+from instrumented_backend.seams import line_tags
+
+NEG = provenance.origin_of("ops.neg", "neg")
+LOAD = provenance.origin_of("ops.load", "gather")
+
+
+@pytest.fixture
+def recorder():
+    """An active recorder, inside a stand-in kernel and graph (what CSE and DeferredLine consult)."""
+    from types import SimpleNamespace
+
+    from torch._inductor.codegen.common import CSEVariable
+    from torch._inductor.virtualized import V
+
+    line_tags.install()
+    kernel = SimpleNamespace(current_node=None, removed_buffers=set(), inplaced_to_remove=set(),
+                             create_cse_var=lambda name, bounds, dtype, shape: CSEVariable(name, bounds, dtype, shape))
+    graph = SimpleNamespace(removed_buffers=set(), inplaced_to_remove=set())
+    recorder = provenance.LineRecorder()
+    previous = provenance.activate(recorder)
+    with V.set_kernel_handler(kernel), V.set_graph_handler(graph):
+        yield recorder
+    provenance.activate(previous)
+
+
+def _lambda_buffer() -> IndentedBuffer:
+    code = IndentedBuffer()
+    code.writeline("[&]")
+    with code.indent():
+        code.writeline("__at_align__ std::array<int64_t, 8> tmpbuf;")
+        code.writeline("tmp0.store(tmpbuf.data(), static_cast<int64_t>(8));")
+        code.writeline("return tmpbuf;")
+    code.writeline("()")
+    return code
+
+
+def test_text_is_inductors_own_and_cse_hits_across_ops(recorder):
+    cse = CSE(prefix="auto ", suffix=";")
+    out = IndentedBuffer()
+    provenance.set_emission(NEG)
+    first_buffer = _lambda_buffer()
+    first = cse.generate(out, first_buffer, write=False)
+    provenance.set_emission(LOAD)
+    second = cse.generate(out, _lambda_buffer(), write=False)
+    provenance.set_emission(None)
+    assert first is second, "the same code emitted for two ops must hit Inductor's CSE cache"
+    assert first_buffer.getvalue() == (
+        "[&]\n    __at_align__ std::array<int64_t, 8> tmpbuf;\n"
+        "    tmp0.store(tmpbuf.data(), static_cast<int64_t>(8));\n    return tmpbuf;\n()\n")
+    assert all(type(line) is str for line in first_buffer._lines), "entries stay plain str objects"
+
+
+def test_tags_follow_lines_through_splices_and_texts(recorder):
+    inner = IndentedBuffer()
+    provenance.set_emission(NEG)
+    inner.writeline("auto tmp0 = -x;")
+    inner.writeline(DeferredLine("buf0", "out_ptr0[x0] = tmp0;"))
+    provenance.set_emission(None)
+    inner.writeline("// untagged")
+
+    kernel = IndentedBuffer()
+    kernel.writeline('extern "C" void kernel()')
+    with kernel.indent():
+        kernel.splice(inner)  # re-sliced into new objects: tags carried one for one
+    provenance.set_emission(LOAD)
+    with kernel.indent():
+        kernel.splice(inner.getvalue())  # a text written back: its own tags win over the emission
+    provenance.set_emission(None)
+    source = kernel.getvalue()
+    assert source.splitlines() == ['extern "C" void kernel()', "    auto tmp0 = -x;", "    out_ptr0[x0] = tmp0;",
+                                   "    // untagged", "    auto tmp0 = -x;", "    out_ptr0[x0] = tmp0;",
+                                   "    // untagged"]
+    origins = recorder.kernel_origins(source)
+    assert origins[:7] == [[], [NEG], [NEG], [], [NEG], [NEG], [LOAD]]
+
+
+def test_a_kernel_rendered_by_formatting_takes_its_lines_tags_in_order(recorder):
+    provenance.set_emission(NEG)
+    body = IndentedBuffer()
+    body.writeline("auto tmp0 = -x;")
+    provenance.set_emission(LOAD)
+    body.writeline("auto tmp1 = in_ptr0[x0];")
+    provenance.set_emission(None)
+    rendered = "template <int N>\nvoid kernel() {\n  auto tmp1 = in_ptr0[x0];\n  auto tmp0 = -x;\n}\n"
+    assert recorder.kernel_origins(rendered) == [[], [], [LOAD], [NEG], [], []]
+
+
+def test_no_recorder_no_tags():
+    line_tags.install()
+    assert provenance.active_recorder() is None
+    provenance.set_emission(NEG)
+    try:
+        buffer = IndentedBuffer()
+        buffer.writeline("auto tmp0 = -x;")
+        assert buffer.getvalue() == "auto tmp0 = -x;\n"
+    finally:
+        provenance.set_emission(None)
+
+
+def test_a_moved_buffer_contract_is_reported(monkeypatch):
+    from instrumented_backend.seams import SeamMoved
+
+    original = IndentedBuffer.splice
+
+    def splice_as_one_entry(self, other_code, strip=False):
+        text = other_code.getvalue() if isinstance(other_code, IndentedBuffer) else other_code
+        self._lines.append(text)
+
+    monkeypatch.setattr(IndentedBuffer, "splice", splice_as_one_entry)
+    with pytest.raises(SeamMoved, match="splice no longer writes one entry per spliced entry"):
+        line_tags.check()
+    monkeypatch.setattr(IndentedBuffer, "splice", original)
+    line_tags.check()
