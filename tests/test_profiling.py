@@ -142,7 +142,7 @@ def test_json_and_text_read_the_same_data(pointwise):
     assert {c["category"] for c in data["compare"]["categories"]} == {"gemm", "memory-bound", "overhead"}
     text = str(pointwise)
     assert "speed-up:" in text and pointwise.kernels[0].kernel in text and "Diagnosis:" in text
-    assert "% of BW" in text and "Time by source line" in text
+    assert "x copy BW" in text and "Time by source line" in text
 
 
 def test_extern_gemm_and_fused_epilogue_are_joined(tiny):
@@ -226,6 +226,35 @@ def test_triton_kernels_join_by_name_and_in_wrapper_order():
     assert by_name["extern_kernels.mm"].device_us == 30.0
     assert unmatched == ["aten::empty x1"]
     assert Finding("x", "y").evidence == {}
+
+
+def test_kernel_times_are_medians_over_steps_and_shares_cannot_exceed_the_total():
+    """Five profiled steps, the first cold: a mean would say 60 us for the kernel, the median 10."""
+    kernels = [KernelInfo("cpp_fused_neg_0", "cpp", "", 1, 2, 1, call_lines=[10])]
+    graph = GraphCapture(index=1, compile_id="0/0", kind="inference", graph_id=0, dynamo_graph_code="", aot_graph="",
+                         post_grad_graph_code="", ir_pre_fusion="", ir_post_fusion="", output_code="", kernels=kernels)
+    events, steps = {}, [300.0, 12.0, 12.0, 12.0, 12.0]
+    for step, kernel_us in enumerate([260.0, 10.0, 10.0, 10.0, 10.0]):
+        base = 10 * step
+        events[base + 1] = Event(base + 1, f"ProfilerStep#{step}", 0, steps[step], 1, children=[base + 2], step=step)
+        events[base + 2] = Event(base + 2, "## Call CompiledFxGraph None ##", 1, steps[step] - 1, 1, parent=base + 1,
+                                 children=[base + 3], step=step)
+        events[base + 3] = Event(base + 3, "graph_0_cpp_fused_neg_0", 2, kernel_us, kernel_us, parent=base + 2,
+                                 step=step)
+    [row], unmatched = join_compiled(ProfiledRun(events, steps, {}, "cpu"), [graph])
+    assert row.time_us == 10.0 and row.calls == 1 and row.step_us == [260.0, 10.0, 10.0, 10.0, 10.0]
+    assert row.p10_us == 10.0 and row.p90_us > 100.0
+    report = _report(kernels=[row])
+    report.compiled_step_us = steps
+    assert report.share_total_us == 12.0 and report.share_total_label == "the median compiled step"
+    report.compiled_step_us = [8.0] * 5  # kernel medians summing to more than the median step
+    assert report.share_total_us == 10.0 and report.share_total_label == "the kernels' summed median time"
+
+
+def test_a_slower_compiled_call_is_called_slower_with_a_factor_above_one():
+    slower = _report(eager=TimingStats("eager", [1.0] * 3), compiled=TimingStats("compiled", [1.25] * 3))
+    [finding] = [f for f in diagnose(slower) if f.kind == "speedup"]
+    assert finding.message.startswith("Compiled is 1.25x slower than eager")
 
 
 def test_a_gather_counts_the_rows_it_reads_not_the_whole_table():

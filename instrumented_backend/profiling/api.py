@@ -91,7 +91,7 @@ def profile(model: Callable[..., Any], *args: Any, warmup: int = 10, iters: int 
         graphs=[g.label for g in graphs], unmatched_events=unmatched, source_code=source_code(sources, graphs),
         compiled_trace=compiled_run.trace, eager_trace=eager_run.trace, captures=graphs)
     for row in kernels:
-        row.share = row.busy_us / report.compiled_step_median_us if report.compiled_step_median_us else 0.0
+        row.share = row.busy_us / report.share_total_us if report.share_total_us else 0.0
     for op in eager_ops:
         op.share = op.busy_us / report.eager_step_median_us if report.eager_step_median_us else 0.0
     report.findings = diagnose(report)

@@ -58,7 +58,8 @@ def _ms(us: float) -> str:
 def _speedup(report: "ProfileReport") -> list[Finding]:
     ratio = report.speedup
     verdict = "faster" if ratio >= 1 else "slower"
-    return [Finding("speedup", f"Compiled is {ratio:.2f}x {'faster' if ratio >= 1 else 'slower'} than eager "
+    factor = ratio if ratio >= 1 else (1 / ratio if ratio else float("inf"))
+    return [Finding("speedup", f"Compiled is {factor:.2f}x {verdict} than eager "
                     f"({report.compiled.median_ms:.3f} vs {report.eager.median_ms:.3f} ms per call, medians).",
                     {"speedup": ratio, "verdict": verdict})]
 
@@ -68,7 +69,7 @@ def _bound(report: "ProfileReport") -> list[Finding]:
     if not report.compiled_step_us:
         return []
     step = report.compiled_step_median_us
-    busy = report.kernel_us / step if step else 0.0
+    busy = min(report.kernel_us, step) / step if step else 0.0
     evidence = {"kernel_us": report.kernel_us, "step_us": step, "busy": busy}
     if busy < THRESHOLDS["overhead_bound_busy"]:
         where = "the GPU" if report.device == "cuda" else "kernels"
@@ -158,8 +159,8 @@ def _roofline(report: "ProfileReport") -> list[Finding]:
         if row.busy_us / report.kernel_us < THRESHOLDS["roofline_min_share"]:
             continue
         numbers = (f"{row.kernel} moves at least {row.bytes / 1e6:.2f} MB per call in {_ms(row.per_call_us)}: "
-                   f"{row.achieved_gbps:.1f} GB/s, {row.bandwidth_share:.0%} of the {report.copy_bandwidth_gbps:.1f} GB/s "
-                   "this machine copies at")
+                   f"{row.achieved_gbps:.1f} GB/s, {row.bandwidth_share:.2f}x the {report.copy_bandwidth_gbps:.1f} GB/s "
+                   "this machine copies large buffers at" + (" (its data stays in cache)" if row.bandwidth_share > 1 else ""))
         if row.bandwidth_share >= THRESHOLDS["roofline_high"]:
             message = numbers + ". It is at the memory roofline: only moving fewer bytes (more fusion, smaller dtypes) makes it faster."
         elif row.bandwidth_share < THRESHOLDS["roofline_low"]:

@@ -174,10 +174,13 @@ def join_compiled(run: ProfiledRun, graphs: Sequence[GraphCapture]) -> tuple[lis
                     category=_compiled_category(kernel, event), fx_nodes=fx, dynamo_nodes=dynamo,
                     source_lines=sorted(weights, key=lambda s: -weights[s]), source_weights=weights,
                     bytes=kernel.traffic.total_bytes if kernel.traffic is not None else None)
+                per_step[key] = _PerStep(steps)
             row.event_ids.append(child.id)
-            row.calls += 1 / steps
-            row.time_us += child.total_us / steps
-            row.device_us += child.device_us / steps
+            per_step[key].add(min(call.step, steps - 1), child)
+    for key, row in rows.items():
+        sums = per_step[key]
+        row.step_us = list(sums.device if any(sums.device) else sums.total)
+        row.calls, row.time_us, row.device_us = _median(sums.calls), _median(sums.total), _median(sums.device)
     result = sorted(rows.values(), key=lambda r: -r.busy_us)
     return result, [f"{name} x{count}" for name, count in sorted(unmatched.items(), key=lambda i: -i[1])]
 

@@ -62,7 +62,10 @@ class KernelTiming:
     """One kernel of the compiled code, timed by the profiler and joined to its provenance.
 
     ``event`` is the profiler's name for it (``graph_0_cpp_fused_add_0``, ``aten::addmm``).
-    ``time_us`` is CPU time per step (for GPU kernels, ``device_us`` holds the device time).
+    ``time_us`` is CPU time per step (for GPU kernels, ``device_us`` holds the device time):
+    the median, over the profiled steps, of the kernel's time in each step (``step_us`` keeps
+    those per-step times; ``p10_us``/``p90_us`` their spread). ``share`` is of
+    :attr:`ProfileReport.share_total_us`, so no share and no sum of shares exceeds 1.
     ``bytes`` is the least memory the kernel must move (generated kernels only);
     ``bandwidth_share`` is bytes / time against the machine's measured copy bandwidth.
     """
@@ -83,13 +86,22 @@ class KernelTiming:
     bytes: Optional[int] = None
     achieved_gbps: Optional[float] = None
     bandwidth_share: Optional[float] = None
+    step_us: list[float] = field(default_factory=list)  # busy time in each profiled step
     # Profiler event ids of this kernel's calls (annotating the Chrome trace); in-process only.
     event_ids: list[int] = field(default_factory=list, repr=False, compare=False)
 
     @property
     def busy_us(self) -> float:
-        """The time this kernel keeps its device busy per step (device time on GPU)."""
+        """The time this kernel keeps its device busy per step (device time on GPU), median over steps."""
         return self.device_us or self.time_us
+
+    @property
+    def p10_us(self) -> float:
+        return _quantile(self.step_us, 0.10) if self.step_us else self.busy_us
+
+    @property
+    def p90_us(self) -> float:
+        return _quantile(self.step_us, 0.90) if self.step_us else self.busy_us
 
     @property
     def per_call_us(self) -> float:
@@ -209,8 +221,21 @@ class ProfileReport:
 
     @property
     def kernel_us(self) -> float:
-        """Kernel time per compiled step."""
+        """Kernel time per compiled step (the sum of the kernels' medians)."""
         return sum(k.busy_us for k in self.kernels)
+
+    @property
+    def share_total_us(self) -> float:
+        """What kernel shares are of: the median compiled step, or the kernels' summed medians when
+        those come to more (medians of parts need not add up to the median of the whole)."""
+        return max(self.compiled_step_median_us, self.kernel_us)
+
+    @property
+    def share_total_label(self) -> str:
+        """The total shares are of, in words."""
+        if self.kernel_us > self.compiled_step_median_us:
+            return "the kernels' summed median time"
+        return "the median compiled step"
 
     def kernel(self, name: str) -> KernelTiming:
         """The row of kernel ``name`` (Inductor's name or the profiler's event name)."""

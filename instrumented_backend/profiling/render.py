@@ -34,16 +34,20 @@ def render(report: "ProfileReport", *, rows: int = 15) -> str:
            ""]
     if report.copy_bandwidth_gbps:
         out.append(f"Measured copy bandwidth: {report.copy_bandwidth_gbps:.1f} GB/s")
-    step = report.compiled_step_median_us
+    total = report.share_total_us
     kernel_rows = []
     for k in report.kernels[:rows]:
         kernel_rows.append([
-            k.kernel, k.kind, f"{k.calls:g}", _us(k.busy_us), f"{k.share:.1%}" if step else "",
-            f"{k.bytes / 1e6:.2f}" if k.bytes else "", f"{k.bandwidth_share:.0%}" if k.bandwidth_share is not None else "",
+            k.kernel, k.kind, f"{k.calls:g}", _us(k.busy_us), f"{_us(k.p10_us)}-{_us(k.p90_us)}",
+            f"{k.share:.1%}" if total else "",
+            f"{k.bytes / 1e6:.2f}" if k.bytes else "", f"{k.bandwidth_share:.2f}x" if k.bandwidth_share is not None else "",
             _short(k.fx_nodes), _short([_line(s) for s in k.source_lines], 3)])
-    out.append(f"Compiled kernels (per step; share of the {_us(step)} compiled step):")
-    out.append(tabulate(kernel_rows, headers=["kernel", "kind", "calls", "time", "share", "MB moved", "% of BW",
-                                              "FX nodes", "source lines"], disable_numparse=True))
+    out.append(f"Compiled kernels (per step, medians over {len(report.compiled_step_us)} profiled steps; "
+               f"share of {report.share_total_label}, {_us(total)}):")
+    out.append(tabulate(kernel_rows, headers=["kernel", "kind", "calls", "time", "p10-p90", "share", "MB moved",
+                                              "x copy BW", "FX nodes", "source lines"], disable_numparse=True))
+    if any(k.bandwidth_share is not None and k.bandwidth_share > 1 for k in report.kernels[:rows]):
+        out.append("  (x copy BW above 1: the kernel's data stayed in cache, faster than a large copy reaches memory)")
     if len(report.kernels) > rows:
         out.append(f"  ... {len(report.kernels) - rows} more kernels")
     out.append("")
