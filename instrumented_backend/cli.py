@@ -1,14 +1,17 @@
 """Command line, thin over the library.
 
-    python -m instrumented_backend run script.py [args ...] --dump DIR
+    python -m instrumented_backend run [--dump DIR] script.py [args ...] [--dump DIR] [-- args ...]
     python -m instrumented_backend show DIR [--kernels]
-    python -m instrumented_backend profile script.py [args ...] [--warmup N --iters N --active N --out DIR]
+    python -m instrumented_backend profile [options] script.py [args ...] [options] [-- args ...]
 
 ``run`` executes a script unchanged, with every torch.compile call that would use Inductor
 (the default backend) using ``backend="instrumented"`` instead, then writes what was captured
-to ``DIR`` (also when the script raises or exits). ``--dump DIR`` is recognised before the
-script name or as the last two arguments; everything else after the script name is passed to
-the script.
+to ``DIR`` (also when the script raises or exits).
+
+One convention for ``run`` and ``profile``: this package's options may stand before the script
+or anywhere after it; every other argument after the script goes to the script, in order, and
+everything after a ``--`` goes to the script unchanged (use it when the script has an option of
+the same name, e.g. its own ``--out``).
 
 ``profile`` runs a script the same way, then profiles each function or module it compiled on the
 inputs of its first call (:mod:`instrumented_backend.profiling.script`): eager vs compiled,
@@ -22,26 +25,41 @@ import argparse
 import runpy
 import sys
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import Any, Optional, Sequence
 
 from .compile_redirect import redirect_torch_compile
 
 __all__ = ["main", "redirect_torch_compile"]
 
 
-def _split_trailing_dump(script_args: list[str]) -> tuple[list[str], Optional[str]]:
-    if len(script_args) >= 2 and script_args[-2] == "--dump":
-        return script_args[:-2], script_args[-1]
-    if script_args and script_args[-1].startswith("--dump="):
-        return script_args[:-1], script_args[-1].split("=", 1)[1]
-    return script_args, None
+def _take_own_options(args: argparse.Namespace, options: argparse.ArgumentParser,
+                      verbatim: Sequence[str] = ()) -> argparse.Namespace:
+    """Move this package's options found after the script into ``args``; ``verbatim`` (what
+    followed ``--``) goes to the script after the rest, unchanged."""
+    found, rest = options.parse_known_args(list(args.script_args))
+    for name, value in vars(found).items():
+        setattr(args, name, value)
+    args.script_args = rest + list(verbatim)
+    return args
+
+
+def parse_command_line(argv: Sequence[str]) -> argparse.Namespace:
+    """The parsed command line: ``run``/``profile`` options taken wherever they stand before a ``--``."""
+    argv = list(argv)
+    verbatim: list[str] = []
+    if "--" in argv:
+        argv, verbatim = argv[:argv.index("--")], argv[argv.index("--") + 1:]
+    args = _parser().parse_args(argv)
+    options = getattr(args, "options_after_script", None)
+    if options is not None:
+        _take_own_options(args, options, verbatim)
+    return args
 
 
 def _run(args: argparse.Namespace) -> int:
     import instrumented_backend as ib
 
-    script_args, trailing_dump = _split_trailing_dump(list(args.script_args))
-    dump_dir = trailing_dump or args.dump
+    script_args, dump_dir = list(args.script_args), args.dump
     script = Path(args.script)
     if not script.is_file():
         print(f"instrumented_backend run: no such script: {script}", file=sys.stderr)
@@ -105,30 +123,61 @@ def _profile(args: argparse.Namespace) -> int:
     return 0 if reports else 1
 
 
+# Each subcommand's own options: (flag, add_argument keywords).
+_RUN_OPTIONS: list[tuple[str, dict[str, Any]]] = [
+    ("--dump", dict(metavar="DIR", help="write the captures to DIR when the script ends")),
+]
+_PROFILE_OPTIONS: list[tuple[str, dict[str, Any]]] = [
+    ("--warmup", dict(type=int, default=10, help="warm-up calls before timing (default 10)")),
+    ("--iters", dict(type=int, default=50, help="timed calls of each side (default 50)")),
+    ("--active", dict(type=int, default=5, help="profiled steps after wait and warm-up (default 5)")),
+    ("--out", dict(metavar="DIR", help="write profile_N.json and trace_N.json here")),
+]
+
+
+def _add_options(parser: argparse.ArgumentParser, options: list[tuple[str, dict[str, Any]]]) -> None:
+    for flag, keywords in options:
+        parser.add_argument(flag, **keywords)
+
+
+def _options_only(options: list[tuple[str, dict[str, Any]]], prog: str) -> argparse.ArgumentParser:
+    """A parser of a subcommand's options alone, for those given after the script (no defaults:
+    an option not repeated there keeps what was given before the script)."""
+    parser = argparse.ArgumentParser(prog=prog, add_help=False, allow_abbrev=False)
+    for flag, keywords in options:
+        parser.add_argument(flag, **{**keywords, "default": argparse.SUPPRESS})
+    return parser
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m instrumented_backend", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="run a script with every Inductor compile instrumented")
-    run.add_argument("--dump", metavar="DIR", help="write the captures to DIR when the script ends")
+    _add_options(run, _RUN_OPTIONS)
     run.add_argument("script")
     run.add_argument("script_args", nargs=argparse.REMAINDER)
-    run.set_defaults(handler=_run)
+    run.set_defaults(handler=_run, options_after_script=_options_only(_RUN_OPTIONS, "run"))
     show = sub.add_parser("show", help="summarize a dump folder")
     show.add_argument("dump_dir")
     show.add_argument("--kernels", action="store_true", help="also list every kernel")
     show.set_defaults(handler=_show)
     prof = sub.add_parser("profile", help="profile what a script compiles: eager vs compiled, kernels to source lines")
-    prof.add_argument("--warmup", type=int, default=10, help="warm-up calls before timing (default 10)")
-    prof.add_argument("--iters", type=int, default=50, help="timed calls of each side (default 50)")
-    prof.add_argument("--active", type=int, default=5, help="profiled steps after wait and warm-up (default 5)")
-    prof.add_argument("--out", metavar="DIR", help="write profile_N.json and trace_N.json here")
+    _add_options(prof, _PROFILE_OPTIONS)
     prof.add_argument("script")
     prof.add_argument("script_args", nargs=argparse.REMAINDER)
-    prof.set_defaults(handler=_profile)
+    prof.set_defaults(handler=_profile, options_after_script=_options_only(_PROFILE_OPTIONS, "profile"))
     return parser
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Entry point of ``python -m instrumented_backend``; returns the exit code."""
-    args = _parser().parse_args(argv)
-    return int(args.handler(args) or 0)
+    args = parse_command_line(sys.argv[1:] if argv is None else argv)
+    try:
+        code = int(args.handler(args) or 0)
+        sys.stdout.flush()  # a closed pipe shows here, not as a traceback at exit
+        return code
+    except BrokenPipeError:  # `show DIR | head`: the reader left; say nothing more
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0

@@ -75,6 +75,35 @@ def test_cli_show(trained, tmp_path, capsys):
     assert "no dump at" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("argv, own, script_args", [
+    (["run", "--dump", "D", "s.py", "a"], {"dump": "D"}, ["a"]),
+    (["run", "s.py", "a", "--dump", "D", "b"], {"dump": "D"}, ["a", "b"]),
+    (["run", "s.py", "--dump=D"], {"dump": "D"}, []),
+    (["run", "s.py", "--", "--dump", "x"], {"dump": None}, ["--dump", "x"]),
+    (["profile", "s.py", "--out", "O", "--iters", "3", "-v"], {"out": "O", "iters": 3, "warmup": 10}, ["-v"]),
+    (["profile", "--warmup", "1", "s.py", "--", "--out", "mine"], {"out": None, "warmup": 1}, ["--out", "mine"]),
+    (["profile", "s.py", "--ou", "x"], {"out": None}, ["--ou", "x"]),  # no abbreviations after the script
+])
+def test_run_and_profile_take_their_options_before_or_after_the_script(argv, own, script_args):
+    from instrumented_backend.cli import parse_command_line
+
+    args = parse_command_line(argv)
+    assert args.script == "s.py" and args.script_args == script_args
+    for name, value in own.items():
+        assert getattr(args, name) == value, name
+
+
+def test_cli_show_into_a_closed_pipe_ends_quietly(trained, tmp_path):
+    import subprocess
+
+    session, _ = trained
+    session.dump(tmp_path)
+    proc = subprocess.Popen(f"{sys.executable} -m instrumented_backend show {tmp_path} --kernels | head -n 1",
+                            shell=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    out, err = proc.communicate(timeout=300)
+    assert out.strip() and "Traceback" not in err and "BrokenPipeError" not in err, err
+
+
 def test_cli_run_redirects_torch_compile_and_dumps(tmp_path):
     script = tmp_path / "user_script.py"
     script.write_text(

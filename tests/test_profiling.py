@@ -280,9 +280,12 @@ def test_profile_cli_profiles_what_a_script_compiles(tmp_path):
         "@torch.compile\n"
         "def step(x, y):\n"
         "    return torch.tanh(x) * y + 1\n"
+        "import sys\n"
+        "assert sys.argv[1:] == ['--scale', '1'], sys.argv\n"
         "print('result', step(torch.randn(64, 64), torch.randn(64, 64)).shape)\n")
-    proc = subprocess.run([sys.executable, "-m", "instrumented_backend", "profile", "--warmup", "1", "--iters", "3",
-                           "--active", "2", "--out", str(tmp_path / "out"), str(script)],
+    # As the README writes it: this package's options after the script, the script's after "--".
+    proc = subprocess.run([sys.executable, "-m", "instrumented_backend", "profile", "--warmup", "1", str(script),
+                           "--iters", "3", "--active", "2", "--out", str(tmp_path / "out"), "--", "--scale", "1"],
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "result torch.Size([64, 64])" in proc.stdout  # the script ran as before
