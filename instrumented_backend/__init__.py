@@ -29,7 +29,7 @@ from .diagnostics import InstrumentationWarning  # noqa: E402
 from .dump import load  # noqa: E402
 from .profiling import ProfileReport, profile  # noqa: E402
 from .model import CaptureProblem, CaptureSession, GraphCapture, InputInfo, KernelInfo  # noqa: E402
-from .registry import capture, captures, clear, last_capture  # noqa: E402
+from .registry import capture, captures, clear, last_capture, set_capture_limit  # noqa: E402
 
 __version__ = "0.1.0"
 
@@ -42,6 +42,7 @@ __all__ = [
     "captures",
     "last_capture",
     "clear",
+    "set_capture_limit",
     "load",
     "report",
     "faults",

@@ -234,6 +234,29 @@ class GraphCapture:
     post_grad_graph: Any = field(default=None, repr=False, compare=False)
     compiled: Any = field(default=None, repr=False, compare=False)
 
+    def __repr__(self) -> str:
+        parts = [f"{len(self.kernels)} kernels"]
+        if "post_grad" in self.node_counts:
+            parts.append(f"{self.node_counts['post_grad']} post-grad nodes")
+        parts.append("failed" if self.failed else "complete" if self.complete else f"{len(self.problems)} problem(s)")
+        return f"GraphCapture({self.label}: {', '.join(parts)})"
+
+    @property
+    def live(self) -> bool:
+        """True while the capture still holds its GraphModules and compiled callable."""
+        return any(v is not None for v in (self.dynamo_graph, self.post_grad_graph, self.compiled))
+
+    def release_live_objects(self) -> None:
+        """Assemble everything read from the live graphs, then drop the GraphModules and the
+        compiled callable (what a long run must not keep for every graph it ever compiled).
+        The record reads the same afterwards; only ``dynamo_graph``, ``post_grad_graph`` and
+        ``compiled`` become None."""
+        for node in self.nodes.values():
+            node.code  # noqa: B018 - printed now, from the graph about to be released
+        self.kernels, self.wrapper_lines, self.problems  # noqa: B018 - assembled on read
+        self.dynamo_graph_code, self.post_grad_graph_code  # noqa: B018
+        self.dynamo_graph = self.post_grad_graph = self.compiled = None
+
     @property
     def complete(self) -> bool:
         """True when every part was captured (no problems recorded)."""
