@@ -64,3 +64,12 @@ def test_compile_overhead_benchmark_smoke_prints_its_ratio():
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     ratio = re.search(r"instrumented/inductor: ([0-9.]+)x CPU time, ([0-9.]+)x wall time", proc.stdout)
     assert ratio and float(ratio.group(1)) > 0 and float(ratio.group(2)) > 0, proc.stdout
+
+
+def test_memory_benchmark_smoke_prints_both_backends():
+    import subprocess
+
+    proc = subprocess.run([sys.executable, "benchmarks/memory.py", "--smoke"], cwd=REPO, capture_output=True,
+                          text=True, timeout=900)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert "inductor RSS" in proc.stdout and "instrumented RSS" in proc.stdout and "capture limit 3" in proc.stdout
