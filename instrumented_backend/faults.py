@@ -34,7 +34,7 @@ from typing import Any, Iterator, Optional
 from .seams import cpp_overrides
 from .seams.caches import compile_caches_disabled
 
-__all__ = ["Fault", "bad_lowering", "cast_dropping_neg", "doubling_neg", "active_faults", "patchable_ops",
+__all__ = ["Fault", "bad_lowering", "SAME", "cast_dropping_neg", "doubling_neg", "active_faults", "patchable_ops",
            "UnknownOpError", "ENV_VAR", "install_from_environment", "carried_context"]
 
 ENV_VAR = "INSTRUMENTED_BACKEND_FAULTS"
@@ -50,7 +50,7 @@ class Fault:
 
     op: str
     scalar: str
-    vectorized: Optional[str] = None  # None: the scalar template is used for both
+    vectorized: Optional[str] = None  # None: scalar kernels only (the fault sets cpp.simdlen=1)
     config: dict[str, Any] = dataclasses.field(default_factory=dict)
     name: str = ""
 
@@ -167,19 +167,42 @@ def _activated(fault: Fault, *, reset_dynamo: bool) -> Iterator[Fault]:
                 torch._dynamo.reset()
 
 
+SAME = "same"  # vectorized=SAME: the scalar template is valid C++ on Vectorized operands too
+
+
+def _vectorized_template(op: str, template: str, vectorized: Optional[str], config: dict[str, Any]) -> Optional[str]:
+    """The vectorized template to use, or None for scalar kernels only; refuses an ambiguous fault."""
+    if vectorized == SAME:
+        return template
+    if vectorized is None and config.get("cpp.simdlen") != 1:
+        raise ValueError(
+            f"bad_lowering({op!r}, {template!r}) also needs the vectorized lowering: most kernels are "
+            "vectorized, and there the operands are at::vec::Vectorized values, on which a scalar template "
+            "often does not compile (Vectorized<float> * 2 has no operator). Pass one of:\n"
+            f"  vectorized='...'            a template for Vectorized operands, e.g. '{{x}} + {{x}}' or "
+            "'{x}.exp() * decltype({x})(2)';\n"
+            f"  vectorized='{SAME}'           the same template, when it only uses operators Vectorized has;\n"
+            "  config={'cpp.simdlen': 1}  scalar kernels only (no vectorized code is generated).")
+    return vectorized
+
+
 class bad_lowering(contextlib.ContextDecorator):
     """Replace the C++ lowering of ``op`` with ``template`` (scalar and vectorized) while active.
 
-    Use as ``with bad_lowering(...):`` or as a decorator. ``vectorized`` gives a separate template
-    for the vectorized code generator (``Vectorized<T>`` operands); ``config`` adds Inductor
-    config patches the bug needs (e.g. ``{"cpp.simdlen": 1}`` to force scalar kernels).
+    Use as ``with bad_lowering(...):`` or as a decorator. ``vectorized`` is the template for the
+    vectorized code generator (``at::vec::Vectorized`` operands), ``"same"`` to reuse ``template``
+    there; without it, ``config`` must force scalar kernels (``{"cpp.simdlen": 1}``), else a
+    ValueError says what to write. ``config`` adds Inductor config patches the bug needs.
     Raises :class:`UnknownOpError` for an op with no C++ lowering and ValueError for a template
     naming a parameter the lowering does not have.
     """
 
     def __init__(self, op: str, template: str, *, vectorized: Optional[str] = None,
                  config: Optional[dict[str, Any]] = None, name: str = "", reset_dynamo: bool = True) -> None:
-        self.fault = Fault(op=op, scalar=template, vectorized=vectorized, config=dict(config or {}), name=name)
+        config = dict(config or {})
+        _validate(Fault(op=op, scalar=template, vectorized=None if vectorized == SAME else vectorized))
+        vectorized = _vectorized_template(op, template, vectorized, config)
+        self.fault = Fault(op=op, scalar=template, vectorized=vectorized, config=config, name=name)
         _validate(self.fault)
         self.reset_dynamo = reset_dynamo
         self._contexts: list[Any] = []

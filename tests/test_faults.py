@@ -21,6 +21,13 @@ def test_unknown_op_and_bad_template_are_named():
     assert {"neg", "maximum", "exp", "add"} <= set(ib.faults.patchable_ops())
 
 
+def test_a_fault_without_a_vectorized_template_is_refused_with_what_to_write():
+    with pytest.raises(ValueError, match=r"(?s)also needs the vectorized lowering.*vectorized='same'.*cpp.simdlen"):
+        ib.faults.bad_lowering("neg", "decltype({x})(2 * {x})")
+    assert ib.faults.bad_lowering("neg", "-{x}", vectorized="same").fault.vectorized == "-{x}"
+    assert ib.faults.bad_lowering("neg", "-{x}", config={"cpp.simdlen": 1}).fault.vectorized is None
+
+
 @pytest.mark.parametrize("options", [None, {"cpp.simdlen": 1}], ids=["vectorized", "scalar"])
 def test_doubling_neg_patches_both_code_generators_and_restores_them(options):
     x = tutorial_inputs(torch.float32)

@@ -196,3 +196,18 @@ def test_deferred_fields_compute_once_and_read_as_plain_values():
     assert failing.get() == "" and failing.get() == "" and len(errors) == 1
     assert isinstance(errors[0], ZeroDivisionError)
     assert node.code == "{}", "a failed source gives its fallback to what is derived from it"
+
+
+def test_requires_python_admits_no_version_the_code_cannot_run_on():
+    """BaseException.add_note (used to name the minifier's repro in errors) is Python 3.11+."""
+    import re
+    import tomllib
+
+    from conftest import REPO
+
+    declared = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["requires-python"]
+    minimum = tuple(int(part) for part in re.match(r">=\s*(\d+)\.(\d+)", declared).groups())
+    uses_add_note = any(".add_note(" in path.read_text()
+                        for folder in ("instrumented_backend", "minifier") for path in (REPO / folder).rglob("*.py"))
+    assert not uses_add_note or minimum >= (3, 11), f"requires-python {declared!r} but the code calls add_note"
+    assert "Python 3.11+" in (REPO / "README.md").read_text()

@@ -4,6 +4,7 @@ temporaries the failing line uses, where the real culprit often is)."""
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -103,12 +104,33 @@ def _cpp_compile_error_type() -> type:
 
 
 class KernelCompileError(_cpp_compile_error_type()):  # type: ignore[misc]
-    """Inductor's ``CppCompileError``, with the explanation first in its message (``.report``)."""
+    """Inductor's ``CppCompileError``, its message the explanation (``.report``) alone.
+
+    The compiler's whole output (often thousands of lines of warnings from torch's headers) is
+    kept in ``compiler_output`` and written to the file ``log_path`` that the message names, not
+    put into the message, so what is printed starts and mostly stays with the explanation.
+    """
 
     def __init__(self, cmd: list[str], output: str, report: CompileErrorReport) -> None:
         super().__init__(cmd, output)
         self.report = report
-        self.args = (report.render() + "\n\n" + (self.args[0] if self.args else ""),)
+        self.compiler_output = output
+        self.log_path = _write_log(cmd, output)
+        where = f"written to {self.log_path}" if self.log_path else "in .compiler_output"
+        self.args = (f"{report.render()}\n(the compiler's full output, {len(output.splitlines())} lines: {where})",)
+
+
+def _write_log(cmd: list[str], output: str) -> Optional[str]:
+    """The compile command and output in a new file, or None if it cannot be written."""
+    import tempfile
+
+    try:
+        handle, path = tempfile.mkstemp(prefix="kernel-compile-error-", suffix=".log")
+        with os.fdopen(handle, "w", encoding="utf-8") as log:
+            log.write(" ".join(str(part) for part in cmd) + "\n\n" + output)
+        return path
+    except OSError:
+        return None
 
 
 def parse_compiler_output(output: str) -> list[CompilerMessage]:
