@@ -75,6 +75,15 @@ def innermost_error(exc: BaseException) -> BaseException:
     return exc
 
 
+def describe(result: dict[str, Any]) -> str:
+    """An outcome in one line: its signature, or its detail when the signature only repeats the kind
+    (an accuracy failure: which outputs differ, and by how much)."""
+    signature, message = result.get("signature", ""), result.get("message", "")
+    if signature and signature != result.get("kind"):
+        return signature
+    return message[:300] or signature or "-"
+
+
 def error_signature(exc: BaseException) -> str:
     """Exception type and normalised message: what must stay the same for a candidate to count."""
     inner = innermost_error(exc)

@@ -164,7 +164,7 @@ def main():
     else:
         outcome = judge(make_module(), make_inputs(), SPEC)
     reproduces = matches(EXPECTED, outcome, PATTERN)
-    print(f"{{outcome['kind']}}: {{outcome['signature'] or outcome['message'][:200]}}")
+    print(f"{{outcome['kind']}}: {{describe(outcome)}}")
     print("REPRODUCES" if reproduces else "does not reproduce (expected " + EXPECTED["kind"] + ")")
     return 1 if reproduces else 0
 

@@ -105,9 +105,22 @@ def test_check_accuracy_option_raises_or_warns_and_records_the_report():
 
 
 def test_failing_layer_table_and_inductor_bisector():
+    import logging
+
     x = tutorial_inputs(torch.float32)
-    with ib.faults.doubling_neg():
-        report = ib.find_failing_layer(foo1, *x, bisect=True)
+    heard: list[str] = []
+    handler = logging.Handler()
+    handler.emit = lambda record: heard.append(record.getMessage())
+    loggers = [logging.getLogger(f"torch._dynamo.backends.{name}") for name in ("debugging", "common")]
+    for logger in loggers:
+        logger.addHandler(handler)
+    try:
+        with ib.faults.doubling_neg():
+            report = ib.find_failing_layer(foo1, *x, bisect=True)
+    finally:
+        for logger in loggers:
+            logger.removeHandler(handler)
+    assert not [m for m in heard if "ignoring extra kwargs" in m], heard
     statuses = {layer.backend: layer.status for layer in report.layers}
     assert statuses == {"eager": "ok", "aot_eager": "ok", "aot_eager_decomp_partition": "ok",
                         "inductor": "inaccurate", "instrumented": "inaccurate"}

@@ -337,3 +337,12 @@ def test_a_worker_closed_without_waiting_exits_on_its_own():
     while worker.alive() and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not worker.alive() and worker.process.returncode == 0
+
+
+def test_an_outcome_line_gives_the_detail_when_the_signature_is_only_the_kind():
+    from minifier.judge import describe, outcome
+
+    accuracy = outcome("accuracy", "accuracy", "output 0: max abs err 2.1 at [3, 1]")
+    assert describe(accuracy) == "output 0: max abs err 2.1 at [3, 1]"
+    error = outcome("compile_error", "CppCompileError: no matching function", "long log")
+    assert describe(error) == "CppCompileError: no matching function"

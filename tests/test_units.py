@@ -211,3 +211,11 @@ def test_requires_python_admits_no_version_the_code_cannot_run_on():
                         for folder in ("instrumented_backend", "minifier") for path in (REPO / folder).rglob("*.py"))
     assert not uses_add_note or minimum >= (3, 11), f"requires-python {declared!r} but the code calls add_note"
     assert "Python 3.11+" in (REPO / "README.md").read_text()
+
+
+def test_every_accuracy_table_column_has_a_header():
+    from instrumented_backend.diagnosis.accuracy import AccuracyReport
+
+    header = AccuracyReport(passed=True, outputs=[], backend="inductor").render().splitlines()[1]
+    columns = [c for c in header.split("  ") if c.strip()]
+    assert "verdict" in columns and len(columns) == 10, columns

@@ -84,7 +84,7 @@ class AccuracyReport:
                  "-" if o.first_bad_index is None else
                  f"{o.first_bad_index}: {o.compiled_value:.6g} vs {o.eager_value:.6g}",
                  o.mismatched] for o in self.outputs]
-        table = tabulate(rows, headers=["output", "dtype", "shape", "", "max abs err", "max rel err",
+        table = tabulate(rows, headers=["output", "dtype", "shape", "verdict", "max abs err", "max rel err",
                                         "RMSE compiled", "RMSE eager", "first difference (compiled vs eager)",
                                         "# differing"])
         return head + "\n" + table

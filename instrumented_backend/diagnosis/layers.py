@@ -118,12 +118,16 @@ def _judge(backend: str, fn: Callable[..., Any], inputs: tuple[Any, ...], eager:
 
 def _bisect(fn: Callable[..., Any], inputs: tuple[Any, ...], eager: Any, fp64: Any, tol: Optional[float],
             seed: int) -> Optional[dict[str, Any]]:
+    import torch._inductor.config as inductor_config
     from torch._inductor.compiler_bisector import CompilerBisector
 
     def passes() -> bool:
         torch._dynamo.reset()
         try:
-            result = run_seeded(torch.compile(fn, backend="inductor", options={"fallback_random": True}), inputs, seed)
+            # fallback_random as a config patch, not options=: the bisector swaps in the eager and
+            # aot_eager backends, which warn about (and ignore) options.
+            with inductor_config.patch(fallback_random=True):
+                result = run_seeded(torch.compile(fn, backend="inductor"), inputs, seed)
         except Exception:  # noqa: BLE001
             return False
         return bool(compare_outputs(result, eager, fp64, tol=tol).passed)
