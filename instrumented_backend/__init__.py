@@ -26,7 +26,7 @@ from .diagnosis import (AccuracyError, KernelCompileError, check_accuracy, find_
                         find_first_divergence)
 from .coverage import LineCoverage, line_coverage  # noqa: E402
 from .diagnostics import InstrumentationWarning  # noqa: E402
-from .dump import load  # noqa: E402
+from .dump import DumpError, load  # noqa: E402
 from .profiling import ProfileReport, profile  # noqa: E402
 from .model import CaptureProblem, CaptureSession, GraphCapture, InputInfo, KernelInfo  # noqa: E402
 from .registry import capture, captures, clear, last_capture, set_capture_limit  # noqa: E402
@@ -44,6 +44,7 @@ __all__ = [
     "clear",
     "set_capture_limit",
     "load",
+    "DumpError",
     "report",
     "faults",
     "check_accuracy",

@@ -12,6 +12,11 @@ Layout::
     DIR/000_0-0_forward/output_code.py
 
 The large texts live only in their own files; capture.json holds the rest.
+
+Writes are atomic: a graph folder is written under a temporary name and renamed into place, and
+index.json is replaced in one step, so a crash mid-dump never leaves a folder that loads half.
+Dumping a session into a folder replaces the graph folders an earlier dump left there. Anything
+unreadable raises :class:`DumpError`, naming the file and what is wrong with it.
 """
 
 from __future__ import annotations
@@ -19,13 +24,15 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import threading
 from pathlib import Path
 from typing import Any, Iterable, Union
 
 from .model import CaptureSession, GraphCapture
 
-__all__ = ["FORMAT", "TEXT_FILES", "dump_graph", "dump_session", "append_to_dump", "load", "graph_folder_name"]
+__all__ = ["FORMAT", "TEXT_FILES", "DumpError", "dump_graph", "dump_session", "append_to_dump", "load",
+           "graph_folder_name"]
 
 FORMAT = "instrumented-backend/1"
 # GraphCapture field -> file name (TORCH_COMPILE_DEBUG's names where it has one)
@@ -39,6 +46,16 @@ TEXT_FILES = {
 }
 PathLike = Union[str, "os.PathLike[str]"]
 _append_lock = threading.Lock()
+_GRAPH_FOLDER = re.compile(r"^\d{3,}_[0-9A-Za-z-]+_(inference|forward|backward)$")
+
+
+class DumpError(ValueError):
+    """A dump (or a file in it) that cannot be read: ``path`` and what is wrong."""
+
+    def __init__(self, path: PathLike, problem: str) -> None:
+        super().__init__(f"{path}: {problem}")
+        self.path = Path(path)
+        self.problem = problem
 
 
 def graph_folder_name(graph: GraphCapture) -> str:
@@ -48,14 +65,23 @@ def graph_folder_name(graph: GraphCapture) -> str:
 
 
 def dump_graph(graph: GraphCapture, directory: PathLike) -> Path:
-    """Write one graph's folder under ``directory``; returns the folder."""
+    """Write one graph's folder under ``directory`` (replacing one of the same name); returns it."""
     folder = Path(directory) / graph_folder_name(graph)
-    folder.mkdir(parents=True, exist_ok=True)
-    data = graph.to_dict()
-    for field_name, file_name in TEXT_FILES.items():
-        (folder / file_name).write_text(data.pop(field_name) or "", encoding="utf-8")
-    data["format"] = FORMAT
-    _write_json(folder / "capture.json", data)
+    staging = folder.with_name(f".{folder.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True)
+    try:
+        data = graph.to_dict()
+        for field_name, file_name in TEXT_FILES.items():
+            (staging / file_name).write_text(data.pop(field_name) or "", encoding="utf-8")
+        data["format"] = FORMAT
+        _write_json(staging / "capture.json", data)
+        if folder.exists():
+            shutil.rmtree(folder)
+        os.replace(staging, folder)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
     return folder
 
 
@@ -75,11 +101,17 @@ def _write_index(directory: Path, folders: Iterable[str]) -> None:
 
 
 def dump_session(graphs: Iterable[GraphCapture], directory: PathLike) -> Path:
-    """Write every graph and an index.json listing them in order; returns ``directory``."""
+    """Write every graph and an index.json listing them in order; returns ``directory``.
+
+    Graph folders an earlier dump left in ``directory`` that this one does not list are removed.
+    """
     root = Path(directory)
     root.mkdir(parents=True, exist_ok=True)
     folders = [dump_graph(g, root).name for g in graphs]
     _write_index(root, folders)
+    for stale in root.iterdir():
+        if stale.is_dir() and _GRAPH_FOLDER.match(stale.name) and stale.name not in folders:
+            shutil.rmtree(stale, ignore_errors=True)
     return root
 
 
@@ -95,35 +127,67 @@ def append_to_dump(graph: GraphCapture, directory: PathLike) -> Path:
     return folder
 
 
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise DumpError(path, "missing") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise DumpError(path, f"cannot be read ({exc})") from exc
+    except json.JSONDecodeError as exc:
+        raise DumpError(path, f"is not valid JSON (truncated or edited?): {exc}") from exc
+    if not isinstance(data, dict):
+        raise DumpError(path, f"holds a JSON {type(data).__name__}, not an object")
+    return data
+
+
 def _read_index(root: Path) -> list[str]:
-    data = json.loads((root / "index.json").read_text(encoding="utf-8"))
+    path = root / "index.json"
+    data = _read_json(path)
     if data.get("format") != FORMAT:
-        raise ValueError(f"{root / 'index.json'} is not an instrumented-backend dump (format {data.get('format')!r})")
-    return list(data["graphs"])
+        raise DumpError(path, f"is not an instrumented-backend dump (format {data.get('format')!r})")
+    graphs = data.get("graphs")
+    if not isinstance(graphs, list) or not all(isinstance(name, str) for name in graphs):
+        raise DumpError(path, "has no list of graph folders under 'graphs'")
+    return graphs
+
+
+_REQUIRED = ("index", "compile_id", "kind", "graph_id")
 
 
 def _load_graph(folder: Path) -> GraphCapture:
     meta_path = folder / "capture.json"
     if not meta_path.exists():
-        raise FileNotFoundError(f"{folder} has no capture.json: not a graph folder of an instrumented-backend dump")
-    data = json.loads(meta_path.read_text(encoding="utf-8"))
-    data.pop("format", None)
+        raise DumpError(folder, "has no capture.json: not a graph folder of an instrumented-backend dump")
+    data = _read_json(meta_path)
+    if data.pop("format", FORMAT) != FORMAT:
+        raise DumpError(meta_path, "is not an instrumented-backend capture")
+    missing = [name for name in _REQUIRED if name not in data]
+    if missing:
+        raise DumpError(meta_path, f"lacks {', '.join(missing)} (truncated or edited?)")
     for field_name, file_name in TEXT_FILES.items():
         path = folder / file_name
-        data[field_name] = path.read_text(encoding="utf-8") if path.exists() else ""
-    return GraphCapture.from_dict(data)
+        try:
+            data[field_name] = path.read_text(encoding="utf-8") if path.exists() else ""
+        except (OSError, UnicodeDecodeError) as exc:
+            raise DumpError(path, f"cannot be read ({exc})") from exc
+    try:
+        return GraphCapture.from_dict(data)
+    except (TypeError, ValueError, KeyError, AttributeError) as exc:
+        raise DumpError(meta_path, f"does not describe a capture ({type(exc).__name__}: {exc})") from exc
 
 
 def load(directory: PathLike) -> CaptureSession:
     """Read a dump back: a dump folder (with index.json) or a single graph folder (capture.json).
 
     Live objects (GraphModules, compiled callables) are not saved and are None after loading.
+    Raises :class:`DumpError` (a ValueError) for anything that is not a readable dump.
     """
     root = Path(directory)
     if not root.exists():
-        raise FileNotFoundError(f"no dump at {root}")
+        raise DumpError(root, "no dump at this path")
     if (root / "index.json").exists():
         return CaptureSession([_load_graph(root / name) for name in _read_index(root)])
     if (root / "capture.json").exists():
         return CaptureSession([_load_graph(root)])
-    raise FileNotFoundError(f"{root} holds neither index.json nor capture.json: not an instrumented-backend dump")
+    raise DumpError(root, "holds neither index.json nor capture.json: not an instrumented-backend dump")

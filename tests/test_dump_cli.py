@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 
@@ -11,7 +12,8 @@ import torch
 
 import instrumented_backend as ib
 from instrumented_backend.cli import main
-from instrumented_backend.dump import TEXT_FILES
+from instrumented_backend import dump as dump_module
+from instrumented_backend.dump import TEXT_FILES, DumpError
 from conftest import REPO
 
 
@@ -53,13 +55,47 @@ def test_dump_dir_option_writes_forward_and_lazy_backward(trained):
 
 
 def test_load_rejects_what_is_not_a_dump(tmp_path):
-    with pytest.raises(FileNotFoundError, match="no dump at"):
+    with pytest.raises(DumpError, match="no dump at"):
         ib.load(tmp_path / "missing")
-    with pytest.raises(FileNotFoundError, match="neither index.json nor capture.json"):
+    with pytest.raises(DumpError, match="neither index.json nor capture.json"):
         ib.load(tmp_path)
     (tmp_path / "index.json").write_text(json.dumps({"format": "other", "graphs": []}))
-    with pytest.raises(ValueError, match="not an instrumented-backend dump"):
+    with pytest.raises(DumpError, match="not an instrumented-backend dump"):
         ib.load(tmp_path)
+
+
+def test_an_unreadable_dump_names_the_file_and_the_problem(trained, tmp_path):
+    session, _ = trained
+    root = session.dump(tmp_path / "dump")
+    capture_json = next(root.glob("*/capture.json"))
+    good = capture_json.read_text()
+    capture_json.write_text(good[:27] + "\x01" + good[28:200])  # truncated, a control character in it
+    with pytest.raises(DumpError, match=f"{re.escape(str(capture_json))}: is not valid JSON"):
+        ib.load(root)
+    capture_json.write_text("{}")
+    with pytest.raises(DumpError, match="lacks index, compile_id, kind, graph_id"):
+        ib.load(root)
+    capture_json.write_text(json.dumps({**json.loads(good), "kernels": [{"name": 3}]}))
+    with pytest.raises(DumpError, match="does not describe a capture"):
+        ib.load(root)
+    assert issubclass(DumpError, ValueError)
+
+
+def test_a_redump_replaces_the_folder_and_a_failed_write_leaves_nothing_that_loads(trained, tmp_path, monkeypatch):
+    session, _ = trained
+    root = session.dump(tmp_path / "dump")
+    assert len(ib.load(root)) == 2
+    session.graphs[0].dump(root)  # one graph now: the backward's folder must go
+    assert [p.name for p in root.iterdir() if p.is_dir()] == [dump_module.graph_folder_name(session[0])]
+    assert len(ib.load(root)) == 1
+
+    def fail_midway(path, data):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(dump_module, "_write_json", fail_midway)
+    with pytest.raises(OSError, match="disk full"):
+        session.graphs[1].dump(tmp_path / "crashed")
+    assert not any((tmp_path / "crashed").iterdir()), "no half-written graph folder is left behind"
 
 
 def test_cli_show(trained, tmp_path, capsys):
@@ -123,3 +159,16 @@ def test_cli_run_redirects_torch_compile_and_dumps(tmp_path):
     assert "captured 1 graph(s)" in proc.stderr
     (graph,) = ib.load(dump).graphs
     assert "torch.cos" in graph.dynamo_graph_code and graph.kernels
+
+
+def test_cli_run_honours_the_dump_dir_variable(tmp_path):
+    """A script compiling with the default backend, run under `run` with the variable set."""
+    script = tmp_path / "plain_script.py"
+    script.write_text("import torch\ntorch.compile(lambda x: torch.sin(x) * 2)(torch.randn(8))\n")
+    dump = tmp_path / "from_env"
+    proc = subprocess.run([sys.executable, "-m", "instrumented_backend", "run", str(script)], capture_output=True,
+                          text=True, cwd=str(REPO), timeout=300,
+                          env={**__import__("os").environ, "INSTRUMENTED_BACKEND_DUMP_DIR": str(dump)})
+    assert proc.returncode == 0, proc.stderr
+    (graph,) = ib.load(dump).graphs
+    assert "torch.sin" in graph.dynamo_graph_code
