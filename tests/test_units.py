@@ -219,3 +219,33 @@ def test_every_accuracy_table_column_has_a_header():
     header = AccuracyReport(passed=True, outputs=[], backend="inductor").render().splitlines()[1]
     columns = [c for c in header.split("  ") if c.strip()]
     assert "verdict" in columns and len(columns) == 10, columns
+
+
+def test_check_accuracy_and_the_minifier_judge_apply_one_rule():
+    """Per output, per dtype: the checks and the minifier never disagree about the same outputs."""
+    import torch
+
+    from instrumented_backend.diagnosis.accuracy import compare_outputs
+    from minifier.judge import _same
+
+    g = torch.Generator().manual_seed(0)
+    eager32, eager16 = torch.randn(64, generator=g), torch.randn(64, generator=g).half()
+    fp64 = [eager32.double(), eager16.double()]
+    cases = {
+        "equal": [eager32.clone(), eager16.clone()],
+        "fp32 off by 1e-3 beside an fp16 output": [eager32 + 1e-3, eager16.clone()],
+        "fp16 off by 1e-3": [eager32.clone(), eager16 + 1e-3],
+        "fp32 doubled": [eager32 * 2, eager16.clone()],
+        "int differs": [torch.tensor([1, 2]), torch.tensor([1, 3])],
+    }
+    verdicts = {}
+    for name, compiled in cases.items():
+        eager = [torch.tensor([1, 2]), torch.tensor([1, 2])] if name == "int differs" else [eager32, eager16]
+        ref64 = None if name == "int differs" else fp64
+        report = compare_outputs(compiled, eager, ref64)
+        judged = [_same(e, c, r, None) for e, c, r in zip(eager, compiled, ref64 or [None, None])]
+        assert [o.passed for o in report.outputs] == judged, name
+        verdicts[name] = judged
+    assert verdicts["equal"] == [True, True] and verdicts["fp16 off by 1e-3"] == [True, True]
+    assert verdicts["fp32 off by 1e-3 beside an fp16 output"] == [False, True]  # fp16's 1e-2 is not fp32's
+    assert verdicts["fp32 doubled"] == [False, True] and verdicts["int differs"] == [True, False]

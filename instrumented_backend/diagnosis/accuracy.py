@@ -1,37 +1,29 @@
 """Accuracy of compiled code against eager, judged against an fp64 reference.
 
-The rule is the one PyTorch's ``torch._dynamo.utils.same`` applies to floating outputs: an
-output passes when it is ``allclose`` to eager at the dtype's tolerance, or when its RMSE against
-the fp64 reference is at most ``multiplier`` times eager's own RMSE against it (plus tol/10):
-compiled code may be as wrong as eager is, but not much more. Integer and bool outputs must be
-equal. Eager runs twice first: a function whose two eager runs disagree is reported as
-nondeterministic, never as a compiler bug.
+The rule is the package's one accuracy rule, :func:`minifier.judge.compare_tensor`, per output:
+the minifier's judge applies the same one, so a check and a minification never disagree about a
+graph. An output passes when it is ``allclose`` to eager at its dtype's tolerance, or when its
+RMSE against the fp64 reference is at most ``RMSE_MULTIPLIER`` times eager's own (plus tol/10).
+Integer and bool outputs must be equal. Eager runs twice first: a function whose two eager runs
+disagree is reported as nondeterministic, never as a compiler bug.
 """
 
 from __future__ import annotations
 
 import copy
-import math
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Sequence
 
 import torch
 import torch.utils._pytree as pytree
+from minifier.judge import RMSE_MULTIPLIER, compare_tensor, tolerance_for  # noqa: F401 - re-exported
 
 __all__ = ["OutputComparison", "AccuracyReport", "AccuracyError", "compare_outputs", "check_accuracy",
            "default_tolerance", "clone_inputs", "to_fp64", "check_graph_call",
            "run_seeded", "fp64_reference", "eager_is_nondeterministic"]
 
-RMSE_MULTIPLIER = 2.0
-
-
-def default_tolerance(dtype: torch.dtype) -> float:
-    """Absolute and relative tolerance used for ``allclose`` on one floating dtype."""
-    if dtype in (torch.float16, torch.bfloat16):
-        return 1e-2
-    if dtype == torch.float64:
-        return 1e-7
-    return 1e-4
+default_tolerance = tolerance_for  # the tolerance of one floating dtype, as the rule applies it
 
 
 @dataclass
@@ -121,45 +113,11 @@ def to_fp64(value: Any) -> Any:
     return value
 
 
-def _rmse(reference: torch.Tensor, value: torch.Tensor) -> float:
-    return math.sqrt(torch.mean(torch.square(reference.double() - value.double())).item()) if reference.numel() else 0.0
-
-
 def _compare_tensor(path: str, compiled: torch.Tensor, eager: torch.Tensor, fp64: Optional[torch.Tensor],
                     tol: Optional[float]) -> OutputComparison:
-    result = OutputComparison(path=path, dtype=str(eager.dtype).replace("torch.", ""),
-                              shape=list(eager.shape), passed=True)
-    if compiled.shape != eager.shape or compiled.dtype != eager.dtype:
-        result.passed = False
-        result.note = f"compiled gave {compiled.dtype} {list(compiled.shape)}"
-        return result
-    compiled, eager = compiled.detach().cpu(), eager.detach().cpu()
-    if not eager.is_floating_point() and not eager.is_complex():
-        bad = compiled != eager
-        difference = (compiled.long() - eager.long()).abs() if eager.dtype != torch.bool else bad.long()
-        result.max_abs_error = float(difference.max().item()) if difference.numel() else 0.0
-        result.passed = not bool(bad.any())
-    else:
-        atol = rtol = tol if tol is not None else default_tolerance(eager.dtype)
-        difference = (compiled.double() - eager.double()).abs()
-        finite = torch.isfinite(difference)
-        result.max_abs_error = float(difference[finite].max().item()) if finite.any() else 0.0
-        relative = difference / eager.double().abs().clamp_min(1e-12)
-        result.max_rel_error = float(relative[finite].max().item()) if finite.any() else 0.0
-        bad = ~torch.isclose(compiled, eager, atol=atol, rtol=rtol, equal_nan=True)
-        if bad.any() and fp64 is not None:
-            result.rmse_compiled = _rmse(fp64, compiled)
-            result.rmse_eager = _rmse(fp64, eager)
-            result.passed = result.rmse_compiled <= RMSE_MULTIPLIER * result.rmse_eager + atol / 10.0
-        else:
-            result.passed = not bool(bad.any())
-    result.mismatched = int(bad.sum().item())
-    if bad.any():
-        first = [int(i) for i in torch.nonzero(bad)[0].tolist()] if bad.dim() else []
-        result.first_bad_index = first
-        result.compiled_value = float(compiled[tuple(first)].item())
-        result.eager_value = float(eager[tuple(first)].item())
-    return result
+    verdict = compare_tensor(compiled, eager, fp64, tol)
+    return OutputComparison(path=path, dtype=str(eager.dtype).replace("torch.", ""), shape=list(eager.shape),
+                            **dataclasses.asdict(verdict))
 
 
 def _leaves(value: Any) -> list[tuple[str, Any]]:
