@@ -160,6 +160,8 @@ def main() -> int:
     requests = sys.stdin.buffer
     setup = read_message(requests) or {}
     control = setup.get("control")
+    if setup.get("nice"):
+        os.nice(setup["nice"])  # started ahead of need: only idle cycles (forked workers inherit it)
     start = time.perf_counter()
     from minifier._seams import keep_fork_safe, start_cpu_isa_probe
 

@@ -22,7 +22,6 @@ A *spec* says how to judge::
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import math
 import re
 import time
@@ -162,20 +161,30 @@ def tolerance_for(dtype: torch.dtype) -> float:
     return 1e-4
 
 
-@dataclasses.dataclass
 class TensorVerdict:
-    """One output tensor, compiled against eager (fp64 as the referee when there is one)."""
+    """One output tensor, compiled against eager (fp64 as the referee when there is one).
 
-    passed: bool
-    max_abs_error: float = 0.0
-    max_rel_error: float = 0.0
-    rmse_compiled: Optional[float] = None  # against fp64
-    rmse_eager: Optional[float] = None  # against fp64
-    mismatched: int = 0
-    first_bad_index: Optional[list[int]] = None
-    compiled_value: Optional[float] = None  # at first_bad_index
-    eager_value: Optional[float] = None
-    note: str = ""
+    A plain class, not a dataclass: repros embed this module's source and ``python -m minifier``
+    runs them without a module of their own in ``sys.modules``, which dataclasses need.
+    """
+
+    FIELDS = ("passed", "max_abs_error", "max_rel_error", "rmse_compiled", "rmse_eager", "mismatched",
+              "first_bad_index", "compiled_value", "eager_value", "note")
+
+    def __init__(self, passed: bool, note: str = "") -> None:
+        self.passed = passed
+        self.max_abs_error = 0.0
+        self.max_rel_error = 0.0
+        self.rmse_compiled: Optional[float] = None  # against fp64
+        self.rmse_eager: Optional[float] = None  # against fp64
+        self.mismatched = 0
+        self.first_bad_index: Optional[list[int]] = None
+        self.compiled_value: Optional[float] = None  # at first_bad_index
+        self.eager_value: Optional[float] = None
+        self.note = note
+
+    def as_dict(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in self.FIELDS}
 
 
 def _rmse(reference: torch.Tensor, value: torch.Tensor) -> float:

@@ -54,6 +54,9 @@ class WorkerSetup:
     imports: tuple[str, ...] = ()
     env: tuple[tuple[str, str], ...] = ()
     warm: bool = True
+    # A worker started ahead of need (prewarm) runs at the lowest CPU priority, so its imports and
+    # warm-up only take cycles the user's own compile leaves idle. Not part of its identity either.
+    low_priority: bool = False
 
     @classmethod
     def for_context(cls, context: CarriedContext, *, warm: bool = True) -> "WorkerSetup":
@@ -85,7 +88,7 @@ def _spawn(setup: WorkerSetup, control: Optional[socket.socket] = None) -> tuple
     process = subprocess.Popen([sys.executable, "-m", "minifier._worker"], stdin=subprocess.PIPE,
                                stdout=subprocess.PIPE, stderr=log, env=env, pass_fds=fds)
     write_message(process.stdin, {"imports": list(setup.imports), "warm": setup.warm,
-                                  "control": fds[0] if fds else None})
+                                  "control": fds[0] if fds else None, "nice": 19 if setup.low_priority else 0})
     return process, log
 
 
@@ -463,5 +466,8 @@ atexit.register(pool.shutdown, wait=False)  # workers see their input close and 
 
 
 def prewarm(setup: WorkerSetup = WorkerSetup()) -> "_Judging":
-    """Start (or keep) the worker for ``setup`` now, so the first candidate does not wait for it."""
-    return pool.get(setup)
+    """Start (or keep) the worker for ``setup`` now, so the first candidate does not wait for it.
+
+    A worker started here runs at the lowest CPU priority: it must not slow the compile it
+    overlaps, and it only matters if that compile fails."""
+    return pool.get(dataclasses.replace(setup, low_priority=True))

@@ -11,7 +11,6 @@ disagree is reported as nondeterministic, never as a compiler bug.
 from __future__ import annotations
 
 import copy
-import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Sequence
 
@@ -117,7 +116,7 @@ def _compare_tensor(path: str, compiled: torch.Tensor, eager: torch.Tensor, fp64
                     tol: Optional[float]) -> OutputComparison:
     verdict = compare_tensor(compiled, eager, fp64, tol)
     return OutputComparison(path=path, dtype=str(eager.dtype).replace("torch.", ""), shape=list(eager.shape),
-                            **dataclasses.asdict(verdict))
+                            **verdict.as_dict())
 
 
 def _leaves(value: Any) -> list[tuple[str, Any]]:
