@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed-stamp
 # constraints.txt pins torch: nothing here can resolve an unpinned (CUDA) torch.
 PIP_INSTALL := $(PY) -m pip install --disable-pip-version-check -q -c constraints.txt
 
-.PHONY: install demo test test-all bench-smoke clean
+.PHONY: install demo test test-all lint bench-smoke clean
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -25,6 +25,9 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest
+
+lint: $(STAMP)
+	$(PY) -m ruff check instrumented_backend minifier tests benchmarks examples
 
 test-all: $(STAMP)
 	$(PY) -m pytest -m "slow or not slow"

@@ -112,10 +112,16 @@ def run_ours(name: str) -> dict[str, Any]:
         start = time.perf_counter()
         result = minify(gm, inputs, check=check, repro_dir=out, echo=lambda line: None)
         seconds = time.perf_counter() - start
-    return {"seconds": seconds, "candidates": result.compiles, "start": compute_nodes(gm),
-            "final": result.final_nodes, "ops": sorted({str(n.target).split(".")[1] for n in result.graph_module.graph.nodes
-                                                         if n.op == "call_function"}),
-            "reproduced": result.reproduced}
+    return {
+        "seconds": seconds,
+        "candidates": result.compiles,
+        "start": compute_nodes(gm),
+        "final": result.final_nodes,
+        "ops": sorted(
+            {str(n.target).split(".")[1] for n in result.graph_module.graph.nodes if n.op == "call_function"}
+        ),
+        "reproduced": result.reproduced,
+    }
 
 
 def warm_ours(name: str) -> None:
@@ -156,8 +162,9 @@ _SITECUSTOMIZE = "import os\nif os.environ.get('INSTRUMENTED_BACKEND_FAULTS'):\n
 
 def run_pytorch(name: str, isolate: bool, workdir: Path) -> dict[str, Any]:
     """``python repro.py minify [--no-isolate]`` on the repro PyTorch's after-AOT tooling writes."""
-    import instrumented_backend as ib
     from torch._dynamo.repro.after_aot import save_graph_repro
+
+    import instrumented_backend as ib
 
     gm, inputs, fault = make_case(name)
     case_dir = workdir / f"{name}-{'isolate' if isolate else 'no-isolate'}"
@@ -209,8 +216,15 @@ def main(argv: list[str]) -> int:
             warm_ours(name)
             cold = run_ours_cold(name, Path(tmp))
             warm = run_ours(name)
-            row = {"case": name, "nodes": warm["start"], "ours warm s": warm["seconds"], "ours cold s": cold["seconds"],
-                   "ours compiles": warm["candidates"], "ours final": warm["final"], "ours final ops": ",".join(warm["ops"])}
+            row = {
+                "case": name,
+                "nodes": warm["start"],
+                "ours warm s": warm["seconds"],
+                "ours cold s": cold["seconds"],
+                "ours compiles": warm["candidates"],
+                "ours final": warm["final"],
+                "ours final ops": ",".join(warm["ops"]),
+            }
             if not warm["reproduced"]:
                 failures.append(f"{name}: our final graph did not re-check")
             if cold["final"] != warm["final"]:

@@ -50,7 +50,7 @@ class Block(torch.nn.Module):
 
 def compile_seconds(backend: str, blocks: int) -> tuple[float, float]:
     """(CPU seconds, wall seconds) to compile and first-run the block stack with ``backend``."""
-    torch._dynamo.reset()
+    torch.compiler.reset()
     torch.manual_seed(0)
     model = torch.nn.Sequential(*[Block() for _ in range(blocks)]).eval()
     x = torch.randn(2, 16, 64)

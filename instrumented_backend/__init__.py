@@ -20,15 +20,40 @@ from ._torch_support import SUPPORTED_TORCH, UnsupportedTorchError, check_torch_
 check_torch_version(_torch.__version__)
 
 import minifier  # noqa: E402
+
 from . import faults, report  # noqa: E402
 from .backend import instrumented  # noqa: E402
-from .diagnosis import (AccuracyError, KernelCompileError, check_accuracy, find_failing_layer,  # noqa: E402
-                        find_first_divergence)
 from .coverage import LineCoverage, line_coverage  # noqa: E402
+from .diagnosis import (  # noqa: E402
+    AccuracyError,
+    AccuracyReport,
+    BufferCheck,
+    CompileErrorReport,
+    DivergenceReport,
+    KernelCompileError,
+    LayerReport,
+    LayerResult,
+    OutputComparison,
+    check_accuracy,
+    find_failing_layer,
+    find_first_divergence,
+)
 from .diagnostics import InstrumentationWarning  # noqa: E402
 from .dump import DumpError, load  # noqa: E402
+from .model import (  # noqa: E402
+    BufferAccess,
+    CaptureProblem,
+    CaptureSession,
+    GraphCapture,
+    InputInfo,
+    KernelInfo,
+    KernelLine,
+    MemoryTraffic,
+    NodeProvenance,
+    SourceLocation,
+)
 from .profiling import ProfileReport, profile  # noqa: E402
-from .model import CaptureProblem, CaptureSession, GraphCapture, InputInfo, KernelInfo  # noqa: E402
+from .profiling.model import Finding, KernelTiming, OpTiming, SourceLineTiming, TimingStats  # noqa: E402
 from .registry import capture, captures, clear, last_capture, set_capture_limit  # noqa: E402
 
 __version__ = "0.1.0"
@@ -62,6 +87,24 @@ __all__ = [
     "CaptureProblem",
     "CaptureSession",
     "InstrumentationWarning",
+    # Every record a user receives from the functions above:
+    "KernelLine",
+    "NodeProvenance",
+    "SourceLocation",
+    "MemoryTraffic",
+    "BufferAccess",
+    "BufferCheck",
+    "LayerResult",
+    "AccuracyReport",
+    "OutputComparison",
+    "LayerReport",
+    "DivergenceReport",
+    "CompileErrorReport",
+    "TimingStats",
+    "KernelTiming",
+    "OpTiming",
+    "SourceLineTiming",
+    "Finding",
     "UnsupportedTorchError",
     "SUPPORTED_TORCH",
 ]

@@ -19,7 +19,7 @@ from typing import Any, Optional, Sequence
 import torch
 
 from .diagnostics import warn_once
-from .seams.fake_mode import real_tensors
+from .seams.fake_mode import real_tensors, size_hint
 
 __all__ = ["MINIFY_DIR_ENV", "minify_accuracy_failure", "minify_compile_failure", "real_inputs", "prewarm_worker"]
 
@@ -58,7 +58,7 @@ def real_inputs(example_inputs: Sequence[Any], seed: int = 0) -> list[Any]:
                 base.copy_(torch.randint(0, 100, size, generator=generator).to(value.dtype))
             values.append(base)
         elif isinstance(value, torch.SymInt):
-            values.append(int(value.node.hint) if value.node.hint is not None else 2)
+            values.append(size_hint(value, fallback=2))
         else:
             values.append(value)
     return values

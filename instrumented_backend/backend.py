@@ -22,15 +22,14 @@ from typing import Any, Callable, Iterator, Mapping, Optional, Sequence
 
 import torch.fx
 
+from . import provenance, rewrites
 from .capture import CaptureBuilder
 from .diagnostics import warn_capture_problem, warn_once
 from .graph_copy import clone_graph_module, count_nodes, printed_later
 from .model import GraphCapture
 from .options import BackendOptions, parse_options
 from .registry import open_sessions, record
-from . import provenance, rewrites
-from .seams import (cpp_reduction_prefix, ir_format, ir_logging, ir_origins, kernel_traffic, line_tags,
-                    loop_body_origins, rewrite_origins, wrapper_buffers)
+from .seams import install_capture_seams, ir_logging
 from .seams.caches import CACHE_BYPASS_PATCHES, autograd_cache_disabled
 from .seams.compile_entry import compile_fx, compile_fx_inner, current_compile_id
 
@@ -41,9 +40,7 @@ class CompileJob:
     """State shared by the AOT graphs of one Dynamo graph (its forward and lazy backward)."""
 
     def __init__(self, gm: torch.fx.GraphModule, options: BackendOptions) -> None:
-        for seam in (ir_logging, ir_format, ir_origins, loop_body_origins, line_tags, cpp_reduction_prefix,
-                     wrapper_buffers, kernel_traffic, rewrite_origins):
-            seam.install()
+        install_capture_seams()
         self.options = options
         self.compile_id = current_compile_id()
         self.dynamo_graph = clone_graph_module(gm)
@@ -112,9 +109,14 @@ def _explained_compile_error(graph: Optional[GraphCapture], error: BaseException
     if graph is None:
         return None
     try:
-        from torch._inductor.exc import InductorError
+        from .seams.errors import inductor_error_type
 
-        from .diagnosis.compile_error import KernelCompileError, explain_compile_error, find_cpp_compile_error
+        InductorError = inductor_error_type()
+        from .diagnosis.compile_error import (
+            KernelCompileError,
+            explain_compile_error,
+            find_cpp_compile_error,
+        )
 
         original = find_cpp_compile_error(error)
         if original is None:

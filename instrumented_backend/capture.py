@@ -16,9 +16,9 @@ from .deferred import Deferred
 from .diagnostics import guarded
 from .graph_copy import clone_graph_module, count_nodes, printed_later
 from .mapping import deferred_line_map
+from .model import CaptureProblem, GraphCapture, InputInfo
 from .provenance import LineRecorder
 from .rewrites import RewriteLog
-from .model import CaptureProblem, GraphCapture, InputInfo
 from .seams import ir_format
 from .seams.compile_entry import current_compile_id, graph_kind
 from .seams.output_code import read_generated_code, runnable_graph_text

@@ -33,6 +33,7 @@ from typing import Any, Iterator, Optional
 
 from .seams import cpp_overrides
 from .seams.caches import compile_caches_disabled
+from .seams.inductor_options import inductor_config_patch
 
 __all__ = ["Fault", "bad_lowering", "SAME", "cast_dropping_neg", "doubling_neg", "active_faults", "patchable_ops",
            "UnknownOpError", "ENV_VAR", "install_from_environment", "carried_context"]
@@ -135,18 +136,17 @@ def _environment_value(faults: list[Fault]) -> str:
 @contextlib.contextmanager
 def _activated(fault: Fault, *, reset_dynamo: bool) -> Iterator[Fault]:
     import torch
-    import torch._inductor.config as inductor_config
 
     names = _validate(fault)
     stack = contextlib.ExitStack()
     with _lock:  # held while patching and unpatching, not while the fault is in effect
         previous_env = os.environ.get(ENV_VAR)
         if reset_dynamo:
-            torch._dynamo.reset()
+            torch.compiler.reset()
         try:
             stack.enter_context(compile_caches_disabled())
             if fault.config:
-                stack.enter_context(inductor_config.patch(fault.config))
+                stack.enter_context(inductor_config_patch(fault.config))
             stack.enter_context(_patched_overrides(fault, names))
         except BaseException:
             stack.close()
@@ -164,7 +164,7 @@ def _activated(fault: Fault, *, reset_dynamo: bool) -> Iterator[Fault]:
                 os.environ[ENV_VAR] = previous_env
             stack.close()
             if reset_dynamo:
-                torch._dynamo.reset()
+                torch.compiler.reset()
 
 
 SAME = "same"  # vectorized=SAME: the scalar template is valid C++ on Vectorized operands too

@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 from typing import Optional
 
-from .model import KernelInfo, KernelLine, NodeProvenance, SourceLocation
 from .kernels import call_body_ranges
+from .model import KernelInfo, KernelLine, NodeProvenance, SourceLocation
 from .provenance import LineRecorder, Origin
 from .seams.line_tags import renamed_line_pattern
 

@@ -76,7 +76,9 @@ def map_lines(
             result.seq_nr_index = guard("node_map", lambda: seq_nr_index(post_grad, result.nodes)) or {}
     lost = guard("line_map", lambda: attach_lines(result.kernels, recorder, result.nodes))
     if lost:
-        result.problems.append(CaptureProblem(part="line_map", error=f"{lost} tagged line(s) not found in the output code"))
+        result.problems.append(
+            CaptureProblem(part="line_map", error=f"{lost} tagged line(s) not found in the output code")
+        )
     if output_code:
         result.wrapper_lines = guard("wrapper_lines", lambda: attach_wrapper_lines(
             output_code, result.kernels, recorder, result.nodes)) or []

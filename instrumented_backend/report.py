@@ -11,7 +11,17 @@ from .model import GraphCapture, summarize_inputs
 
 __all__ = ["graph_rows", "kernel_rows", "format_graphs", "format_kernels"]
 
-GRAPH_HEADERS = ["#", "compile id", "kind", "dynamo nodes", "aot nodes", "post-grad nodes", "kernels", "inputs", "status"]
+GRAPH_HEADERS = [
+    "#",
+    "compile id",
+    "kind",
+    "dynamo nodes",
+    "aot nodes",
+    "post-grad nodes",
+    "kernels",
+    "inputs",
+    "status",
+]
 KERNEL_HEADERS = ["graph", "kernel", "kind", "lines", "output_code lines", "calls"]
 
 

@@ -67,7 +67,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m minifier", description=__doc__)
     parser.add_argument("repro", type=Path, help="a repro script written by the minifier")
     parser.add_argument("--out", type=Path, default=None, help="folder for the new repro (default: the repro's)")
-    parser.add_argument("--no-isolate", action="store_true", help="judge candidates in this process (faster, not crash-proof)")
+    parser.add_argument(
+        "--no-isolate", action="store_true", help="judge candidates in this process (faster, not crash-proof)"
+    )
     parser.add_argument("--timeout", type=float, default=None, help="seconds per candidate")
     parser.add_argument("--pattern", default=None, help="regex the failure must also match")
     args = parser.parse_args(argv)

@@ -14,7 +14,8 @@ from typing import Any, Optional
 
 import torch
 
-__all__ = ["changed_inductor_config", "module_source", "inside_compile", "start_cpu_isa_probe",
+__all__ = ["changed_inductor_config", "module_source", "inside_compile", "start_cpu_isa_probe", "is_aten_op",
+           "symbolic_hint", "import_compiler",
            "keep_fork_safe", "compile_without_threads", "check_seams",
            "SeamMoved"]
 
@@ -121,6 +122,21 @@ class SeamMoved(RuntimeError):
     """A private torch API the minifier (or its judge, embedded in repros) relies on has moved."""
 
 
+def is_aten_op(target: Any) -> bool:
+    """An op overload or higher-order operator: what a post-AOT (ATen-level) graph calls."""
+    return isinstance(target, (torch._ops.OpOverload, torch._ops.HigherOrderOperator))
+
+
+def symbolic_hint(value: Any) -> Any:
+    """The concrete value a SymInt/SymFloat/SymBool was traced with (None when it has none)."""
+    return value.node.hint
+
+
+def import_compiler() -> None:
+    """Import Inductor's compile path ahead of the first candidate (a worker's warm-up)."""
+    import torch._inductor.compile_fx  # noqa: F401
+
+
 def check_seams() -> None:
     """Raise :class:`SeamMoved`, naming the API, if one the minifier or its judge uses has moved."""
     import torch._dynamo.utils as dynamo_utils
@@ -163,5 +179,9 @@ def check_seams() -> None:
         raise SeamMoved(f"torch._guards.TracingContext.try_get is gone ({exc})") from exc
     if not isinstance(changed_inductor_config(), dict):
         raise SeamMoved("reading the changed Inductor config failed")
+    if not is_aten_op(torch.ops.aten.neg.default) or is_aten_op(torch.neg):
+        raise SeamMoved("torch._ops.OpOverload no longer marks ATen op overloads")
+    if symbolic_hint(torch.fx.experimental.symbolic_shapes.ShapeEnv().create_unbacked_symint()) is not None:
+        raise SeamMoved("SymInt.node.hint no longer says None for a size without a hint")
     if "class Repro" not in module_source(torch.fx.symbolic_trace(torch.nn.ReLU())):
         raise SeamMoved("torch._dynamo.debug_utils.NNModuleToString no longer writes a Repro class")

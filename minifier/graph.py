@@ -123,7 +123,9 @@ class GraphSlicer:
             found |= nx.ancestors(self.flow, name) | {name}
         return found
 
-    def make(self, nodes: Iterable[str], *, inputs: Sequence[str] = (), outputs: Optional[Sequence[str]] = None) -> Candidate:
+    def make(
+        self, nodes: Iterable[str], *, inputs: Sequence[str] = (), outputs: Optional[Sequence[str]] = None
+    ) -> Candidate:
         """A valid candidate keeping ``nodes`` (minus those that cannot be kept), or InvalidCandidate.
 
         A kept node reading a removed producer whose value cannot be an input (a tuple from a
@@ -160,7 +162,9 @@ class GraphSlicer:
         for name in candidate.inputs:
             placeholder = graph.placeholder(name)
             original = self.nodes[name]
-            placeholder.meta.update({k: v for k, v in original.meta.items() if k in ("val", "example_value", "tensor_meta")})
+            placeholder.meta.update(
+                {k: v for k, v in original.meta.items() if k in ("val", "example_value", "tensor_meta")}
+            )
             env[name] = placeholder
         for name in self.order:
             if name not in candidate.nodes:

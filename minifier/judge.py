@@ -252,7 +252,8 @@ def _detail(index: int, ref: Any, res: Any) -> str:
         diff = torch.where(torch.isnan(diff), torch.full_like(diff, float("inf")), diff)
         return f"out[{index}]: max |compiled - eager| = {diff.max().item():.4g}" if diff.numel() else f"out[{index}]"
     shape = getattr(res, "shape", None)
-    return f"out[{index}]: {type(res).__name__} {tuple(shape) if shape is not None else res!r}, eager {getattr(ref, 'shape', ref)!r}"
+    found = tuple(shape) if shape is not None else res
+    return f"out[{index}]: {type(res).__name__} {found!r}, eager {getattr(ref, 'shape', ref)!r}"
 
 
 @contextlib.contextmanager
@@ -315,7 +316,7 @@ def compile_and_run(module: torch.nn.Module, args: Sequence[Any], spec: dict[str
                     failures.append(exc)
                     raise
 
-            torch._dynamo.reset()
+            torch.compiler.reset()
             compiled = torch.compile(module, backend=backend, fullgraph=True,
                                      dynamic=True if dynamic_ints else None)
             try:

@@ -20,7 +20,7 @@ import torch
 
 from . import judge as judge_module
 from ._carried import fault_import_lines
-from ._seams import module_source
+from ._seams import module_source, symbolic_hint
 from .context import CarriedContext
 
 __all__ = ["write_repro", "REPRO_DIR", "INLINE_LIMIT"]
@@ -38,7 +38,7 @@ def _describe(value: Any) -> str:
 def _plain(value: Any) -> Any:
     """A Python scalar for a symbolic one (its hint), so it can be saved."""
     if isinstance(value, (torch.SymInt, torch.SymFloat, torch.SymBool)):
-        return value.node.hint
+        return symbolic_hint(value)
     return value
 
 
@@ -83,7 +83,8 @@ def write_repro(module: torch.fx.GraphModule, inputs: Sequence[Any], *, spec: di
 """Minified repro, written by the minifier on {datetime.date.today().isoformat()}.
 
 Failure:  {failure}
-Graph:    {header.get("final_nodes", "?")} nodes (from {header.get("start_nodes", "?")}), compiled at the {spec["level"]} level
+Graph:    {header.get("final_nodes", "?")} nodes (from {header.get("start_nodes", "?")}), \
+compiled at the {spec["level"]} level
 Carried:  {context.description or "no injected fault"}; Inductor config {spec.get("config") or {}}
 
 Run:      python {target.name}       exit 1: the failure reproduces; exit 0: it does not

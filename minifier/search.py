@@ -13,10 +13,10 @@ from typing import Any, Callable, Iterable, Optional, Sequence
 import torch
 import torch.fx
 
+from ._seams import inside_compile, is_aten_op
 from .checks import Failure
 from .context import current_context
 from .graph import Candidate, GraphSlicer, record_values
-from ._seams import inside_compile
 from .judge import ACCURACY, CRASH, NONDETERMINISTIC, TIMEOUT, judge
 from .strategies import CLOSING, FIRST_DIVERGENCE, OPENING, STRATEGIES, divergence_probe
 from .workers import WorkerSetup, pool
@@ -68,7 +68,7 @@ def detect_level(module: torch.fx.GraphModule) -> str:
     for node in module.graph.nodes:
         if node.op == "call_function":
             target = node.target
-            if isinstance(target, (torch._ops.OpOverload, torch._ops.HigherOrderOperator)) or target is operator.getitem:
+            if is_aten_op(target) or target is operator.getitem:
                 continue
             return "torch"
         if node.op in ("call_module", "call_method"):
@@ -134,7 +134,9 @@ class MinifyState:
     def fails(self, candidate: Candidate) -> bool:
         """Does ``candidate`` fail the same way as the original? Remembers it as the outcome if so."""
         result = self._judge(candidate)
-        related = (lambda i: i < len(candidate.outputs) and candidate.outputs[i] in self.related)
+        def related(i: int) -> bool:
+            return i < len(candidate.outputs) and candidate.outputs[i] in self.related
+
         if self.check.same_failure(self.original, result, related):
             self.current_outcome = result
             return True
@@ -245,7 +247,9 @@ def minify(
     if not isinstance(module, torch.fx.GraphModule):
         raise MinifierError(f"minify: expected a torch.fx.GraphModule, got {type(module).__name__}")
     if not isinstance(check, Failure):
-        raise MinifierError(f"minify: check must be AccuracyFailure(), CompileFailure() or RuntimeFailure(), got {check!r}")
+        raise MinifierError(
+            f"minify: check must be AccuracyFailure(), CompileFailure() or RuntimeFailure(), got {check!r}"
+        )
     placeholders = [n for n in module.graph.nodes if n.op == "placeholder"]
     if len(placeholders) != len(inputs):
         raise MinifierError(f"minify: the graph has {len(placeholders)} inputs but {len(inputs)} values were given")
@@ -299,7 +303,9 @@ def minify(
     if isolate:
         pool.get(setup)  # starts while the original's values are recorded
     full = slicer.full()
-    say_start = f"Started off with {len(full.nodes)} nodes ({len(full.inputs)} inputs, {level} level, check {check.describe()})"
+    say_start = (
+        f"Started off with {len(full.nodes)} nodes ({len(full.inputs)} inputs, {level} level, check {check.describe()})"
+    )
     emit(say_start)
     if context.description or context.config:
         emit(f"Carried into every candidate and the repro: {context.description or 'no fault'}; "
@@ -322,7 +328,8 @@ def minify(
         detail = original.get("signature") or original.get("message", "")[:300]
         raise NotFailingError(f"minify: the graph does not fail as {check.describe()} expects: it gives "
                               f"{original['kind']!r}{': ' + detail if detail else ''}{_undecomposed_hint(original)}")
-    emit(f"Original failure: {original['kind']}: {original['signature'] if original['kind'] != ACCURACY else '; '.join(original['details'])}")
+    detail = original["signature"] if original["kind"] != ACCURACY else "; ".join(original["details"])
+    emit(f"Original failure: {original['kind']}: {detail}")
     failing_names = {full.outputs[i] for i in original["failing"] if i < len(full.outputs)}
     related = slicer.ancestors(failing_names) if original["kind"] == ACCURACY else set(slicer.order)
     state = MinifyState(slicer=slicer, check=check, original=original, current=full, current_outcome=original,

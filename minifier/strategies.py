@@ -94,7 +94,9 @@ def isolate_first_divergence(state: "MinifyState") -> Optional[Candidate]:
     return None
 
 
-def _smallest_failing(state: "MinifyState", label: str, count: int, make: Callable[[int], set[str]]) -> Optional[Candidate]:
+def _smallest_failing(
+    state: "MinifyState", label: str, count: int, make: Callable[[int], set[str]]
+) -> Optional[Candidate]:
     """Binary search for the smallest ``k`` in [1, count) whose candidate ``make(k)`` fails."""
     low, high, best = 1, count, None
     pieces = 2

@@ -147,11 +147,15 @@ class _Judging:
         _, replies = self._streams(timeout)
         reply = _read_within(replies, timeout)
         if reply is None:
-            raise RuntimeError(f"minifier worker failed to start ({_signal_name(self._exit_code())}): {self.log_tail()}")
+            raise RuntimeError(
+                f"minifier worker failed to start ({_signal_name(self._exit_code())}): {self.log_tail()}"
+            )
         self.ready = True
         self.startup_seconds = time.perf_counter() - self.started
 
-    def judge(self, module: torch.nn.Module, inputs: Sequence[Any], spec: dict[str, Any], timeout: float) -> dict[str, Any]:
+    def judge(
+        self, module: torch.nn.Module, inputs: Sequence[Any], spec: dict[str, Any], timeout: float
+    ) -> dict[str, Any]:
         """Judge one candidate here; a death or an overrun becomes a crash or timeout outcome."""
         from .judge import CRASH, TIMEOUT, outcome
 

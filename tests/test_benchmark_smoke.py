@@ -24,11 +24,21 @@ def test_statement_filter_keeps_computation_and_drops_structure():
     from instrumented_backend.coverage import statement_lines
     from instrumented_backend.model import KernelLine
 
-    lines = [KernelLine("k", i, text) for i, text in enumerate([
-        "    {", "    for(int64_t x0=0; x0<8; x0+=1)", "    #pragma omp for", "        auto tmp0 = in_ptr0[x0];",
-        "        tmp_acc0 = tmp_acc0 + tmp0;", "        out_ptr0[x0] = tmp0;", "extern \"C\"  void  kernel(const float* in_ptr0,",
-    ])]
-    assert [l.text.strip() for l in statement_lines(lines)] == [
+    lines = [
+        KernelLine("k", i, text)
+        for i, text in enumerate(
+            [
+                "    {",
+                "    for(int64_t x0=0; x0<8; x0+=1)",
+                "    #pragma omp for",
+                "        auto tmp0 = in_ptr0[x0];",
+                "        tmp_acc0 = tmp_acc0 + tmp0;",
+                "        out_ptr0[x0] = tmp0;",
+                'extern "C"  void  kernel(const float* in_ptr0,',
+            ]
+        )
+    ]
+    assert [line.text.strip() for line in statement_lines(lines)] == [
         "auto tmp0 = in_ptr0[x0];", "tmp_acc0 = tmp_acc0 + tmp0;", "out_ptr0[x0] = tmp0;"]
 
 

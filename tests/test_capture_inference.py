@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 import torch
+from conftest import compile_and_run, foo1, reset_aot_counter, tutorial_inputs
 
 import instrumented_backend as ib
-from conftest import compile_and_run, foo1, reset_aot_counter, tutorial_inputs
 
 # Config lines that only say how the reference was produced (trace dir, cache switches).
 _PROVENANCE_CONFIG = re.compile(

@@ -6,9 +6,9 @@ import threading
 
 import pytest
 import torch
+from conftest import reset_aot_counter
 
 import instrumented_backend as ib
-from conftest import reset_aot_counter
 
 
 class SmallMLP(torch.nn.Module):

@@ -8,10 +8,10 @@ import warnings
 import pytest
 import torch
 import torch.nn.functional as F
+from conftest import foo1, tutorial_inputs
 from torch._inductor.exc import CppCompileError, InductorError
 
 import instrumented_backend as ib
-from conftest import foo1, tutorial_inputs
 
 FOO1_LINE = inspect.getsourcelines(foo1)[1]
 
@@ -157,7 +157,9 @@ def test_first_divergence_in_a_larger_graph_with_a_bad_exp():
     torch.manual_seed(0)
     inputs = (torch.randn(64, 32), torch.randn(32, 32), torch.randn(32))
     first = inspect.getsourcelines(block)[1]
-    with ib.faults.bad_lowering("exp", "std::exp({x}) * decltype({x})(1.5)", vectorized="{x}.exp() * decltype({x})(1.5)"):
+    with ib.faults.bad_lowering(
+        "exp", "std::exp({x}) * decltype({x})(1.5)", vectorized="{x}.exp() * decltype({x})(1.5)"
+    ):
         report = ib.find_first_divergence(block, *inputs)
     assert report.found and report.culprit_target == "aten.exp.default"
     assert any(c.passed for c in report.checked)  # buffers before it (layer norm) matched eager

@@ -9,12 +9,12 @@ import sys
 
 import pytest
 import torch
+from conftest import REPO
 
 import instrumented_backend as ib
-from instrumented_backend.cli import main
 from instrumented_backend import dump as dump_module
+from instrumented_backend.cli import main
 from instrumented_backend.dump import TEXT_FILES, DumpError
-from conftest import REPO
 
 
 def _step(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
@@ -27,7 +27,9 @@ def trained(tmp_path_factory):
     torch._dynamo.reset()
     w = torch.randn(8, 8, requires_grad=True)
     with ib.capture() as session:
-        torch.compile(_step, backend="instrumented", options={"dump_dir": str(auto_dir)})(torch.randn(4, 8), w).backward()
+        torch.compile(_step, backend="instrumented", options={"dump_dir": str(auto_dir)})(
+            torch.randn(4, 8), w
+        ).backward()
     return session, auto_dir
 
 

@@ -6,13 +6,13 @@ import warnings
 
 import pytest
 import torch
+from conftest import compile_and_run
 
 import instrumented_backend as ib
 from instrumented_backend import backend as backend_module
 from instrumented_backend.capture import CaptureBuilder
 from instrumented_backend.model import CaptureProblem
 from instrumented_backend.seams import ir_format
-from conftest import compile_and_run
 
 
 def _fn(x: torch.Tensor) -> torch.Tensor:

@@ -7,9 +7,9 @@ import os
 
 import pytest
 import torch
+from conftest import compile_and_run, foo1, run_python, tutorial_inputs
 
 import instrumented_backend as ib
-from conftest import compile_and_run, foo1, run_python, tutorial_inputs
 from instrumented_backend.seams.caches import cache_counters
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from conftest import run_python
 
 ENTRY_POINT = r"""
@@ -38,7 +37,8 @@ def run(backend):
 
 from instrumented_backend.seams.caches import cache_counters
 cache = Path(os.environ["TORCHINDUCTOR_CACHE_DIR"])
-files = lambda: sorted(str(p) for p in cache.rglob("*") if p.is_file() and ("fxgraph" in p.parts or "aotautograd" in p.parts))
+files = lambda: sorted(str(p) for p in cache.rglob("*")
+                       if p.is_file() and ("fxgraph" in p.parts or "aotautograd" in p.parts))
 run("inductor")
 after_inductor, entries_before = cache_counters(), files()
 import instrumented_backend as ib

@@ -9,8 +9,7 @@ These tests drive Inductor's own buffer and CSE classes with a recorder active.
 from __future__ import annotations
 
 import pytest
-from torch._inductor.codegen.common import CSE
-from torch._inductor.codegen.common import DeferredLine
+from torch._inductor.codegen.common import CSE, DeferredLine
 from torch._inductor.utils import IndentedBuffer
 
 from instrumented_backend import provenance

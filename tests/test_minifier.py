@@ -84,7 +84,9 @@ class TestDoublingNeg:
         torch.manual_seed(0)
         x1, x2 = torch.randn(1, 8), torch.randn(8390, 8)
         lines = []
-        result = keep(minify(aten_graph(tutorial, x1, x2), [x1, x2], check=AccuracyFailure(), repro_dir=out, echo=lines.append))
+        result = keep(
+            minify(aten_graph(tutorial, x1, x2), [x1, x2], check=AccuracyFailure(), repro_dir=out, echo=lines.append)
+        )
         assert OPS(result) == ["aten.neg.default"]
         assert result.reproduced and result.compiles <= 5
         assert lines[0].startswith("Started off with 3 nodes (2 inputs")
@@ -257,7 +259,10 @@ def test_compile_error_shrinks_to_neg_and_maximum_at_torch_level(out):
     with ib.faults.cast_dropping_neg():
         result = keep(minify(gm, args, check=CompileFailure(pattern="max_propagate_nan"), repro_dir=out,
                              echo=lambda s: None))
-    assert sorted(n.target.__name__ for n in result.graph_module.graph.nodes if n.op == "call_function") == ["maximum", "neg"]
+    assert sorted(n.target.__name__ for n in result.graph_module.graph.nodes if n.op == "call_function") == [
+        "maximum",
+        "neg",
+    ]
     assert result.original["signature"].startswith("CppCompileError: no matching function for call to")
     assert "'cpp.simdlen': 1" in result.repro_path.read_text()  # the fault's config is carried
 
@@ -345,8 +350,12 @@ def test_segfaulting_candidates_cost_a_worker_not_the_process(out):
 
 def test_hanging_candidates_are_killed_after_the_timeout(out):
     x = torch.randn(64)
-    hang = ib.faults.bad_lowering("neg", "decltype({x})([&]{{ volatile int spin = 1; while (spin) {{}} return {x}; }}())",
-                                  config={"cpp.simdlen": 1}, name="hanging neg")
+    hang = ib.faults.bad_lowering(
+        "neg",
+        "decltype({x})([&]{{ volatile int spin = 1; while (spin) {{}} return {x}; }}())",
+        config={"cpp.simdlen": 1},
+        name="hanging neg",
+    )
     with hang:
         result = keep(minify(aten_graph(_neg_in_the_middle, x), [x], check=RuntimeFailure(), hint_nodes=["neg"],
                              timeout=12, repro_dir=out, echo=lambda s: None))

@@ -9,8 +9,7 @@ import torch
 from torch.fx.experimental.proxy_tensor import make_fx
 
 import minifier
-from minifier import AccuracyFailure, CompileFailure, RuntimeFailure
-from minifier import _seams
+from minifier import AccuracyFailure, CompileFailure, RuntimeFailure, _seams
 from minifier.graph import GraphSlicer, InvalidCandidate, record_values
 from minifier.judge import matches, normalize
 from minifier.search import MinifyState, detect_level
@@ -143,7 +142,13 @@ def test_the_loop_strategies_shrink_to_exactly_the_culprits(sliced, culprits):
     progress = True
     while progress:
         progress = False
-        for name in ("Truncate suffix", "Truncate prefix", "Delta debugging", "Eliminate dead code", "Remove unused inputs"):
+        for name in (
+            "Truncate suffix",
+            "Truncate prefix",
+            "Delta debugging",
+            "Eliminate dead code",
+            "Remove unused inputs",
+        ):
             found = STRATEGIES[name](state)
             if found is not None:
                 state.accept(found)

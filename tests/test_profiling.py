@@ -15,7 +15,14 @@ import torch
 
 import instrumented_backend as ib
 from instrumented_backend.model import GraphCapture, KernelInfo
-from instrumented_backend.profiling import (Finding, KernelTiming, OpTiming, ProfileReport, TimingStats, diagnose)
+from instrumented_backend.profiling import (
+    Finding,
+    KernelTiming,
+    OpTiming,
+    ProfileReport,
+    TimingStats,
+    diagnose,
+)
 from instrumented_backend.profiling.collect import Event, ProfiledRun
 from instrumented_backend.profiling.join import event_name, join_compiled
 
@@ -180,9 +187,16 @@ def test_bad_input_is_a_clear_error():
 # --------------------------------------------------------------------------- hand-built reports
 
 def _report(**overrides) -> ProfileReport:
-    fields = dict(device="cpu", eager=TimingStats("eager", [2.0, 2.0, 2.0]), compiled=TimingStats("compiled", [1.0] * 3),
-                  kernels=[], eager_ops=[], eager_step_us=[2000.0] * 3, compiled_step_us=[1000.0] * 3,
-                  copy_bandwidth_gbps=10.0)
+    fields = dict(
+        device="cpu",
+        eager=TimingStats("eager", [2.0, 2.0, 2.0]),
+        compiled=TimingStats("compiled", [1.0] * 3),
+        kernels=[],
+        eager_ops=[],
+        eager_step_us=[2000.0] * 3,
+        compiled_step_us=[1000.0] * 3,
+        copy_bandwidth_gbps=10.0,
+    )
     fields.update(overrides)
     return ProfileReport(**fields)
 

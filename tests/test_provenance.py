@@ -7,9 +7,9 @@ import re
 
 import pytest
 import torch
+from conftest import compile_and_run, foo1, tutorial_inputs
 
 import instrumented_backend as ib
-from conftest import compile_and_run, foo1, tutorial_inputs
 
 FOO1_LINE = inspect.getsourcelines(foo1)[1]
 NEG_LINE, MAX_LINE = FOO1_LINE + 2, FOO1_LINE + 3  # a = torch.neg(x1); b = torch.maximum(x2, a)
@@ -82,7 +82,7 @@ def test_explain_and_annotated_output_code(tutorial):
     annotated = cap.annotated_output_code
     comment = "// Corresponding FX code line: neg = torch.ops.aten.neg.default(arg0_1);  arg0_1 = None"
     assert comment in annotated
-    without_comments = "\n".join(l for l in annotated.splitlines() if "Corresponding FX code line" not in l)
+    without_comments = "\n".join(line for line in annotated.splitlines() if "Corresponding FX code line" not in line)
     assert without_comments + "\n" == cap.output_code
 
 

@@ -20,9 +20,9 @@ from pathlib import Path
 
 import pytest
 import torch
+from conftest import REPO, foo1, tutorial_inputs
 
 import instrumented_backend as ib
-from conftest import REPO, foo1, tutorial_inputs
 
 README = (REPO / "README.md").read_text()
 PYTHON_BLOCKS = re.findall(r"```python\n(.*?)```", README, re.S)

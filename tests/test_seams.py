@@ -15,6 +15,7 @@ def test_seam_is_where_we_expect_it(name):
 
 def test_a_moved_ir_logger_is_reported(monkeypatch):
     import torch._inductor.debug as debug
+
     from instrumented_backend.seams import ir_logging
 
     monkeypatch.delattr(debug, "log_ir_pre_fusion")
@@ -26,6 +27,7 @@ def test_a_moved_output_code_field_is_reported(monkeypatch):
     import dataclasses
 
     import torch._inductor.output_code as output_code
+
     from instrumented_backend.seams import output_code as seam
 
     real_fields = dataclasses.fields
@@ -65,6 +67,7 @@ def test_a_changed_cpp_lowering_is_reported(monkeypatch):
 
 def test_ir_wrapper_is_installed_once_and_delegates():
     import torch._inductor.debug as debug
+
     from instrumented_backend.seams import ir_logging
 
     ir_logging.install()
@@ -177,3 +180,38 @@ def test_graph_copies_generate_their_code_on_first_use():
     assert type(clone)._needs_recompile()  # no code generated yet
     assert clone.code == gm.code  # generated on first use, the same code
     torch.testing.assert_close(clone(torch.tensor([-1.0, 2.0])), torch.tensor([1.0, 3.0]))
+
+
+def test_the_seam_list_names_every_seam_module_once():
+    import pkgutil
+
+    from instrumented_backend import seams
+
+    modules = sorted(m.name for m in pkgutil.iter_modules(seams.__path__))
+    assert sorted(seams.SEAMS) == modules and len(set(seams.SEAMS)) == len(seams.SEAMS)
+    assert set(seams.CAPTURE_SEAMS) <= set(seams.SEAMS)
+    for name in seams.CAPTURE_SEAMS:
+        assert callable(getattr(seams.seam_module(name), "install", None)), name
+
+
+def test_private_torch_apis_are_touched_only_in_seams():
+    """Outside seams/ (and minifier/_seams.py), the package reaches torch through public APIs."""
+    import re
+
+    from conftest import REPO
+
+    private = re.compile(r"\btorch\.(_inductor|_dynamo|_functorch|_subclasses|_ops|_TorchCompile)\b|\.node\.hint\b")
+    offenders = []
+    for folder in ("instrumented_backend", "minifier"):
+        for path in sorted((REPO / folder).rglob("*.py")):
+            relative = path.relative_to(REPO).as_posix()
+            # judge.py is embedded, verbatim, in standalone repro scripts (torch and the standard
+            # library only): its compile path stays in it and minifier._seams.check_seams checks it.
+            if relative.startswith("instrumented_backend/seams/") or relative in ("minifier/_seams.py",
+                                                                                   "minifier/judge.py"):
+                continue
+            for number, line in enumerate(path.read_text().splitlines(), 1):
+                code = line.split("#", 1)[0]
+                if private.search(code) and not code.strip().startswith(("\"", "'", "f\"")):
+                    offenders.append(f"{relative}:{number}: {line.strip()}")
+    assert not offenders, "\n".join(offenders)

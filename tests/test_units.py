@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from instrumented_backend._torch_support import UnsupportedTorchError, check_torch_version
+from instrumented_backend._torch_support import (
+    UnsupportedTorchError,
+    check_torch_version,
+)
 from instrumented_backend.kernels import find_kernels
 
 CPP_AND_EXTERN = '''
@@ -119,7 +122,10 @@ def test_template_kernel_lines_without_tags_take_the_template_node():
     from types import SimpleNamespace
 
     from instrumented_backend import provenance
-    from instrumented_backend.seams.line_tags import _tagging_define_kernel, template_origins
+    from instrumented_backend.seams.line_tags import (
+        _tagging_define_kernel,
+        template_origins,
+    )
 
     epilogue = SimpleNamespace(is_template=lambda: False, node=None)
     assert template_origins([epilogue]) == []
@@ -249,3 +255,28 @@ def test_check_accuracy_and_the_minifier_judge_apply_one_rule():
     assert verdicts["equal"] == [True, True] and verdicts["fp16 off by 1e-3"] == [True, True]
     assert verdicts["fp32 off by 1e-3 beside an fp16 output"] == [False, True]  # fp16's 1e-2 is not fp32's
     assert verdicts["fp32 doubled"] == [False, True] and verdicts["int differs"] == [True, False]
+
+
+def test_every_record_a_user_receives_is_importable_from_the_package():
+    import dataclasses
+    import typing
+
+    import instrumented_backend as ib
+
+    exported = {getattr(ib, name) for name in ib.__all__}
+    returned = [ib.GraphCapture, ib.ProfileReport, ib.AccuracyReport, ib.LayerReport, ib.DivergenceReport,
+                ib.LineCoverage]
+    seen, stack = set(), list(returned)
+    while stack:  # every dataclass reachable from a returned record's fields
+        record = stack.pop()
+        if record in seen:
+            continue
+        seen.add(record)
+        for f in dataclasses.fields(record):
+            hints = typing.get_type_hints(record)
+            for arg in [hints[f.name], *typing.get_args(hints[f.name])]:
+                for inner in [arg, *typing.get_args(arg)]:
+                    if dataclasses.is_dataclass(inner) and inner.__module__.startswith("instrumented_backend"):
+                        stack.append(inner)
+    missing = sorted(r.__name__ for r in seen - exported)
+    assert not missing, f"returned to users but not exported: {missing}"

@@ -6,9 +6,9 @@ import inspect
 
 import pytest
 import torch
+from conftest import compile_and_run
 
 import instrumented_backend as ib
-from conftest import compile_and_run
 
 LINEAR = torch.nn.Linear(8, 4)
 

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from .accuracy import AccuracyError, AccuracyReport, OutputComparison, check_accuracy
 from .compile_error import CompileErrorReport, KernelCompileError, explain_compile_error
-from .divergence import DivergenceReport, find_first_divergence
+from .divergence import BufferCheck, DivergenceReport, find_first_divergence
 from .layers import LAYERS, LayerReport, LayerResult, find_failing_layer
 
 __all__ = ["AccuracyError", "AccuracyReport", "OutputComparison", "check_accuracy", "CompileErrorReport",
            "KernelCompileError", "explain_compile_error", "DivergenceReport", "find_first_divergence",
-           "LAYERS", "LayerReport", "LayerResult", "find_failing_layer"]
+           "BufferCheck", "LAYERS", "LayerReport", "LayerResult", "find_failing_layer"]

@@ -16,6 +16,7 @@ from typing import Any, Callable, Optional, Sequence
 
 import torch
 import torch.utils._pytree as pytree
+
 from minifier.judge import RMSE_MULTIPLIER, compare_tensor, tolerance_for  # noqa: F401 - re-exported
 
 __all__ = ["OutputComparison", "AccuracyReport", "AccuracyError", "compare_outputs", "check_accuracy",
@@ -184,7 +185,7 @@ def check_accuracy(fn: Callable[..., Any], *inputs: Any, backend: str = "instrum
                               outputs=compare_outputs(eager, eager, tol=tol).outputs)
     fp64 = fp64_reference(fn, inputs, seed)
     compile_options = {"fallback_random": True, **(options or {})}
-    torch._dynamo.reset()
+    torch.compiler.reset()
     compiled_fn = torch.compile(fn, backend=backend, options=compile_options)
     try:
         compiled = run_seeded(compiled_fn, inputs, seed)

@@ -97,7 +97,9 @@ class _CppCompileErrorBase(RuntimeError):
 
 def _cpp_compile_error_type() -> type:
     try:
-        from torch._inductor.exc import CppCompileError
+        from ..seams.errors import cpp_compile_error_type
+
+        CppCompileError = cpp_compile_error_type()
     except ImportError:  # pragma: no cover
         return _CppCompileErrorBase
     return CppCompileError

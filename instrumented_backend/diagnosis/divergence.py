@@ -27,6 +27,7 @@ import torch
 import torch.fx
 
 from ..model import GraphCapture, KernelLine
+from ..seams.intermediate_hooks import IMPORT_LINE, intermediate_hook
 from .accuracy import clone_inputs, compare_outputs, run_seeded
 
 __all__ = ["BufferCheck", "DivergenceReport", "find_first_divergence", "hooked_output_code", "collect_buffers"]
@@ -73,9 +74,11 @@ class DivergenceReport:
             return f"no diverging buffer: all {len(self.checked)} compared buffers match eager" + (
                 f" ({self.note})" if self.note else "")
         first = next(c for c in self.checked if not c.passed)
-        out = [f"first diverging buffer: {self.diverging_node} (Dynamo node {first.dynamo_node}) in graph {self.graph}, "
-               f"max abs err {first.max_abs_error:.3g} at {first.first_bad_index}; "
-               f"{sum(c.passed for c in self.checked)} buffer(s) before it match eager"]
+        out = [
+            f"first diverging buffer: {self.diverging_node} (Dynamo node {first.dynamo_node}) in graph {self.graph}, "
+            f"max abs err {first.max_abs_error:.3g} at {first.first_bad_index}; "
+            f"{sum(c.passed for c in self.checked)} buffer(s) before it match eager"
+        ]
         if self.kernel:
             out.append(f"  written by kernel {self.kernel}")
         for node, diverges in self.narrowed:
@@ -83,7 +86,11 @@ class DivergenceReport:
         if self.culprit:
             out.append(f"  culprit: {self.culprit} ({self.culprit_target})")
         for line in self.key_lines:
-            source = f"{line.source.code}  [{line.source.file.rsplit('/', 1)[-1]}:{line.source.line}]" if line.source else "?"
+            source = (
+                f"{line.source.code}  [{line.source.file.rsplit('/', 1)[-1]}:{line.source.line}]"
+                if line.source
+                else "?"
+            )
             out.append(f"    {line.text.strip()}    <- {', '.join(line.ir_ops) or '?'} <- {source}")
         if self.note:
             out.append(f"  note: {self.note}")
@@ -142,7 +149,7 @@ def _narrow(graph: GraphCapture, diverging: str, kernel_nodes: list[str], values
     tried: list[tuple[str, bool]] = []
     for node in candidates:
         module, inputs = _single_op_module(node)
-        torch._dynamo.reset()
+        torch.compiler.reset()
         try:
             compiled = torch.compile(module, backend="inductor", options=options)
             result = run_seeded(compiled, [values[i.name] for i in inputs], seed)
@@ -200,7 +207,7 @@ def hooked_output_code(graph: GraphCapture) -> str:
         indent = text[: len(text) - len(text.lstrip())]
         insert[number] = [f"{indent}run_intermediate_hooks({graph.buffers[b]!r}, {b})"
                           for b in _written_buffers(graph, text)]
-    out = ["from torch._inductor.hooks import run_intermediate_hooks"]
+    out = [IMPORT_LINE]
     for number, text in enumerate(lines, start=1):
         out.append(text)
         out.extend(insert.get(number, []))
@@ -219,8 +226,6 @@ def _load_module(source: str, name: str) -> types.ModuleType:
 
 def collect_buffers(graph: GraphCapture, args: list[Any]) -> dict[str, torch.Tensor]:
     """Run a hooked copy of ``graph``'s output code on ``args``; return {FX node: buffer value}."""
-    from torch._inductor.hooks import intermediate_hook
-
     module = _load_module(hooked_output_code(graph), f"ib_hooked_{graph.index}")
     buffers: dict[str, torch.Tensor] = {}
 
@@ -258,9 +263,9 @@ def find_first_divergence(fn: Callable[..., Any], *inputs: Any, options: Optiona
 
         return run
 
-    torch._dynamo.reset()
+    torch.compiler.reset()
     run_seeded(torch.compile(fn, backend=backend), inputs, seed)
-    torch._dynamo.reset()
+    torch.compiler.reset()
     report = DivergenceReport()
     for graph_captures, args in calls:
         graph = next((g for g in graph_captures if g.kind in ("inference", "forward") and g.output_code), None)
@@ -269,7 +274,9 @@ def find_first_divergence(fn: Callable[..., Any], *inputs: Any, options: Optiona
         report.graph = graph.label
         placeholders = [n for n in graph.post_grad_graph.graph.nodes if n.op == "placeholder"]
         if len(placeholders) != len(args):
-            report.note = f"graph {graph.label}: its {len(placeholders)} inputs are not the call's {len(args)} arguments"
+            report.note = (
+                f"graph {graph.label}: its {len(placeholders)} inputs are not the call's {len(args)} arguments"
+            )
             continue
         eager = _eager_values(graph.post_grad_graph, args, seed)
         for name, value in collect_buffers(graph, args).items():

@@ -17,8 +17,14 @@ from typing import Any, Callable, Optional
 
 import torch
 
+from .accuracy import (
+    AccuracyReport,
+    compare_outputs,
+    eager_is_nondeterministic,
+    fp64_reference,
+    run_seeded,
+)
 from .compile_error import find_cpp_compile_error, parse_compiler_output
-from .accuracy import AccuracyReport, compare_outputs, eager_is_nondeterministic, fp64_reference, run_seeded
 
 __all__ = ["LAYERS", "LayerResult", "LayerReport", "find_failing_layer"]
 
@@ -95,7 +101,7 @@ def _error_summary(exc: BaseException) -> str:
 
 def _judge(backend: str, fn: Callable[..., Any], inputs: tuple[Any, ...], eager: Any, fp64: Any,
            tol: Optional[float], seed: int, options: Optional[dict[str, Any]]) -> LayerResult:
-    torch._dynamo.reset()
+    torch.compiler.reset()
     started = time.perf_counter()
     kwargs: dict[str, Any] = {}
     if backend in ("inductor", "instrumented"):
@@ -118,15 +124,15 @@ def _judge(backend: str, fn: Callable[..., Any], inputs: tuple[Any, ...], eager:
 
 def _bisect(fn: Callable[..., Any], inputs: tuple[Any, ...], eager: Any, fp64: Any, tol: Optional[float],
             seed: int) -> Optional[dict[str, Any]]:
-    import torch._inductor.config as inductor_config
-    from torch._inductor.compiler_bisector import CompilerBisector
+    from ..seams.bisector import bisect
+    from ..seams.inductor_options import inductor_config_patch
 
     def passes() -> bool:
-        torch._dynamo.reset()
+        torch.compiler.reset()
         try:
             # fallback_random as a config patch, not options=: the bisector swaps in the eager and
             # aot_eager backends, which warn about (and ignore) options.
-            with inductor_config.patch(fallback_random=True):
+            with inductor_config_patch({"fallback_random": True}):
                 result = run_seeded(torch.compile(fn, backend="inductor"), inputs, seed)
         except Exception:  # noqa: BLE001
             return False
@@ -134,8 +140,8 @@ def _bisect(fn: Callable[..., Any], inputs: tuple[Any, ...], eager: Any, fp64: A
 
     log = io.StringIO()
     with contextlib.redirect_stdout(log):  # the bisector narrates on stdout; keep it in the report
-        found = CompilerBisector.do_bisect(passes)
-    torch._dynamo.reset()
+        found = bisect(passes)
+    torch.compiler.reset()
     if found is None:
         return None
     return {"backend": found.backend, "subsystem": found.subsystem, "bisect_number": found.bisect_number,
@@ -164,7 +170,7 @@ def find_failing_layer(fn: Callable[..., Any], *inputs: Any, layers: tuple[str, 
         report.layers.append(result)
         if stop_at_first and result.status != "ok":
             break
-    torch._dynamo.reset()
+    torch.compiler.reset()
     if bisect and report.first_failing is not None and not nondeterministic:
         report.bisection = _bisect(fn, inputs, eager, fp64, tol, seed)
     return report

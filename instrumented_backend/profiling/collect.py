@@ -12,8 +12,6 @@ import tempfile
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
-import torch
-
 __all__ = ["Event", "ProfiledRun", "run_profiled", "STEP_PREFIX"]
 
 STEP_PREFIX = "ProfilerStep"

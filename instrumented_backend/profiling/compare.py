@@ -13,7 +13,13 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import TYPE_CHECKING
 
-from .model import GEMM, CategoryComparison, Comparison, LineComparison, SourceLineTiming
+from .model import (
+    GEMM,
+    CategoryComparison,
+    Comparison,
+    LineComparison,
+    SourceLineTiming,
+)
 
 if TYPE_CHECKING:
     from .model import ProfileReport

@@ -34,7 +34,9 @@ THRESHOLDS = {
 }
 
 
-def rule(name: str) -> Callable[[Callable[["ProfileReport"], list[Finding]]], Callable[["ProfileReport"], list[Finding]]]:
+def rule(
+    name: str,
+) -> Callable[[Callable[["ProfileReport"], list[Finding]]], Callable[["ProfileReport"], list[Finding]]]:
     """Register a diagnosis rule under ``name``."""
     def register(function: Callable[["ProfileReport"], list[Finding]]) -> Callable[["ProfileReport"], list[Finding]]:
         RULES[name] = function
@@ -93,7 +95,11 @@ def _hotspot(report: "ProfileReport") -> list[Finding]:
         return [Finding("no-hotspot", f"No single kernel dominates: the largest, {top.kernel}, takes {share:.0%} "
                         "of kernel time.", {"kernel": top.kernel, "share": share})]
     where = f" from {', '.join(top.source_lines[:3])}" if top.source_lines else ""
-    nodes = f" It computes {', '.join(top.fx_nodes[:6])}{'...' if len(top.fx_nodes) > 6 else ''}{where}." if top.fx_nodes else ""
+    nodes = (
+        f" It computes {', '.join(top.fx_nodes[:6])}{'...' if len(top.fx_nodes) > 6 else ''}{where}."
+        if top.fx_nodes
+        else ""
+    )
     return [Finding("hotspot", f"Hotspot: {top.kernel} ({top.kind}) takes {share:.0%} of kernel time "
                     f"({_ms(top.busy_us)} per step, {top.calls:g} call(s)).{nodes} Start there.",
                     {"kernel": top.kernel, "share": share, "fx_nodes": top.fx_nodes, "source_lines": top.source_lines})]
@@ -140,7 +146,11 @@ def _children(report: "ProfileReport") -> list[Finding]:
         total, own = totals.setdefault(op.name, [0.0, 0.0])
         totals[op.name] = [total + op.total_us, own + op.self_us]
     for name, (total, own) in sorted(totals.items(), key=lambda i: -i[1][0]):
-        if step and total >= THRESHOLDS["children_share"] * step and total > THRESHOLDS["children_ratio"] * max(own, 1e-9):
+        if (
+            step
+            and total >= THRESHOLDS["children_share"] * step
+            and total > THRESHOLDS["children_ratio"] * max(own, 1e-9)
+        ):
             findings.append(Finding("children", (
                 f"eager: {name}'s CPU total ({_ms(total)}) is {total / max(own, 1e-9):.0f}x its self time: the cost "
                 "lives in the ops it calls; read those rows, not this one."), {"event": name, "total_us": total,
@@ -158,14 +168,22 @@ def _roofline(report: "ProfileReport") -> list[Finding]:
             continue
         if row.busy_us / report.kernel_us < THRESHOLDS["roofline_min_share"]:
             continue
-        numbers = (f"{row.kernel} moves at least {row.bytes / 1e6:.2f} MB per call in {_ms(row.per_call_us)}: "
-                   f"{row.achieved_gbps:.1f} GB/s, {row.bandwidth_share:.2f}x the {report.copy_bandwidth_gbps:.1f} GB/s "
-                   "this machine copies large buffers at" + (" (its data stays in cache)" if row.bandwidth_share > 1 else ""))
+        numbers = (
+            f"{row.kernel} moves at least {row.bytes / 1e6:.2f} MB per call in {_ms(row.per_call_us)}: "
+            f"{row.achieved_gbps:.1f} GB/s, {row.bandwidth_share:.2f}x the {report.copy_bandwidth_gbps:.1f} GB/s "
+            "this machine copies large buffers at" + (" (its data stays in cache)" if row.bandwidth_share > 1 else "")
+        )
         if row.bandwidth_share >= THRESHOLDS["roofline_high"]:
-            message = numbers + ". It is at the memory roofline: only moving fewer bytes (more fusion, smaller dtypes) makes it faster."
+            message = (
+                numbers
+                + ". It is at the memory roofline: only moving fewer bytes (more fusion, smaller dtypes)"
+                " makes it faster."
+            )
         elif row.bandwidth_share < THRESHOLDS["roofline_low"]:
-            message = numbers + (". Far below the roofline: it is bound by compute per element (transcendentals, "
-                                 "divisions), by poor vectorization, or by too little work per call to amortize its start.")
+            message = numbers + (
+                ". Far below the roofline: it is bound by compute per element (transcendentals, "
+                "divisions), by poor vectorization, or by too little work per call to amortize its start."
+            )
         else:
             message = numbers + "."
         findings.append(Finding("roofline", message, {"kernel": row.kernel, "bytes": row.bytes,
@@ -184,6 +202,8 @@ def _gemm_share(report: "ProfileReport") -> list[Finding]:
         parts = ", ".join(f"{c.category} {c.share_of_saving:.0%}" for c in comparison.categories)
         return [Finding("saving", f"Where the time saved per step ({_ms(saved)}, profiled) comes from: {parts}.",
                         {"saved_us": saved, **{c.category: c.share_of_saving for c in comparison.categories}})]
-    parts = ", ".join(f"{name} {'saves' if delta >= 0 else 'costs'} {_ms(abs(delta))}" for name, delta in deltas.items())
+    parts = ", ".join(
+        f"{name} {'saves' if delta >= 0 else 'costs'} {_ms(abs(delta))}" for name, delta in deltas.items()
+    )
     return [Finding("saving", f"Compiling saves little or nothing per step (profiled): {parts}.",
                     {"saved_us": saved, **deltas})]

@@ -16,7 +16,7 @@ from __future__ import annotations
 import linecache
 import statistics
 from collections import defaultdict
-from typing import Any, Iterable, Optional, Sequence
+from typing import Iterable, Optional, Sequence
 
 from ..model import GraphCapture, KernelInfo
 from ..seams.kernel_profile import CALL_EVENT, cpp_event_name
@@ -84,7 +84,9 @@ def _align(children: Sequence[str], expected: Sequence[str]) -> list[Optional[in
     return result
 
 
-def _kernel_provenance(graph: GraphCapture, kernel: KernelInfo, line: int) -> tuple[list[str], list[str], dict[str, float]]:
+def _kernel_provenance(
+    graph: GraphCapture, kernel: KernelInfo, line: int
+) -> tuple[list[str], list[str], dict[str, float]]:
     """FX nodes, Dynamo nodes and source-line weights of one kernel call."""
     if kernel.kind == "extern":
         lines = [w for w in graph.wrapper_lines if w.number == line]

@@ -37,11 +37,20 @@ def render(report: "ProfileReport", *, rows: int = 15) -> str:
     total = report.share_total_us
     kernel_rows = []
     for k in report.kernels[:rows]:
-        kernel_rows.append([
-            k.kernel, k.kind, f"{k.calls:g}", _us(k.busy_us), f"{_us(k.p10_us)}-{_us(k.p90_us)}",
-            f"{k.share:.1%}" if total else "",
-            f"{k.bytes / 1e6:.2f}" if k.bytes else "", f"{k.bandwidth_share:.2f}x" if k.bandwidth_share is not None else "",
-            _short(k.fx_nodes), _short([_line(s) for s in k.source_lines], 3)])
+        kernel_rows.append(
+            [
+                k.kernel,
+                k.kind,
+                f"{k.calls:g}",
+                _us(k.busy_us),
+                f"{_us(k.p10_us)}-{_us(k.p90_us)}",
+                f"{k.share:.1%}" if total else "",
+                f"{k.bytes / 1e6:.2f}" if k.bytes else "",
+                f"{k.bandwidth_share:.2f}x" if k.bandwidth_share is not None else "",
+                _short(k.fx_nodes),
+                _short([_line(s) for s in k.source_lines], 3),
+            ]
+        )
     out.append(f"Compiled kernels (per step, medians over {len(report.compiled_step_us)} profiled steps; "
                f"share of {report.share_total_label}, {_us(total)}):")
     out.append(tabulate(kernel_rows, headers=["kernel", "kind", "calls", "time", "p10-p90", "share", "MB moved",
@@ -59,11 +68,24 @@ def render(report: "ProfileReport", *, rows: int = 15) -> str:
     out.append("")
     comparison = report.compare()
     out.append("Eager vs compiled by category (profiled step):")
-    out.append(tabulate([[c.category, _us(c.eager_us), _us(c.compiled_us),
-                          f"{c.speedup:.2f}x" if c.speedup else "", f"{c.share_of_saving:.0%}",
-                          _short(c.eager_ops, 3), _short(c.kernels, 3)] for c in comparison.categories],
-                        headers=["category", "eager", "compiled", "speed-up", "share of saving", "eager ops", "kernels"],
-                        disable_numparse=True))
+    out.append(
+        tabulate(
+            [
+                [
+                    c.category,
+                    _us(c.eager_us),
+                    _us(c.compiled_us),
+                    f"{c.speedup:.2f}x" if c.speedup else "",
+                    f"{c.share_of_saving:.0%}",
+                    _short(c.eager_ops, 3),
+                    _short(c.kernels, 3),
+                ]
+                for c in comparison.categories
+            ],
+            headers=["category", "eager", "compiled", "speed-up", "share of saving", "eager ops", "kernels"],
+            disable_numparse=True,
+        )
+    )
     out.append("")
     eager_rows: dict[str, list[float]] = {}
     for op in report.eager_ops:
@@ -77,5 +99,7 @@ def render(report: "ProfileReport", *, rows: int = 15) -> str:
     out.append("Diagnosis:")
     out.extend(f"  - {f.message}" for f in report.findings)
     if report.unmatched_events:
-        out.append(f"  (profiler events inside compiled graphs not joined to a kernel: {_short(report.unmatched_events, 6)})")
+        out.append(
+            f"  (profiler events inside compiled graphs not joined to a kernel: {_short(report.unmatched_events, 6)})"
+        )
     return "\n".join(out)

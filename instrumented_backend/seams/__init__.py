@@ -9,11 +9,14 @@ of silently capturing nothing.
 from __future__ import annotations
 
 import functools
+import importlib
 import sys
 import threading
+from types import ModuleType
 from typing import Callable
 
-__all__ = ["SeamMoved", "all_checks", "install_once"]
+__all__ = ["SeamMoved", "SEAMS", "CAPTURE_SEAMS", "all_checks", "install_capture_seams", "install_once",
+           "seam_module"]
 
 
 class SeamMoved(RuntimeError):
@@ -44,13 +47,30 @@ def install_once(patch: Callable[[], None]) -> Callable[[], None]:
     return install
 
 
+# Every seam module, once. ``all_checks`` checks them all; ``install_capture_seams`` installs, in
+# this order, the ones an instrumented compile patches. A test fails if a module in this package
+# is missing from SEAMS.
+SEAMS = ("bisector", "caches", "compile_entry", "cpp_overrides", "cpp_reduction_prefix", "errors", "fake_mode",
+         "inductor_options", "intermediate_hooks", "ir_format", "ir_logging", "ir_origins", "kernel_profile",
+         "kernel_traffic", "lazy_graph", "line_tags", "loop_body_origins", "output_code", "rewrite_origins",
+         "wrapper_buffers")
+CAPTURE_SEAMS = ("ir_logging", "ir_format", "ir_origins", "loop_body_origins", "line_tags", "cpp_reduction_prefix",
+                 "wrapper_buffers", "kernel_traffic", "rewrite_origins")
+
+
+def seam_module(name: str) -> ModuleType:
+    """The seam module called ``name``."""
+    if name not in SEAMS:
+        raise KeyError(f"no seam {name!r}; seams: {', '.join(SEAMS)}")
+    return importlib.import_module(f"{__name__}.{name}")
+
+
 def all_checks() -> dict[str, Callable[[], None]]:
     """Return ``{seam name: check function}`` for every seam module."""
-    from . import (caches, compile_entry, cpp_overrides, cpp_reduction_prefix, fake_mode, inductor_options,
-                   ir_format, ir_logging, ir_origins, kernel_profile, kernel_traffic, lazy_graph, line_tags,
-                   loop_body_origins, output_code, rewrite_origins, wrapper_buffers)
+    return {name: seam_module(name).check for name in SEAMS}
 
-    modules = (caches, compile_entry, cpp_overrides, cpp_reduction_prefix, fake_mode, inductor_options,
-               ir_format, ir_logging, ir_origins, kernel_profile, kernel_traffic, lazy_graph, line_tags,
-               loop_body_origins, output_code, rewrite_origins, wrapper_buffers)
-    return {module.__name__.rsplit(".", 1)[-1]: module.check for module in modules}
+
+def install_capture_seams() -> None:
+    """Install (once per process) every seam an instrumented compile relies on."""
+    for name in CAPTURE_SEAMS:
+        seam_module(name).install()

@@ -53,8 +53,8 @@ def cache_counters() -> dict[str, int]:
 
 def check() -> None:
     """Raise SeamMoved unless the cache switches read here still exist."""
-    from torch._inductor import config as inductor_config
     import torch._functorch.config as functorch_config
+    from torch._inductor import config as inductor_config
 
     known = set(inductor_config.get_config_copy())
     for key in CACHE_BYPASS_PATCHES:

@@ -12,7 +12,7 @@ from typing import Any, Iterator
 
 from . import SeamMoved
 
-__all__ = ["real_tensors", "check"]
+__all__ = ["real_tensors", "size_hint", "check"]
 
 
 @contextlib.contextmanager
@@ -22,6 +22,13 @@ def real_tensors() -> Iterator[Any]:
 
     with unset_fake_temporarily() as mode:
         yield mode
+
+
+def size_hint(value: Any, *, fallback: int) -> int:
+    """The concrete value a symbolic size was traced with (``fallback`` when it has none)."""
+    from torch.fx.experimental.symbolic_shapes import hint_int
+
+    return int(hint_int(value, fallback=fallback))
 
 
 def check() -> None:

@@ -8,11 +8,11 @@ those of ``backend="inductor"``.
 from __future__ import annotations
 
 import functools
-from typing import Any, Mapping, Optional
+from typing import Any, ContextManager, Mapping, Optional
 
 from . import SeamMoved
 
-__all__ = ["inductor_config_patches", "inductor_config_keys", "check"]
+__all__ = ["inductor_config_patches", "inductor_config_keys", "inductor_config_patch", "check"]
 
 
 def inductor_config_patches(mode: Optional[str], options: Optional[Mapping[str, Any]]) -> dict[str, Any]:
@@ -38,8 +38,15 @@ def inductor_config_keys() -> frozenset[str]:
     return frozenset(config.get_config_copy())
 
 
+def inductor_config_patch(patches: Mapping[str, Any]) -> ContextManager[None]:
+    """``torch._inductor.config.patch(patches)``: Inductor config changes (dotted keys) for the block."""
+    import torch._inductor.config as inductor_config
+
+    return inductor_config.patch(dict(patches))
+
+
 def check() -> None:
-    """Raise SeamMoved unless the inductor backend's option wrapper is still there and usable."""
+    """Raise SeamMoved unless the inductor backend's option wrapper and the config patch are usable."""
     import torch
 
     wrapper_cls = getattr(torch, "_TorchCompileInductorWrapper", None)
@@ -51,3 +58,11 @@ def check() -> None:
         raise SeamMoved(f"inductor_options: the option wrapper no longer accepts options: {exc}") from exc
     if patches != {"cpp.simdlen": 1}:
         raise SeamMoved(f"inductor_options: wrapper.config has a new shape: {patches!r}")
+    import torch._inductor.config as inductor_config
+
+    before = inductor_config.cpp.simdlen
+    with inductor_config_patch({"cpp.simdlen": 1}):
+        if inductor_config.cpp.simdlen != 1:
+            raise SeamMoved("inductor_options: torch._inductor.config.patch no longer takes dotted keys")
+    if inductor_config.cpp.simdlen != before:
+        raise SeamMoved("inductor_options: torch._inductor.config.patch no longer restores on exit")

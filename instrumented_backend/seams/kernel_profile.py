@@ -44,7 +44,12 @@ def check() -> None:
         raise SeamMoved("kernel_profile: CompiledFxGraph no longer records '## Call CompiledFxGraph <key> ##'")
     cpp = _source("torch._inductor.codegen.cpp")
     if 'prefix = "graph_" + str(graph_id) + "_"' not in cpp or "RecordFunction" not in cpp:
-        raise SeamMoved("kernel_profile: C++ kernels no longer record 'graph_<id>_<kernel>' under enable_kernel_profile")
+        raise SeamMoved(
+            "kernel_profile: C++ kernels no longer record 'graph_<id>_<kernel>' under enable_kernel_profile"
+        )
     triton = _source("torch._inductor.runtime.triton_heuristics")
-    if not re.search(r'kernel_name = self\.inductor_meta\.get\("kernel_name"', triton) or "_RecordFunctionFast(" not in triton:
+    if (
+        not re.search(r'kernel_name = self\.inductor_meta\.get\("kernel_name"', triton)
+        or "_RecordFunctionFast(" not in triton
+    ):
         raise SeamMoved("kernel_profile: Triton launches no longer record a range named after the kernel")

@@ -144,10 +144,10 @@ def check() -> None:
     """Raise SeamMoved unless define_kernel, KernelArgs and the dependencies still look as read here."""
     import importlib
 
+    import torch._inductor.utils as inductor_utils
     from torch._inductor.codegen.common import KernelArgs
     from torch._inductor.dependencies import MemoryDep, ReadWrites
     from torch._inductor.virtualized import V  # noqa: F401
-    import torch._inductor.utils as inductor_utils
 
     for module_name, class_name, nodes_param in SCHEDULERS:
         cls = getattr(importlib.import_module(module_name), class_name, None)
@@ -156,7 +156,9 @@ def check() -> None:
             raise SeamMoved(f"kernel_traffic: {module_name}.{class_name}.define_kernel is gone")
         params = list(inspect.signature(getattr(define, "__wrapped__", define)).parameters)
         if params[1:2] != ["src_code"] or nodes_param not in params:
-            raise SeamMoved(f"kernel_traffic: {class_name}.define_kernel no longer takes (src_code, {nodes_param}): {params}")
+            raise SeamMoved(
+                f"kernel_traffic: {class_name}.define_kernel no longer takes (src_code, {nodes_param}): {params}"
+            )
     kernel_args = KernelArgs()
     for attr in ("input_buffers", "output_buffers", "inplace_buffers"):
         if not isinstance(getattr(kernel_args, attr, None), dict):
@@ -168,9 +170,14 @@ def check() -> None:
         raise SeamMoved("kernel_traffic: SizeVarAllocator.optimization_hint is gone")
     if not callable(getattr(MemoryDep, "get_numel", None)):
         raise SeamMoved("kernel_traffic: MemoryDep.get_numel is gone")
-    if "reads" not in getattr(ReadWrites, "__dataclass_fields__", {}) or "writes" not in ReadWrites.__dataclass_fields__:
+    if (
+        "reads" not in getattr(ReadWrites, "__dataclass_fields__", {})
+        or "writes" not in ReadWrites.__dataclass_fields__
+    ):
         raise SeamMoved("kernel_traffic: ReadWrites no longer has reads/writes")
-    if not callable(getattr(MemoryDep, "is_indirect", None)) or not callable(getattr(inductor_utils, "sympy_product", None)):
+    if not callable(getattr(MemoryDep, "is_indirect", None)) or not callable(
+        getattr(inductor_utils, "sympy_product", None)
+    ):
         raise SeamMoved("kernel_traffic: MemoryDep.is_indirect or torch._inductor.utils.sympy_product is gone")
     if not callable(getattr(inductor_utils, "get_dtype_size", None)):
         raise SeamMoved("kernel_traffic: torch._inductor.utils.get_dtype_size is gone")

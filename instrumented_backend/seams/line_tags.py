@@ -103,7 +103,9 @@ def _text_origins(buffer: Any, recorder: provenance.LineRecorder) -> Optional[li
     return origins
 
 
-def _spliced_text_tags(text: str, strip: bool, known: list[Optional[provenance.Origin]]) -> list[Optional[provenance.Origin]]:
+def _spliced_text_tags(
+    text: str, strip: bool, known: list[Optional[provenance.Origin]]
+) -> list[Optional[provenance.Origin]]:
     """The tags of the lines ``splice(text, strip)`` writes, in order (it dedents, strips, splits)."""
     import textwrap
 
@@ -259,7 +261,7 @@ def check() -> None:
     import importlib
     import inspect
 
-    from torch._inductor.utils import DeferredLineBase, IndentedBuffer, LineContext
+    from torch._inductor.utils import IndentedBuffer, LineContext
 
     for method in ("writeline", "splice", "getvaluewithlinemap", "getvalue"):
         if not callable(getattr(IndentedBuffer, method, None)):

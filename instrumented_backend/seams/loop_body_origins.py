@@ -3,8 +3,9 @@
 Each node the LightTracer creates while tracing a LoopBody is stamped with the current FX
 origin, or, when a body is re-traced from another body, with the stamp of the node being re-run
 (``V.interpreter.current_node``), or, when neither is known (a template traces its epilogue's
-final store itself), with the stamp of the value it consumes (data flow: the stored value). While ``InterpreterShim.run_node`` runs a stamped node during
-codegen, the lines the kernel writes are marked with that node's IR op and FX node.
+final store itself), with the stamp of the value it consumes (data flow: the stored value).
+While ``InterpreterShim.run_node`` runs a stamped node during codegen, the lines the kernel writes
+are tagged with that node's IR op and FX node.
 """
 
 from __future__ import annotations

@@ -99,7 +99,9 @@ def _first_difference(ours: list[str], theirs: list[str]) -> str:
     return f"{len(theirs)} graphs under inductor, {len(ours)} under instrumented" if len(ours) != len(theirs) else ""
 
 
-def compare(case: str, inductor_dir: Path, instrumented_dir: Path, inductor_again_dir: Optional[Path] = None) -> CaseResult:
+def compare(
+    case: str, inductor_dir: Path, instrumented_dir: Path, inductor_again_dir: Optional[Path] = None
+) -> CaseResult:
     """Compare one case; ``inductor_again_dir`` holds a second plain run (nondeterministic cases)."""
     theirs = torch.load(inductor_dir / f"{case}.pt", weights_only=False)
     ours = torch.load(instrumented_dir / f"{case}.pt", weights_only=False)
