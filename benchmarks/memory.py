@@ -7,7 +7,7 @@ The instrumented process keeps its captures in the process-wide list, bounded by
 ``ib.set_capture_limit`` (default 100); ``--limit`` changes it.
 
     python benchmarks/memory.py [--compiles 100] [--limit N]
-    python benchmarks/memory.py --smoke      # CI: 6 compiles each
+    python benchmarks/memory.py --smoke      # CI: 3 compiles each
 """
 
 from __future__ import annotations
@@ -66,8 +66,8 @@ def main(argv: list[str] | None = None) -> int:
         backend, compiles, limit = args.child
         child(backend, int(compiles), None if limit == "none" else int(limit))
         return 0
-    compiles = 6 if args.smoke else args.compiles
-    limit = 3 if args.smoke else args.limit
+    compiles = 3 if args.smoke else args.compiles
+    limit = 2 if args.smoke else args.limit
     series = {}
     for backend in ("inductor", "instrumented"):
         proc = subprocess.run([sys.executable, __file__, "--child", backend, str(compiles), str(limit)],

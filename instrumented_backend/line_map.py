@@ -54,7 +54,8 @@ def make_line(kernel: str, number: int, text: str, ir_ops: list[str], fx_nodes: 
         info = nodes.get(name)
         if info is not None:
             dynamo.extend(d for d in info.dynamo_nodes if d not in dynamo)
-            source = source or info.source
+            # A kernel line Inductor wrote for a graph input serves the input's first user.
+            source = source or info.source or (info.first_use if kernel != WRAPPER else None)
     return KernelLine(kernel=kernel, number=number, text=text, ir_ops=ir_ops, fx_nodes=fx_nodes,
                       dynamo_nodes=dynamo, source=source)
 

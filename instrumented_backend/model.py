@@ -78,8 +78,8 @@ class NodeProvenance:
     nodes created by pattern-matcher rewrites or decompositions), ``seq_nr`` (fallback for
     backward nodes: the forward op with the same autograd sequence number), ``rewrite`` (a node a
     graph pass made: the node(s) it replaced), ``data_flow`` (last resort: the value it consumes,
-    or its first user), ``input`` (a graph input; no Dynamo node is named; ``source`` is the
-    line that first uses it) or ``none``.
+    or its first user), ``input`` (a graph input; no Dynamo node is named; ``first_use`` is
+    the line that first uses it) or ``none``.
     """
 
     name: str
@@ -89,6 +89,9 @@ class NodeProvenance:
     source: Optional[SourceLocation] = None
     module: str = ""
     attribution: str = "none"
+    # A graph input's first user's source line: kernel code Inductor writes for the input itself
+    # (a weight's layout copy) is attributed there. None for every other node.
+    first_use: Optional[SourceLocation] = None
 
 
 @dataclass
@@ -378,7 +381,8 @@ def _kernel_from_dict(data: dict[str, Any]) -> KernelInfo:
 
 
 def _node_from_dict(data: dict[str, Any]) -> NodeProvenance:
-    return NodeProvenance(**dict(data, source=_source_from_dict(data.get("source"))))
+    return NodeProvenance(**dict(data, source=_source_from_dict(data.get("source")),
+                                 first_use=_source_from_dict(data.get("first_use"))))
 
 
 def _to_plain(value: Any) -> Any:

@@ -56,7 +56,7 @@ class WorkerSetup:
     warm: bool = True
     # A worker started ahead of need (prewarm) runs at the lowest CPU priority, so its imports and
     # warm-up only take cycles the user's own compile leaves idle. Not part of its identity either.
-    low_priority: bool = False
+    low_priority: bool = dataclasses.field(default=False, compare=False)
 
     @classmethod
     def for_context(cls, context: CarriedContext, *, warm: bool = True) -> "WorkerSetup":

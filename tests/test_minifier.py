@@ -312,6 +312,7 @@ def test_the_minify_option_starts_the_worker_as_the_compile_begins(monkeypatch):
     torch._dynamo.reset()
     assert compiled_graphs and compiled_graphs[0] == 1
     assert started == [WorkerSetup(imports=context.imports, env=context.env)]  # the fault travels with it
+    assert started[0].low_priority, "a worker started ahead of need must not slow the compile it overlaps"
     assert real_get(started[0]).alive()
 
 
