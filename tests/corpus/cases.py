@@ -266,47 +266,51 @@ def _tokens(batch: int = 2, length: int = 16, vocab: int = 128) -> torch.Tensor:
     return torch.randint(0, vocab, (batch, length))
 
 
-def _bert(train: bool) -> Workload:
-    from transformers import BertConfig, BertForMaskedLM
+def _language_model(config_class: str, model_class: str, train: bool, **config: Any) -> Workload:
+    """A transformers language model from a small config: a token batch, or a training step on it
+    (the labels are the tokens: the model's own loss is the one backpropagated)."""
+    import transformers
 
-    config = BertConfig(vocab_size=128, max_position_embeddings=64, **_TINY)
-    model = BertForMaskedLM(config).train(train)
+    model = getattr(transformers, model_class)(getattr(transformers, config_class)(**config)).train(train)
     ids = _tokens()
     if train:
         return Workload(model, [()], train=True, loss=_hf_loss, kwargs={"input_ids": ids, "labels": ids})
     return Workload(model, [(ids,)])
+
+
+_BERT = dict(vocab_size=128, max_position_embeddings=64, **_TINY)
+_GPT2 = dict(vocab_size=128, n_positions=64, n_embd=32, n_layer=2, n_head=2, bos_token_id=0, eos_token_id=0)
+_LLAMA = dict(vocab_size=128, max_position_embeddings=64, num_key_value_heads=1, **_TINY)
 
 
 @case("bert")
 def _bert_inference() -> Workload:
-    return _bert(train=False)
+    return _language_model("BertConfig", "BertForMaskedLM", False, **_BERT)
 
 
 @case("bert_train", nondeterministic=_ATOMIC_EMBEDDING)
 def _bert_train() -> Workload:
-    return _bert(train=True)
-
-
-def _gpt2(train: bool) -> Workload:
-    from transformers import GPT2Config, GPT2LMHeadModel
-
-    config = GPT2Config(vocab_size=128, n_positions=64, n_embd=32, n_layer=2, n_head=2, bos_token_id=0,
-                        eos_token_id=0)
-    model = GPT2LMHeadModel(config).train(train)
-    ids = _tokens()
-    if train:
-        return Workload(model, [()], train=True, loss=_hf_loss, kwargs={"input_ids": ids, "labels": ids})
-    return Workload(model, [(ids,)])
+    return _language_model("BertConfig", "BertForMaskedLM", True, **_BERT)
 
 
 @case("gpt2")
 def _gpt2_inference() -> Workload:
-    return _gpt2(train=False)
+    return _language_model("GPT2Config", "GPT2LMHeadModel", False, **_GPT2)
 
 
 @case("gpt2_train", nondeterministic=_ATOMIC_EMBEDDING)
 def _gpt2_train() -> Workload:
-    return _gpt2(train=True)
+    return _language_model("GPT2Config", "GPT2LMHeadModel", True, **_GPT2)
+
+
+@case("llama")
+def _llama_inference() -> Workload:
+    return _language_model("LlamaConfig", "LlamaForCausalLM", False, **_LLAMA)
+
+
+@case("llama_train", nondeterministic=_ATOMIC_EMBEDDING)
+def _llama_train() -> Workload:
+    return _language_model("LlamaConfig", "LlamaForCausalLM", True, **_LLAMA)
 
 
 @case("t5")
@@ -325,24 +329,3 @@ def _vit() -> Workload:
 
     config = ViTConfig(image_size=32, patch_size=8, num_channels=3, num_labels=10, **_TINY)
     return Workload(ViTForImageClassification(config).eval(), [(torch.randn(2, 3, 32, 32),)])
-
-
-def _llama(train: bool) -> Workload:
-    from transformers import LlamaConfig, LlamaForCausalLM
-
-    config = LlamaConfig(vocab_size=128, max_position_embeddings=64, num_key_value_heads=1, **_TINY)
-    model = LlamaForCausalLM(config).train(train)
-    ids = _tokens()
-    if train:
-        return Workload(model, [()], train=True, loss=_hf_loss, kwargs={"input_ids": ids, "labels": ids})
-    return Workload(model, [(ids,)])
-
-
-@case("llama")
-def _llama_inference() -> Workload:
-    return _llama(train=False)
-
-
-@case("llama_train", nondeterministic=_ATOMIC_EMBEDDING)
-def _llama_train() -> Workload:
-    return _llama(train=True)
