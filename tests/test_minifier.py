@@ -289,6 +289,23 @@ def test_the_backend_minifies_an_accuracy_failure_and_names_the_repro(out, monke
     REPROS.append((path, 1))
 
 
+def test_a_compile_error_with_the_minify_option_names_the_repro_in_its_first_lines(out, monkeypatch):
+    """The compiler's log is a file, not the message: the explanation and the repro come first."""
+    import traceback
+
+    monkeypatch.setenv("INSTRUMENTED_BACKEND_MINIFY_DIR", str(out / "backend_compile"))
+    with ib.faults.cast_dropping_neg():
+        with pytest.raises(Exception) as caught:
+            torch.compile(tutorial, backend="instrumented", options={"minify": True})(
+                torch.randint(0, 255, (1, 8), dtype=torch.uint8), torch.randint(0, 255, (64, 8), dtype=torch.uint8))
+    path = _noted_repro(caught.value)
+    shown = "".join(traceback.format_exception_only(caught.value)).splitlines()
+    assert shown[0].startswith("torch._inductor.exc.InductorError") and "C++ compile error in kernel" in shown[0]
+    assert any(str(path) in line for line in shown[:40]), shown[:40]
+    assert len(shown) < 60, "the compiler's full log must not be in the message"
+    REPROS.append((path, 1))
+
+
 def test_the_minify_option_starts_the_worker_as_the_compile_begins(monkeypatch):
     """The worker warms while the user's graph compiles, not after the failure is found."""
     from minifier import current_context
