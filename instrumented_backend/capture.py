@@ -91,6 +91,7 @@ class CaptureBuilder:
         from .registry import next_index
 
         elapsed = time.perf_counter() - self._started
+        self.recorder.finish()
         generated = self.guard("output_code", lambda: read_generated_code(compiled)) if compiled is not None else None
         output_code = generated.output_code if generated else ""
         if error is not None and not output_code:

@@ -146,6 +146,13 @@ class LineRecorder:
     def record_kernel(self, kernel_name: str, source: str, line_origins: list[list[Origin]]) -> None:
         self.kernels.setdefault(kernel_name, []).append(TaggedKernel(source, line_origins))
 
+    def finish(self) -> None:
+        """Drop the side tables once the compile is over: every kernel's tags are in ``kernels``,
+        and the tables hold every line object Inductor wrote (the record may be read much later)."""
+        self._entries.clear()
+        self._texts.clear()
+        self._pending.clear()
+
 
 _state = threading.local()
 

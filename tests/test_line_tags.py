@@ -126,3 +126,15 @@ def test_a_moved_buffer_contract_is_reported(monkeypatch):
         line_tags.check()
     monkeypatch.setattr(IndentedBuffer, "splice", original)
     line_tags.check()
+
+
+def test_a_finished_recorder_keeps_its_kernels_and_lets_go_of_the_lines(recorder):
+    provenance.set_emission(NEG)
+    buffer = IndentedBuffer()
+    buffer.writeline("auto tmp0 = -x;")
+    provenance.set_emission(None)
+    source = buffer.getvalue()
+    recorder.record_kernel("k", source, recorder.kernel_origins(source))
+    recorder.finish()
+    assert recorder.entry_tag(buffer._lines[0]) is None and recorder.text_tag(source) is None
+    assert recorder.kernels["k"][0].line_origins[0] == [NEG]
