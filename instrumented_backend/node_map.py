@@ -126,12 +126,18 @@ def build_node_map(post_grad: Any, post_grad_code: "str | Deferred[str]", dynamo
 
     def in_dynamo(names: Sequence[str]) -> list[str]:
         """``names`` as Dynamo nodes; a name a pre-grad pass made stands for what it replaced."""
+        def known(candidate: str) -> bool:
+            return not dynamo_nodes or candidate in dynamo_nodes
+
         result: list[str] = []
         for name in names:
-            replaced = [src for log in rewrites for src in log.sources(name)]
-            for candidate in [name] if (not dynamo_nodes or name in dynamo_nodes) else \
-                    [root for src in replaced for root in (src.roots or (src.name,))]:
-                if (not dynamo_nodes or candidate in dynamo_nodes) and candidate not in result:
+            if known(name):
+                candidates = [name]
+            else:  # only then look up what the pass replaced
+                replaced = [src for log in rewrites for src in log.sources(name)]
+                candidates = [root for src in replaced for root in (src.roots or (src.name,))]
+            for candidate in candidates:
+                if known(candidate) and candidate not in result:
                     result.append(candidate)
         return result
 
