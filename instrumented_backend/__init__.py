@@ -21,30 +21,36 @@ check_torch_version(_torch.__version__)
 
 import minifier  # noqa: E402
 
-from . import faults, report  # noqa: E402
-from .backend import instrumented  # noqa: E402
-from .coverage import LineCoverage, line_coverage  # noqa: E402
+from . import report  # noqa: E402
+from .capture.backend import instrumented  # noqa: E402
+from .capture.registry import capture, captures, clear, last_capture, set_capture_limit  # noqa: E402
 from .diagnosis import (  # noqa: E402
     AccuracyError,
     AccuracyReport,
     BufferCheck,
     CompileErrorReport,
+    CompilerMessage,
     DivergenceReport,
+    ExplainedLine,
     KernelCompileError,
     LayerReport,
     LayerResult,
     OutputComparison,
     check_accuracy,
+    faults,  # noqa: E402
     find_failing_layer,
     find_first_divergence,
 )
-from .diagnostics import InstrumentationWarning  # noqa: E402
-from .dump import DumpError, load  # noqa: E402
-from .model import (  # noqa: E402
+from .fail_soft import InstrumentationWarning  # noqa: E402
+from .graphs import CaptureSession, GraphCapture  # noqa: E402
+from .io.dump import DumpError  # noqa: E402
+from .io.load import load  # noqa: E402
+from .profiling import ProfileReport, profile  # noqa: E402
+from .profiling.records import Finding, KernelTiming, OpTiming, SourceLineTiming, TimingStats  # noqa: E402
+from .provenance.coverage import LineCoverage, line_coverage  # noqa: E402
+from .records import (  # noqa: E402
     BufferAccess,
     CaptureProblem,
-    CaptureSession,
-    GraphCapture,
     InputInfo,
     KernelInfo,
     KernelLine,
@@ -52,9 +58,6 @@ from .model import (  # noqa: E402
     NodeProvenance,
     SourceLocation,
 )
-from .profiling import ProfileReport, profile  # noqa: E402
-from .profiling.model import Finding, KernelTiming, OpTiming, SourceLineTiming, TimingStats  # noqa: E402
-from .registry import capture, captures, clear, last_capture, set_capture_limit  # noqa: E402
 
 __version__ = "0.1.0"
 
@@ -100,6 +103,8 @@ __all__ = [
     "LayerReport",
     "DivergenceReport",
     "CompileErrorReport",
+    "CompilerMessage",
+    "ExplainedLine",
     "TimingStats",
     "KernelTiming",
     "OpTiming",

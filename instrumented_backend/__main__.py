@@ -1,7 +1,7 @@
-"""``python -m instrumented_backend``: see :mod:`instrumented_backend.cli`."""
+"""``python -m instrumented_backend``: see :mod:`instrumented_backend.io.cli`."""
 
 import sys
 
-from .cli import main
+from .io.cli import main
 
 sys.exit(main())

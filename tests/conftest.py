@@ -21,7 +21,7 @@ os.environ["TORCHINDUCTOR_CACHE_DIR"] = _CACHE_ROOT
 import pytest  # noqa: E402
 import torch  # noqa: E402
 
-from instrumented_backend.diagnostics import reset_warnings  # noqa: E402
+from instrumented_backend.fail_soft import reset_warnings  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -21,8 +21,8 @@ def test_provenance_coverage_smoke_prints_its_table():
 
 
 def test_statement_filter_keeps_computation_and_drops_structure():
-    from instrumented_backend.coverage import statement_lines
-    from instrumented_backend.model import KernelLine
+    from instrumented_backend.provenance.coverage import statement_lines
+    from instrumented_backend.records import KernelLine
 
     lines = [
         KernelLine("k", i, text)

@@ -12,9 +12,9 @@ import torch
 from conftest import REPO
 
 import instrumented_backend as ib
-from instrumented_backend import dump as dump_module
-from instrumented_backend.cli import main
-from instrumented_backend.dump import TEXT_FILES, DumpError
+from instrumented_backend.io import dump as dump_module
+from instrumented_backend.io.cli import main
+from instrumented_backend.io.dump import TEXT_FILES, DumpError
 
 
 def _step(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
@@ -123,7 +123,7 @@ def test_cli_show(trained, tmp_path, capsys):
     (["profile", "s.py", "--ou", "x"], {"out": None}, ["--ou", "x"]),  # no abbreviations after the script
 ])
 def test_run_and_profile_take_their_options_before_or_after_the_script(argv, own, script_args):
-    from instrumented_backend.cli import parse_command_line
+    from instrumented_backend.io.cli import parse_command_line
 
     args = parse_command_line(argv)
     assert args.script == "s.py" and args.script_args == script_args

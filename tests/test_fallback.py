@@ -9,9 +9,9 @@ import torch
 from conftest import compile_and_run
 
 import instrumented_backend as ib
-from instrumented_backend import backend as backend_module
-from instrumented_backend.capture import CaptureBuilder
-from instrumented_backend.model import CaptureProblem
+from instrumented_backend.capture import backend as backend_module
+from instrumented_backend.capture.builder import CaptureBuilder
+from instrumented_backend.records import CaptureProblem
 from instrumented_backend.seams import ir_format
 
 
@@ -137,7 +137,7 @@ def test_inductor_options_are_forwarded(monkeypatch):
 
 
 def test_mode_presets_come_from_inductor():
-    from instrumented_backend.options import parse_options
+    from instrumented_backend.capture.options import parse_options
 
     patches = parse_options("max-autotune-no-cudagraphs", None).inductor_patches
     assert patches == {"max_autotune": True, "coordinate_descent_tuning": True}
@@ -187,7 +187,7 @@ def test_graphs_are_printed_on_first_read_and_a_late_failure_degrades(reference,
 
 
 def test_line_maps_are_assembled_on_first_read_and_a_failing_step_degrades(reference, monkeypatch):
-    from instrumented_backend import mapping
+    from instrumented_backend.provenance import assemble as mapping
 
     assembled = []
     original_map_lines = mapping.map_lines

@@ -14,7 +14,7 @@ import pytest
 import torch
 
 import instrumented_backend as ib
-from instrumented_backend.model import GraphCapture, KernelInfo
+from instrumented_backend.graphs import GraphCapture
 from instrumented_backend.profiling import (
     Finding,
     KernelTiming,
@@ -25,6 +25,7 @@ from instrumented_backend.profiling import (
 )
 from instrumented_backend.profiling.collect import Event, ProfiledRun
 from instrumented_backend.profiling.join import event_name, join_compiled
+from instrumented_backend.records import KernelInfo
 
 ROWS = 4096
 

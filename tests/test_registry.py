@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import instrumented_backend as ib
-from instrumented_backend import registry
+from instrumented_backend.capture import registry
 
 
 def _scaled_tanh(x: torch.Tensor) -> torch.Tensor:

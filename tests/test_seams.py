@@ -173,7 +173,7 @@ def test_a_moved_lazy_graph_module_is_reported(monkeypatch):
 
 
 def test_graph_copies_generate_their_code_on_first_use():
-    from instrumented_backend.graph_copy import clone_graph_module
+    from instrumented_backend.capture.graph_copy import clone_graph_module
 
     gm = torch.fx.symbolic_trace(lambda x: torch.relu(x) + 1)
     clone = clone_graph_module(gm)
@@ -215,3 +215,18 @@ def test_private_torch_apis_are_touched_only_in_seams():
                 if private.search(code) and not code.strip().startswith(("\"", "'", "f\"")):
                     offenders.append(f"{relative}:{number}: {line.strip()}")
     assert not offenders, "\n".join(offenders)
+
+
+def test_define_kernel_is_wrapped_once_per_scheduler_with_listeners_in_a_fixed_order():
+    import importlib
+
+    from instrumented_backend import seams
+    from instrumented_backend.seams import define_kernel
+
+    seams.install_capture_seams()
+    for module_name, class_name, _ in define_kernel.SCHEDULERS:
+        method = getattr(importlib.import_module(module_name), class_name).define_kernel
+        assert hasattr(method, "__wrapped__"), f"{class_name}.define_kernel is not wrapped"
+        assert not hasattr(method.__wrapped__, "__wrapped__"), f"{class_name}.define_kernel is wrapped twice"
+    assert define_kernel.LISTENERS == ("line_tags", "kernel_traffic")
+    assert all(callable(seams.seam_module(name).on_define_kernel) for name in define_kernel.LISTENERS)

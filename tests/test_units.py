@@ -8,7 +8,7 @@ from instrumented_backend._torch_support import (
     UnsupportedTorchError,
     check_torch_version,
 )
-from instrumented_backend.kernels import find_kernels
+from instrumented_backend.provenance.kernels import find_kernels
 
 CPP_AND_EXTERN = '''
 from torch._inductor.select_algorithm import extern_kernels
@@ -121,11 +121,9 @@ def test_template_kernel_lines_without_tags_take_the_template_node():
     """
     from types import SimpleNamespace
 
-    from instrumented_backend import provenance
-    from instrumented_backend.seams.line_tags import (
-        _tagging_define_kernel,
-        template_origins,
-    )
+    from instrumented_backend.provenance import recorder as provenance
+    from instrumented_backend.seams.define_kernel import _wrap
+    from instrumented_backend.seams.line_tags import template_origins
 
     epilogue = SimpleNamespace(is_template=lambda: False, node=None)
     assert template_origins([epilogue]) == []
@@ -149,7 +147,7 @@ def test_template_kernel_lines_without_tags_take_the_template_node():
         seen["src"] = src_code
         return "triton_tem_fused_mm_relu_0"
 
-    define_kernel = _tagging_define_kernel(original)
+    define_kernel = _wrap(original, "node_schedule")  # the one wrapper, with its listeners
     previous = provenance.activate(recorder)
     try:
         name = define_kernel(None, source, [_fake_template_node(["mm"], origin="mm", template_name="triton_mm"),
@@ -169,7 +167,8 @@ def test_deferred_fields_compute_once_and_read_as_plain_values():
     import threading
 
     from instrumented_backend.deferred import Deferred
-    from instrumented_backend.model import GraphCapture, NodeProvenance
+    from instrumented_backend.graphs import GraphCapture
+    from instrumented_backend.records import NodeProvenance
 
     calls = []
 
@@ -273,7 +272,7 @@ def test_every_record_a_user_receives_is_importable_from_the_package():
             continue
         seen.add(record)
         for f in dataclasses.fields(record):
-            hints = typing.get_type_hints(record)
+            hints = typing.get_type_hints(record, localns=vars(ib))  # names imported for type checking
             for arg in [hints[f.name], *typing.get_args(hints[f.name])]:
                 for inner in [arg, *typing.get_args(arg)]:
                     if dataclasses.is_dataclass(inner) and inner.__module__.startswith("instrumented_backend"):

@@ -12,10 +12,17 @@
 from __future__ import annotations
 
 from .accuracy import AccuracyError, AccuracyReport, OutputComparison, check_accuracy
-from .compile_error import CompileErrorReport, KernelCompileError, explain_compile_error
+from .compile_error import (
+    CompileErrorReport,
+    CompilerMessage,
+    ExplainedLine,
+    KernelCompileError,
+    explain_compile_error,
+)
 from .divergence import BufferCheck, DivergenceReport, find_first_divergence
 from .layers import LAYERS, LayerReport, LayerResult, find_failing_layer
 
 __all__ = ["AccuracyError", "AccuracyReport", "OutputComparison", "check_accuracy", "CompileErrorReport",
+           "CompilerMessage", "ExplainedLine",
            "KernelCompileError", "explain_compile_error", "DivergenceReport", "find_first_divergence",
            "BufferCheck", "LAYERS", "LayerReport", "LayerResult", "find_failing_layer"]

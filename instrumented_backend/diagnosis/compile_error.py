@@ -10,10 +10,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
-from ..model import KernelLine
+from ..records import KernelLine
 
 if TYPE_CHECKING:
-    from ..model import GraphCapture
+    from ..graphs import GraphCapture
 
 __all__ = ["CompilerMessage", "ExplainedLine", "CompileErrorReport", "KernelCompileError",
            "parse_compiler_output", "explain_compile_error", "find_cpp_compile_error"]

@@ -26,7 +26,8 @@ from typing import Any, Callable, Optional
 import torch
 import torch.fx
 
-from ..model import GraphCapture, KernelLine
+from ..graphs import GraphCapture
+from ..records import KernelLine
 from ..seams.intermediate_hooks import IMPORT_LINE, intermediate_hook
 from .accuracy import clone_inputs, compare_outputs, run_seeded
 
@@ -246,8 +247,8 @@ def find_first_divergence(fn: Callable[..., Any], *inputs: Any, options: Optiona
     arguments, which holds unless parameters were frozen into constants). ``narrow`` compiles
     the nodes of the diverging kernel one by one to name the culprit node and its kernel lines.
     """
-    from ..backend import instrumented
-    from ..registry import captures
+    from ..capture.backend import instrumented
+    from ..capture.registry import captures
 
     compile_options = {"fallback_random": True, **(options or {})}
     calls: list[tuple[list[GraphCapture], list[Any]]] = []

@@ -7,17 +7,17 @@ from __future__ import annotations
 
 from .api import KERNEL_PROFILE_OPTION, profile
 from .diagnose import RULES, THRESHOLDS, diagnose, rule
-from .model import (
+from .records import (
                     CategoryComparison,
                     Comparison,
                     Finding,
                     KernelTiming,
                     LineComparison,
                     OpTiming,
-                    ProfileReport,
                     SourceLineTiming,
                     TimingStats,
 )
+from .report import ProfileReport
 from .roofline import measure_copy_bandwidth
 
 __all__ = [

@@ -11,7 +11,7 @@ from ..seams.kernel_profile import KERNEL_PROFILE_OPTION
 from .collect import run_profiled
 from .diagnose import diagnose
 from .join import eager_op_sources, join_compiled, join_eager, source_code
-from .model import ProfileReport
+from .report import ProfileReport
 from .roofline import apply_roofline, measure_copy_bandwidth
 from .sources import SourceTagging
 from .timing import time_side_by_side
@@ -45,7 +45,7 @@ def profile(model: Callable[..., Any], *args: Any, warmup: int = 10, iters: int 
     like the tutorial's benchmark. ``options`` are extra backend options. ``bandwidth`` measures
     the machine's copy bandwidth for the roofline. Returns a :class:`ProfileReport`.
     """
-    from ..registry import capture
+    from ..capture.registry import capture
 
     if not callable(model):
         raise TypeError(f"ib.profile: model must be callable (an nn.Module or a function), got {type(model).__name__}")

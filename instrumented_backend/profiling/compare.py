@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import TYPE_CHECKING
 
-from .model import (
+from .records import (
     GEMM,
     CategoryComparison,
     Comparison,
@@ -22,7 +22,7 @@ from .model import (
 )
 
 if TYPE_CHECKING:
-    from .model import ProfileReport
+    from .report import ProfileReport
 
 __all__ = ["by_source_line", "compare", "NO_SOURCE"]
 

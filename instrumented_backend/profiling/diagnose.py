@@ -12,10 +12,10 @@ from __future__ import annotations
 import statistics
 from typing import TYPE_CHECKING, Callable
 
-from .model import Finding
+from .records import Finding
 
 if TYPE_CHECKING:
-    from .model import ProfileReport
+    from .report import ProfileReport
 
 __all__ = ["diagnose", "RULES", "rule", "THRESHOLDS"]
 

@@ -18,10 +18,11 @@ import statistics
 from collections import defaultdict
 from typing import Iterable, Optional, Sequence
 
-from ..model import GraphCapture, KernelInfo
+from ..graphs import GraphCapture
+from ..records import KernelInfo
 from ..seams.kernel_profile import CALL_EVENT, cpp_event_name
 from .collect import Event, ProfiledRun
-from .model import FUSED, GEMM, OTHER, KernelTiming, OpTiming
+from .records import FUSED, GEMM, OTHER, KernelTiming, OpTiming
 from .sources import SOURCE_PREFIX, parse_source_label
 
 __all__ = ["event_name", "call_sequence", "join_compiled", "join_eager", "eager_op_sources", "GEMM_OPS",

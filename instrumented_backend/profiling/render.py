@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 from tabulate import tabulate
 
 if TYPE_CHECKING:
-    from .model import ProfileReport
+    from .report import ProfileReport
 
 __all__ = ["render"]
 

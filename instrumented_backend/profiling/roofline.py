@@ -13,7 +13,7 @@ from typing import Iterable, Optional
 
 import torch
 
-from .model import KernelTiming
+from .records import KernelTiming
 
 __all__ = ["measure_copy_bandwidth", "apply_roofline"]
 

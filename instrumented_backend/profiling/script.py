@@ -19,7 +19,7 @@ from typing import Any, Callable, Optional, Sequence
 import torch
 
 from .api import profile
-from .model import ProfileReport
+from .report import ProfileReport
 
 __all__ = ["CompiledCall", "record_compiled_calls", "profile_script"]
 
@@ -42,7 +42,7 @@ def _detached(value: Any) -> Any:
 
 def record_compiled_calls(calls: list[CompiledCall]) -> Callable[[], None]:
     """Redirect torch.compile to the instrumented backend and record first calls into ``calls``; returns the undo."""
-    from ..compile_redirect import redirect_torch_compile
+    from ..capture.redirect import redirect_torch_compile
 
     def recording(target: Any, options: dict[str, Any], call: Callable[..., Any]) -> Callable[..., Any]:
         seen: list[bool] = []

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from typing import Any, Callable, Optional
 
-from .model import TimingStats
+from .records import TimingStats
 
 __all__ = ["time_side_by_side"]
 

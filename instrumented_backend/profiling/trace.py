@@ -6,7 +6,7 @@ import copy
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .model import ProfileReport
+    from .report import ProfileReport
 
 __all__ = ["annotated_trace"]
 

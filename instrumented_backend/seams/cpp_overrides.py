@@ -3,7 +3,7 @@
 Each ``ops.<name>`` of a LoopBody becomes C++ text through a static method of one of these two
 classes (``CppOverrides.neg(x) -> "decltype(x)(-x)"``, ``CppVecOverrides.neg(x) -> "x.neg()"``);
 the kernel looks the method up on its overrides class at codegen time, so replacing the class
-attribute changes what the next compile generates. Used by :mod:`instrumented_backend.faults`.
+attribute changes what the next compile generates. Used by :mod:`instrumented_backend.diagnosis.faults`.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from .. import provenance
+from ..provenance import recorder as provenance
 from . import SeamMoved, install_once
 
 __all__ = ["install", "check"]

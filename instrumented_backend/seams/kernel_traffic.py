@@ -1,4 +1,5 @@
-"""Seam: the memory a generated kernel must move, read when the schedulers define it.
+"""Seam: the memory a generated kernel must move, read when the schedulers define it
+(a listener of ``define_kernel``, wrapped once in :mod:`.define_kernel`).
 
 ``CppScheduling.define_kernel(src_code, nodes, kernel_args=None)`` and
 ``TritonScheduling.define_kernel(src_code, node_schedule, kernel)`` receive the scheduler nodes
@@ -12,19 +13,14 @@ buffer elements) x dtype size, with sizes hinted by ``V.graph.sizevars``.
 
 from __future__ import annotations
 
-import inspect
-from typing import Any, Iterable, Optional
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional
 
-from .. import provenance
-from . import SeamMoved, install_once
+from . import SeamMoved
 
-__all__ = ["install", "check", "kernel_traffic", "SCHEDULERS"]
+if TYPE_CHECKING:
+    from .define_kernel import KernelDefinition
 
-# (module, class, name of the define_kernel parameter holding the nodes)
-SCHEDULERS = (
-    ("torch._inductor.codegen.cpp", "CppScheduling", "nodes"),
-    ("torch._inductor.codegen.triton", "TritonScheduling", "node_schedule"),
-)
+__all__ = ["check", "on_define_kernel", "kernel_traffic"]
 
 
 def _scheduler_nodes(nodes: Iterable[Any]) -> list[Any]:
@@ -101,64 +97,34 @@ def kernel_traffic(nodes: Iterable[Any], kernel_args: Any) -> dict[str, list[dic
     return {"reads": accesses("reads"), "writes": accesses("writes")}
 
 
-def _kernel_args(self: Any, bound: inspect.BoundArguments) -> Optional[Any]:
-    arguments = bound.arguments
+def _kernel_args(scheduler: Any, arguments: dict[str, Any]) -> Optional[Any]:
     if arguments.get("kernel_args") is not None:
         return arguments["kernel_args"]
     if arguments.get("kernel") is not None:
         return getattr(arguments["kernel"], "args", None)
-    group = getattr(self, "kernel_group", None)
+    group = getattr(scheduler, "kernel_group", None)
     return getattr(group, "args", None)
 
 
-def _recording_define_kernel(original: Any, nodes_param: str) -> Any:
-    signature = inspect.signature(original)
+def on_define_kernel(definition: "KernelDefinition") -> Callable[[str], None]:
+    """Once Inductor has named the kernel, record the memory it moves (first definition wins)."""
+    recorder = definition.recorder
 
-    def define_kernel(self: Any, *args: Any, **kwargs: Any) -> Any:
-        kernel_name = original(self, *args, **kwargs)
-        recorder = provenance.active_recorder()
-        if recorder is not None and str(kernel_name) not in recorder.traffic:
-            try:
-                bound = signature.bind(self, *args, **kwargs)
-                recorder.traffic[str(kernel_name)] = kernel_traffic(
-                    bound.arguments.get(nodes_param) or (), _kernel_args(self, bound))
-            except Exception as exc:  # noqa: BLE001 - traffic must never break a compile
-                recorder.problems.append(f"kernel_traffic: {exc!r}")
-        return kernel_name
+    def finish(kernel_name: str) -> None:
+        if kernel_name not in recorder.traffic:
+            recorder.traffic[kernel_name] = kernel_traffic(
+                definition.nodes, _kernel_args(definition.scheduler, definition.arguments))
 
-    define_kernel.__wrapped__ = original  # type: ignore[attr-defined]
-    return define_kernel
-
-
-@install_once
-def install() -> None:
-    """Wrap every scheduler's define_kernel once per process."""
-    import importlib
-
-    for module_name, class_name, nodes_param in SCHEDULERS:
-        cls = getattr(importlib.import_module(module_name), class_name)
-        cls.define_kernel = _recording_define_kernel(cls.define_kernel, nodes_param)
+    return finish
 
 
 def check() -> None:
-    """Raise SeamMoved unless define_kernel, KernelArgs and the dependencies still look as read here."""
-    import importlib
-
+    """Raise SeamMoved unless KernelArgs and the dependencies still look as read here."""
     import torch._inductor.utils as inductor_utils
     from torch._inductor.codegen.common import KernelArgs
     from torch._inductor.dependencies import MemoryDep, ReadWrites
     from torch._inductor.virtualized import V  # noqa: F401
 
-    for module_name, class_name, nodes_param in SCHEDULERS:
-        cls = getattr(importlib.import_module(module_name), class_name, None)
-        define = getattr(cls, "define_kernel", None)
-        if define is None:
-            raise SeamMoved(f"kernel_traffic: {module_name}.{class_name}.define_kernel is gone")
-        params = list(inspect.signature(getattr(define, "__wrapped__", define)).parameters)
-        if params[1:2] != ["src_code"] or nodes_param not in params:
-            raise SeamMoved(
-                f"kernel_traffic: {class_name}.define_kernel no longer takes (src_code, {nodes_param}): {params}"
-            )
     kernel_args = KernelArgs()
     for attr in ("input_buffers", "output_buffers", "inplace_buffers"):
         if not isinstance(getattr(kernel_args, attr, None), dict):

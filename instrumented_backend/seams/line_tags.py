@@ -1,8 +1,8 @@
-"""Seam: ``IndentedBuffer``'s ``writeline``, ``splice`` and ``getvaluewithlinemap``, and the
-C++/Triton schedulers' ``define_kernel``.
+"""Seam: ``IndentedBuffer``'s ``writeline``, ``splice`` and ``getvaluewithlinemap``; and a listener
+of the schedulers' ``define_kernel`` (wrapped once, in :mod:`.define_kernel`).
 
 While a LoopBody node is being generated, every line a buffer receives is tagged with that
-node's origin in the :class:`~instrumented_backend.provenance.LineRecorder`'s side tables,
+node's origin in the :class:`~instrumented_backend.provenance.recorder.LineRecorder`'s side tables,
 keyed by the identity of the object Inductor appended. **The text is never touched**: every
 argument is passed on unchanged and every return value is Inductor's own, so whatever Inductor
 reads, compares, hashes or keys on (CSE caches keyed on ``getvalue()``, ``DeferredLine.line``
@@ -16,8 +16,8 @@ text by construction. The hooks only add entries to the side tables:
   re-slices them into new objects); a spliced text keeps the tags ``getvalue()`` recorded for it;
 * ``getvaluewithlinemap`` (``getvalue``): the text returned is registered with the origin of
   each of its physical lines;
-* ``define_kernel``: the origins of the kernel source's lines are recorded under the kernel name
-  it returns.
+* ``define_kernel`` (:func:`on_define_kernel`): the origins of the kernel source's lines are
+  recorded under the kernel name it returns.
 
 Template kernels (the C++ GEMM template, Triton's mm templates) are mostly template text, not
 LoopBody code: only their fused epilogues are tagged as they are generated. ``define_kernel``
@@ -30,18 +30,15 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
-from .. import provenance
+from ..provenance import recorder as provenance
 from . import SeamMoved, install_once
 
-__all__ = ["install", "check", "entry_text", "template_origins", "renamed_line_pattern", "SCHEDULERS"]
+if TYPE_CHECKING:
+    from .define_kernel import KernelDefinition
 
-# (module, class) pairs whose define_kernel(src_code, ...) -> kernel_name we wrap
-SCHEDULERS = (
-    ("torch._inductor.codegen.cpp", "CppScheduling"),
-    ("torch._inductor.codegen.triton", "TritonScheduling"),
-)
+__all__ = ["install", "check", "on_define_kernel", "entry_text", "template_origins", "renamed_line_pattern"]
 
 
 @functools.lru_cache(maxsize=1)
@@ -145,8 +142,7 @@ def renamed_line_pattern(line: str) -> Optional["re.Pattern[str]"]:
 
 @install_once
 def install() -> None:
-    """Patch IndentedBuffer's writeline, splice and getvaluewithlinemap, and define_kernel, once per process."""
-    import importlib
+    """Patch IndentedBuffer's writeline, splice and getvaluewithlinemap, once per process."""
 
     from torch._inductor.utils import IndentedBuffer
 
@@ -202,10 +198,6 @@ def install() -> None:
     IndentedBuffer.splice = splice
     IndentedBuffer.getvaluewithlinemap = getvaluewithlinemap
 
-    for module_name, class_name in SCHEDULERS:
-        cls = getattr(importlib.import_module(module_name), class_name)
-        cls.define_kernel = _tagging_define_kernel(cls.define_kernel)
-
 
 def template_origins(nodes: Any) -> list[provenance.Origin]:
     """Origins for the template text of a kernel whose scheduler nodes are ``nodes`` ([] if no template).
@@ -233,32 +225,19 @@ def _is_template_text(line: str) -> bool:
     return bool(text) and not text.startswith("#include")
 
 
-def _tagging_define_kernel(original: Any) -> Any:
-    def define_kernel(self: Any, src_code: str, *args: Any, **kwargs: Any) -> Any:
-        recorder = provenance.active_recorder()
-        if recorder is None:
-            return original(self, src_code, *args, **kwargs)
-        try:
-            per_line = recorder.kernel_origins(src_code)
-            template = template_origins(args[0] if args else kwargs.get("nodes", kwargs.get("node_schedule")))
-            if template:
-                per_line = [origins or (template if _is_template_text(text) else [])
-                            for origins, text in zip(per_line, src_code.split("\n"))]
-        except Exception as exc:  # noqa: BLE001 - provenance must never break a compile
-            recorder.problems.append(f"line_tags: define_kernel: {exc!r}")
-            per_line = None
-        kernel_name = original(self, src_code, *args, **kwargs)  # src_code is Inductor's own, untouched
-        if per_line is not None:
-            recorder.record_kernel(str(kernel_name), src_code, per_line)
-        return kernel_name
-
-    define_kernel.__wrapped__ = original  # type: ignore[attr-defined]
-    return define_kernel
+def on_define_kernel(definition: "KernelDefinition") -> Callable[[str], None]:
+    """Read the origins of the kernel source's lines now; record them under the kernel's name after."""
+    recorder, src_code = definition.recorder, definition.src_code
+    per_line = recorder.kernel_origins(src_code)
+    template = template_origins(definition.nodes)
+    if template:
+        per_line = [origins or (template if _is_template_text(text) else [])
+                    for origins, text in zip(per_line, src_code.split("\n"))]
+    return lambda kernel_name: recorder.record_kernel(kernel_name, src_code, per_line)
 
 
 def check() -> None:
     """Raise SeamMoved unless the buffers still move lines one entry at a time and define_kernel takes what we pass."""
-    import importlib
     import inspect
 
     from torch._inductor.utils import IndentedBuffer, LineContext
@@ -283,14 +262,6 @@ def check() -> None:
         raise SeamMoved("line_tags: IndentedBuffer.splice no longer writes one entry per spliced entry")
     if probe.getvalue() != "x\na\n    b\n\n":
         raise SeamMoved("line_tags: IndentedBuffer.getvalue no longer writes one line per entry")
-    for module_name, class_name in SCHEDULERS:
-        cls = getattr(importlib.import_module(module_name), class_name, None)
-        define = getattr(cls, "define_kernel", None)
-        if define is None:
-            raise SeamMoved(f"line_tags: {module_name}.{class_name}.define_kernel is gone")
-        params = list(inspect.signature(inspect.unwrap(define)).parameters)
-        if params[:3] not in (["self", "src_code", "nodes"], ["self", "src_code", "node_schedule"]):
-            raise SeamMoved(f"line_tags: {class_name}.define_kernel no longer takes (src_code, nodes): {params}")
     from torch._inductor.codegen.cpp import CppScheduling
     from torch._inductor.ir import TemplateBuffer
     from torch._inductor.scheduler import BaseSchedulerNode

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import provenance
+from ..provenance import recorder as provenance
 from . import SeamMoved, install_once
 
 __all__ = ["install", "check", "STAMP"]

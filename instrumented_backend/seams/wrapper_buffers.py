@@ -16,7 +16,7 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
-from .. import provenance
+from ..provenance import recorder as provenance
 from . import SeamMoved, install_once
 
 __all__ = ["install", "check", "buffer_origins", "buffer_nodes"]

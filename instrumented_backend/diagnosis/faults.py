@@ -31,9 +31,9 @@ import os
 import threading
 from typing import Any, Iterator, Optional
 
-from .seams import cpp_overrides
-from .seams.caches import compile_caches_disabled
-from .seams.inductor_options import inductor_config_patch
+from ..seams import cpp_overrides
+from ..seams.caches import compile_caches_disabled
+from ..seams.inductor_options import inductor_config_patch
 
 __all__ = ["Fault", "bad_lowering", "SAME", "cast_dropping_neg", "doubling_neg", "active_faults", "patchable_ops",
            "UnknownOpError", "ENV_VAR", "install_from_environment", "carried_context"]

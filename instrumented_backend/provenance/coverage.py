@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Iterable
+from typing import TYPE_CHECKING, Iterable
 
-from .model import GraphCapture, KernelLine
+from ..records import KernelLine
+
+if TYPE_CHECKING:
+    from ..graphs import GraphCapture
 
 __all__ = ["LineCoverage", "line_coverage", "statement_lines"]
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import re
 from typing import Optional
 
+from ..records import WRAPPER, KernelInfo, KernelLine, NodeProvenance, SourceLocation
+from ..seams.line_tags import renamed_line_pattern
 from .kernels import call_body_ranges
-from .model import KernelInfo, KernelLine, NodeProvenance, SourceLocation
-from .provenance import LineRecorder, Origin
-from .seams.line_tags import renamed_line_pattern
+from .recorder import LineRecorder, Origin
 
 __all__ = ["attach_lines", "attach_wrapper_lines"]
 
@@ -77,8 +77,6 @@ def attach_lines(kernels: list[KernelInfo], recorder: LineRecorder, nodes: dict[
         ]
     return lost
 
-
-WRAPPER = "call"
 
 _WRITTEN = (
     re.compile(r"\bout=\(?(?P<name>[A-Za-z_]\w*)"),        # extern_kernels.addmm(..., out=buf0)

@@ -13,9 +13,9 @@ import copy
 
 import torch.fx
 
-from .deferred import Deferred
-from .diagnostics import warn_once
-from .seams.lazy_graph import lazy_graph_module
+from ..deferred import Deferred
+from ..fail_soft import warn_once
+from ..seams.lazy_graph import lazy_graph_module
 
 __all__ = ["clone_graph_module", "count_nodes", "printed_later"]
 

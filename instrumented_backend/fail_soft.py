@@ -6,7 +6,7 @@ import threading
 import warnings
 from typing import Callable, Optional, TypeVar
 
-from .model import CaptureProblem
+from .records import CaptureProblem
 
 __all__ = ["InstrumentationWarning", "warn_once", "guarded", "warn_capture_problem"]
 

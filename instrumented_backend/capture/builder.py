@@ -12,16 +12,17 @@ from typing import Any, Callable, Mapping, Optional, Sequence
 
 import torch
 
-from .deferred import Deferred
-from .diagnostics import guarded
+from ..deferred import Deferred
+from ..fail_soft import guarded
+from ..graphs import GraphCapture
+from ..provenance.assemble import deferred_line_map
+from ..provenance.recorder import LineRecorder
+from ..provenance.rewrites import RewriteLog
+from ..records import CaptureProblem, InputInfo
+from ..seams import ir_format
+from ..seams.compile_entry import current_compile_id, graph_kind
+from ..seams.output_code import read_generated_code, runnable_graph_text
 from .graph_copy import clone_graph_module, count_nodes, printed_later
-from .mapping import deferred_line_map
-from .model import CaptureProblem, GraphCapture, InputInfo
-from .provenance import LineRecorder
-from .rewrites import RewriteLog
-from .seams import ir_format
-from .seams.compile_entry import current_compile_id, graph_kind
-from .seams.output_code import read_generated_code, runnable_graph_text
 
 __all__ = ["CaptureBuilder", "describe_inputs"]
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from typing import Optional
 
-from .model import KernelInfo
+from ..records import KernelInfo
 
 __all__ = ["find_kernels", "call_body_ranges"]
 

@@ -7,7 +7,8 @@ from typing import Any, Iterable
 
 from tabulate import tabulate
 
-from .model import GraphCapture, summarize_inputs
+from ..graphs import GraphCapture
+from ..records import summarize_inputs
 
 __all__ = ["graph_rows", "kernel_rows", "format_graphs", "format_kernels"]
 

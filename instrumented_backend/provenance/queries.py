@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Optional
 
-from .line_map import WRAPPER
+from ..records import WRAPPER
 
 if TYPE_CHECKING:
-    from .model import GraphCapture, KernelLine
+    from ..graphs import GraphCapture
+    from ..records import KernelLine
 
 __all__ = ["lines_for", "explain", "annotate_output_code"]
 

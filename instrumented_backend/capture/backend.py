@@ -22,16 +22,16 @@ from typing import Any, Callable, Iterator, Mapping, Optional, Sequence
 
 import torch.fx
 
-from . import provenance, rewrites
-from .capture import CaptureBuilder
-from .diagnostics import warn_capture_problem, warn_once
+from ..fail_soft import warn_capture_problem, warn_once
+from ..graphs import GraphCapture
+from ..provenance import recorder, rewrites
+from ..seams import install_capture_seams, ir_logging
+from ..seams.caches import CACHE_BYPASS_PATCHES, autograd_cache_disabled
+from ..seams.compile_entry import compile_fx, compile_fx_inner, current_compile_id
+from .builder import CaptureBuilder
 from .graph_copy import clone_graph_module, count_nodes, printed_later
-from .model import GraphCapture
 from .options import BackendOptions, parse_options
 from .registry import open_sessions, record
-from .seams import install_capture_seams, ir_logging
-from .seams.caches import CACHE_BYPASS_PATCHES, autograd_cache_disabled
-from .seams.compile_entry import compile_fx, compile_fx_inner, current_compile_id
 
 __all__ = ["instrumented", "CompileJob"]
 
@@ -75,7 +75,7 @@ class CompileJob:
             graph = self._publish(builder, None, exc)
             explained = _explained_compile_error(graph, exc)
             if self.options.minify:
-                from .auto_minify import minify_compile_failure
+                from ..diagnosis.auto_minify import minify_compile_failure
 
                 minify_compile_failure(explained or exc, builder.original_graph, example_inputs, graph)
             if explained is None:
@@ -109,10 +109,10 @@ def _explained_compile_error(graph: Optional[GraphCapture], error: BaseException
     if graph is None:
         return None
     try:
-        from .seams.errors import inductor_error_type
+        from ..seams.errors import inductor_error_type
 
         InductorError = inductor_error_type()
-        from .diagnosis.compile_error import (
+        from ..diagnosis.compile_error import (
             KernelCompileError,
             explain_compile_error,
             find_cpp_compile_error,
@@ -139,18 +139,18 @@ def _explained_compile_error(graph: Optional[GraphCapture], error: BaseException
 def _capturing(builder: CaptureBuilder) -> Iterator[None]:
     """Route this thread's IR logs and line marks to ``builder`` for the duration of the block."""
     previous_listener = ir_logging.set_listener(builder.on_ir)
-    previous_recorder = provenance.activate(builder.recorder)
+    previous_recorder = recorder.activate(builder.recorder)
     previous_log = rewrites.activate_log(builder.rewrites)
     try:
         yield
     finally:
         ir_logging.set_listener(previous_listener)
-        provenance.activate(previous_recorder)
+        recorder.activate(previous_recorder)
         rewrites.activate_log(previous_log)
 
 
 def _dump_quietly(graph: GraphCapture, directory: Any) -> None:
-    from .dump import append_to_dump
+    from ..io.dump import append_to_dump
 
     try:
         append_to_dump(graph, directory)
@@ -168,12 +168,12 @@ def instrumented(
     """Dynamo backend: compile ``gm`` with Inductor and record every AOT graph it produces.
 
     ``mode`` and ``options`` are those of ``torch.compile``; ``options`` takes Inductor config
-    keys plus this package's own (see :mod:`instrumented_backend.options`). Raises ValueError
+    keys plus this package's own (see :mod:`instrumented_backend.capture.options`). Raises ValueError
     for an unknown option.
     """
     settings = parse_options(mode, options)
     if settings.minify:
-        from .auto_minify import prewarm_worker
+        from ..diagnosis.auto_minify import prewarm_worker
 
         prewarm_worker()  # warms while this graph compiles, in case it fails
     try:
@@ -195,7 +195,7 @@ def instrumented(
 
 def _accuracy_checked(compiled: Callable[..., Any], job: CompileJob, *, raise_on_failure: bool) -> Callable[..., Any]:
     """``compiled``, judged against the Dynamo graph run eagerly on its first call."""
-    from .diagnosis.accuracy import AccuracyError, check_graph_call, clone_inputs
+    from ..diagnosis.accuracy import AccuracyError, check_graph_call, clone_inputs
     from .registry import captures as all_captures
 
     checked = False
@@ -222,7 +222,7 @@ def _accuracy_checked(compiled: Callable[..., Any], job: CompileJob, *, raise_on
         if report.passed is False:
             error = AccuracyError(report, where=f"graph {job.compile_id}")
             if job.options.minify:
-                from .auto_minify import minify_accuracy_failure
+                from ..diagnosis.auto_minify import minify_accuracy_failure
 
                 minify_accuracy_failure(error, job.dynamo_graph, saved)
             if raise_on_failure:

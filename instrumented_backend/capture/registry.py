@@ -19,7 +19,7 @@ import os
 import threading
 from typing import Iterator, Optional
 
-from .model import CaptureSession, GraphCapture
+from ..graphs import CaptureSession, GraphCapture
 
 __all__ = ["record", "captures", "last_capture", "capture", "clear", "open_sessions", "next_index",
            "set_capture_limit", "capture_limit", "DEFAULT_CAPTURE_LIMIT"]

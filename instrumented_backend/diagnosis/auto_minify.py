@@ -18,8 +18,8 @@ from typing import Any, Optional, Sequence
 
 import torch
 
-from .diagnostics import warn_once
-from .seams.fake_mode import real_tensors, size_hint
+from ..fail_soft import warn_once
+from ..seams.fake_mode import real_tensors, size_hint
 
 __all__ = ["MINIFY_DIR_ENV", "minify_accuracy_failure", "minify_compile_failure", "real_inputs", "prewarm_worker"]
 

@@ -22,8 +22,8 @@ from typing import Any, Optional, Sequence
 
 import torch.fx
 
-from .deferred import Deferred, resolve
-from .model import NodeProvenance, SourceLocation
+from ..deferred import Deferred, resolve
+from ..records import NodeProvenance, SourceLocation
 from .rewrites import ReplacedNode, RewriteLog, chain_roots
 
 __all__ = ["parse_stack_trace", "build_node_map", "seq_nr_index"]

@@ -27,7 +27,7 @@ import sys
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
-from .compile_redirect import redirect_torch_compile
+from ..capture.redirect import redirect_torch_compile
 
 __all__ = ["main", "redirect_torch_compile"]
 
@@ -103,7 +103,7 @@ def _show(args: argparse.Namespace) -> int:
 
 
 def _profile(args: argparse.Namespace) -> int:
-    from .profiling.script import profile_script
+    from ..profiling.script import profile_script
 
     try:
         reports = profile_script(args.script, list(args.script_args), warmup=args.warmup, iters=args.iters,

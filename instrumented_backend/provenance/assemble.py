@@ -1,6 +1,6 @@
 """Assemble a graph's kernels, node map and line maps from what its compile recorded.
 
-The marks are recorded at emission, during the compile (:mod:`.provenance`); turning them into
+The marks are recorded at emission, during the compile (:mod:`.recorder`); turning them into
 :class:`~.model.KernelInfo` / :class:`~.model.KernelLine` / :class:`~.model.NodeProvenance`
 objects is pure bookkeeping over the output code, the kept graphs and the recorder, about 10 ms
 for a 150-node graph. :func:`deferred_line_map` does it on the first read of any of those fields
@@ -14,13 +14,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Sequence
 
-from .deferred import Deferred, resolve
-from .diagnostics import guarded, warn_capture_problem
+from ..deferred import Deferred, resolve
+from ..fail_soft import guarded, warn_capture_problem
+from ..records import CaptureProblem, KernelInfo, KernelLine, MemoryTraffic, NodeProvenance
 from .kernels import find_kernels
 from .line_map import attach_lines, attach_wrapper_lines
-from .model import CaptureProblem, KernelInfo, KernelLine, MemoryTraffic, NodeProvenance
 from .node_map import build_node_map, seq_nr_index
-from .provenance import LineRecorder
+from .recorder import LineRecorder
 from .rewrites import RewriteLog
 
 __all__ = ["LineMap", "map_lines", "deferred_line_map", "attach_traffic"]

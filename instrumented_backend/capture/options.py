@@ -16,7 +16,7 @@ backend takes (validated and applied by Inductor's own code) and these keys of o
 ``minify``
     ``True``: when the accuracy check or the compile fails, shrink the failing graph with the
     :mod:`minifier` and name the repro script in the error (see
-    :mod:`instrumented_backend.auto_minify`). ``INSTRUMENTED_BACKEND_MINIFY=1`` sets it.
+    :mod:`instrumented_backend.diagnosis.auto_minify`). ``INSTRUMENTED_BACKEND_MINIFY=1`` sets it.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Optional
 
-from .seams.inductor_options import inductor_config_keys, inductor_config_patches
+from ..seams.inductor_options import inductor_config_keys, inductor_config_patches
 
 __all__ = ["BackendOptions", "OUR_OPTIONS", "DUMP_DIR_ENV", "MINIFY_ENV", "parse_options"]
 

@@ -1,4 +1,4 @@
-"""Write captures to disk with TORCH_COMPILE_DEBUG's file names, and read them back.
+"""Write captures to disk with TORCH_COMPILE_DEBUG's file names (:mod:`.load` reads them back).
 
 Layout::
 
@@ -27,11 +27,12 @@ import re
 import shutil
 import threading
 from pathlib import Path
-from typing import Any, Iterable, Union
+from typing import TYPE_CHECKING, Any, Iterable, Union
 
-from .model import CaptureSession, GraphCapture
+if TYPE_CHECKING:
+    from ..graphs import GraphCapture
 
-__all__ = ["FORMAT", "TEXT_FILES", "DumpError", "dump_graph", "dump_session", "append_to_dump", "load",
+__all__ = ["FORMAT", "TEXT_FILES", "DumpError", "dump_graph", "dump_session", "append_to_dump",
            "graph_folder_name"]
 
 FORMAT = "instrumented-backend/1"
@@ -120,14 +121,15 @@ def append_to_dump(graph: GraphCapture, directory: PathLike) -> Path:
     root = Path(directory)
     with _append_lock:
         folder = dump_graph(graph, root)
-        folders = _read_index(root) if (root / "index.json").exists() else []
+        folders = read_index(root) if (root / "index.json").exists() else []
         if folder.name not in folders:
             folders.append(folder.name)
         _write_index(root, folders)
     return folder
 
 
-def _read_json(path: Path) -> dict[str, Any]:
+def read_json(path: Path) -> dict[str, Any]:
+    """A JSON object from ``path``; DumpError when it is missing, unreadable or not an object."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -141,53 +143,13 @@ def _read_json(path: Path) -> dict[str, Any]:
     return data
 
 
-def _read_index(root: Path) -> list[str]:
+def read_index(root: Path) -> list[str]:
+    """The graph folders ``root/index.json`` lists, in order; DumpError when it is not a dump's index."""
     path = root / "index.json"
-    data = _read_json(path)
+    data = read_json(path)
     if data.get("format") != FORMAT:
         raise DumpError(path, f"is not an instrumented-backend dump (format {data.get('format')!r})")
     graphs = data.get("graphs")
     if not isinstance(graphs, list) or not all(isinstance(name, str) for name in graphs):
         raise DumpError(path, "has no list of graph folders under 'graphs'")
     return graphs
-
-
-_REQUIRED = ("index", "compile_id", "kind", "graph_id")
-
-
-def _load_graph(folder: Path) -> GraphCapture:
-    meta_path = folder / "capture.json"
-    if not meta_path.exists():
-        raise DumpError(folder, "has no capture.json: not a graph folder of an instrumented-backend dump")
-    data = _read_json(meta_path)
-    if data.pop("format", FORMAT) != FORMAT:
-        raise DumpError(meta_path, "is not an instrumented-backend capture")
-    missing = [name for name in _REQUIRED if name not in data]
-    if missing:
-        raise DumpError(meta_path, f"lacks {', '.join(missing)} (truncated or edited?)")
-    for field_name, file_name in TEXT_FILES.items():
-        path = folder / file_name
-        try:
-            data[field_name] = path.read_text(encoding="utf-8") if path.exists() else ""
-        except (OSError, UnicodeDecodeError) as exc:
-            raise DumpError(path, f"cannot be read ({exc})") from exc
-    try:
-        return GraphCapture.from_dict(data)
-    except (TypeError, ValueError, KeyError, AttributeError) as exc:
-        raise DumpError(meta_path, f"does not describe a capture ({type(exc).__name__}: {exc})") from exc
-
-
-def load(directory: PathLike) -> CaptureSession:
-    """Read a dump back: a dump folder (with index.json) or a single graph folder (capture.json).
-
-    Live objects (GraphModules, compiled callables) are not saved and are None after loading.
-    Raises :class:`DumpError` (a ValueError) for anything that is not a readable dump.
-    """
-    root = Path(directory)
-    if not root.exists():
-        raise DumpError(root, "no dump at this path")
-    if (root / "index.json").exists():
-        return CaptureSession([_load_graph(root / name) for name in _read_index(root)])
-    if (root / "capture.json").exists():
-        return CaptureSession([_load_graph(root)])
-    raise DumpError(root, "holds neither index.json nor capture.json: not an instrumented-backend dump")

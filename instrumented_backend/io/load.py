@@ -1,0 +1,51 @@
+"""Read a dump written by :mod:`.dump` back into captures; anything unreadable raises DumpError."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..graphs import CaptureSession, GraphCapture
+from .dump import FORMAT, TEXT_FILES, DumpError, PathLike, read_index, read_json
+
+__all__ = ["load"]
+
+
+_REQUIRED = ("index", "compile_id", "kind", "graph_id")
+
+
+def _load_graph(folder: Path) -> GraphCapture:
+    meta_path = folder / "capture.json"
+    if not meta_path.exists():
+        raise DumpError(folder, "has no capture.json: not a graph folder of an instrumented-backend dump")
+    data = read_json(meta_path)
+    if data.pop("format", FORMAT) != FORMAT:
+        raise DumpError(meta_path, "is not an instrumented-backend capture")
+    missing = [name for name in _REQUIRED if name not in data]
+    if missing:
+        raise DumpError(meta_path, f"lacks {', '.join(missing)} (truncated or edited?)")
+    for field_name, file_name in TEXT_FILES.items():
+        path = folder / file_name
+        try:
+            data[field_name] = path.read_text(encoding="utf-8") if path.exists() else ""
+        except (OSError, UnicodeDecodeError) as exc:
+            raise DumpError(path, f"cannot be read ({exc})") from exc
+    try:
+        return GraphCapture.from_dict(data)
+    except (TypeError, ValueError, KeyError, AttributeError) as exc:
+        raise DumpError(meta_path, f"does not describe a capture ({type(exc).__name__}: {exc})") from exc
+
+
+def load(directory: PathLike) -> CaptureSession:
+    """Read a dump back: a dump folder (with index.json) or a single graph folder (capture.json).
+
+    Live objects (GraphModules, compiled callables) are not saved and are None after loading.
+    Raises :class:`DumpError` (a ValueError) for anything that is not a readable dump.
+    """
+    root = Path(directory)
+    if not root.exists():
+        raise DumpError(root, "no dump at this path")
+    if (root / "index.json").exists():
+        return CaptureSession([_load_graph(root / name) for name in read_index(root)])
+    if (root / "capture.json").exists():
+        return CaptureSession([_load_graph(root)])
+    raise DumpError(root, "holds neither index.json nor capture.json: not an instrumented-backend dump")
