@@ -20,6 +20,7 @@ from .records import (
     KernelInfo,
     KernelLine,
     NodeProvenance,
+    graph_label,
     kernel_from_dict,
     line_from_dict,
     node_from_dict,
@@ -116,7 +117,7 @@ class GraphCapture:
     @property
     def label(self) -> str:
         """A short unique name: ``#3 0/1 backward``."""
-        return f"#{self.index} {self.compile_id or '?'} {self.kind}"
+        return graph_label(self.index, self.compile_id, self.kind)
 
     def kernel(self, name: str) -> KernelInfo:
         """The kernel called ``name``; raises KeyError naming the kernels there are."""

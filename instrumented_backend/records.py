@@ -28,6 +28,13 @@ __all__ = [
 ]
 
 GRAPH_KINDS = ("inference", "forward", "backward")
+
+
+def graph_label(index: int, compile_id: str, kind: str) -> str:
+    """How a graph is named everywhere: ``#3 0/1 backward`` (index, compile id, kind)."""
+    return f"#{index} {compile_id or '?'} {kind}"
+
+
 # KernelLine.kernel of the lines of the output code's wrapper (its ``call`` function).
 WRAPPER = "call"
 

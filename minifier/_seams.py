@@ -54,7 +54,7 @@ def start_cpu_isa_probe() -> Optional[threading.Thread]:
     """Run Inductor's CPU vector-ISA detection on background threads; join the result before compiling.
 
     A fresh process pays for it on its first C++ compile: each candidate ISA's test library is
-    loaded by a short child process (about ten of them, one after another: 2.5 s on a 2-core
+    loaded by a short child process (about ten of them, one after another: seconds on a small
     machine). Here each x86 ISA the CPU advertises is probed on a thread of its own (every
     ``__bool__`` is cached per ISA object, so the threads never share one), then
     ``valid_vec_isa_list`` (cached for the process) reads those answers. A worker starts this

@@ -19,9 +19,10 @@ signature or message.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Optional
+from typing import Callable, Optional
 
 from .judge import ACCURACY, COMPILE_ERROR, CRASH, RUNTIME_ERROR, TIMEOUT, matches
+from .outcome import Outcome
 
 __all__ = ["Failure", "AccuracyFailure", "CompileFailure", "RuntimeFailure"]
 
@@ -37,15 +38,18 @@ class Failure:
     def describe(self) -> str:
         return type(self).__name__ + (f"(pattern={self.pattern!r})" if self.pattern else "()")
 
-    def accepts_original(self, outcome: dict[str, Any]) -> bool:
-        return outcome["kind"] in self.kinds and matches(outcome, outcome, self.pattern)
+    def accepts_original(self, outcome: Outcome) -> bool:
+        """Is ``outcome`` a failure of this kind (and matching the pattern)?"""
+        wire = outcome.to_wire()
+        return outcome.kind in self.kinds and matches(wire, wire, self.pattern)
 
-    def same_failure(self, original: dict[str, Any], candidate: dict[str, Any], related: Any = None) -> bool:
+    def same_failure(self, original: Outcome, candidate: Outcome,
+                     related: Optional[Callable[[int], bool]] = None) -> bool:
         """Does ``candidate`` fail as ``original`` did? (``related``: output index -> allowed?)."""
-        if not matches({**original, "failing": []}, candidate, self.pattern):
+        if not matches({**original.to_wire(), "failing": []}, candidate.to_wire(), self.pattern):
             return False
-        if candidate["kind"] == ACCURACY and related is not None:
-            return any(related(i) for i in candidate["failing"])
+        if candidate.is_accuracy and related is not None:
+            return any(related(i) for i in candidate.failing)
         return True
 
 

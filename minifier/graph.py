@@ -45,6 +45,9 @@ def input_ok(value: Any) -> bool:
 
 
 class _Recorder(torch.fx.Interpreter):
+    """Keeps a *copy* of every node's value as it is produced (``Interpreter.env`` would hold the
+    tensors themselves, which a later in-place op in the graph may change)."""
+
     def __init__(self, module: torch.fx.GraphModule) -> None:
         super().__init__(module, garbage_collect_values=False)
         self.values: dict[str, Any] = {}

@@ -17,7 +17,8 @@ from ._seams import inside_compile, is_aten_op
 from .checks import Failure
 from .context import current_context
 from .graph import Candidate, GraphSlicer, record_values
-from .judge import ACCURACY, CRASH, NONDETERMINISTIC, TIMEOUT, judge
+from .judge import ACCURACY, NONDETERMINISTIC, judge
+from .outcome import Outcome
 from .strategies import CLOSING, FIRST_DIVERGENCE, OPENING, STRATEGIES, divergence_probe
 from .workers import WorkerSetup, pool
 
@@ -36,28 +37,29 @@ class NotFailingError(MinifierError):
 class MinifyResult:
     """What a minification found (read by the CLI, the backend's reports and the tests)."""
 
-    status: str                                # "minified", "nondeterministic"
-    graph_module: torch.fx.GraphModule         # the smallest failing graph
-    inputs: list[Any]                          # its inputs
+    status: str  # "minified", "not confirmed" (the re-check differed) or "nondeterministic"
+    graph_module: torch.fx.GraphModule  # the smallest failing graph
+    inputs: list[Any]  # its inputs
     repro_path: Optional[Path]
     log: list[str]
-    original: dict[str, Any]                   # outcome of the original graph
-    final: dict[str, Any]                      # outcome of the final graph, re-checked
-    level: str
+    original: Outcome  # the original graph's judgement
+    final: Outcome  # the final graph's, re-checked from scratch
+    level: str  # "aten" or "torch"
     start_nodes: int
     final_nodes: int
-    candidates_checked: int = 0                # candidates judged (cache hits excluded)
-    compiles: int = 0                          # judgements that compiled, probes and re-check included
+    candidates_checked: int = 0  # candidates judged (cache hits excluded)
+    compiles: int = 0  # judgements that compiled, probes and re-check included
     cache_hits: int = 0
-    crashes: int = 0
+    crashes: int = 0  # workers a candidate crashed or hung
     seconds: float = 0.0
 
     @property
     def reproduced(self) -> bool:
         """Did the final graph, re-checked from scratch, still fail the same way?"""
-        return self.status == "minified"  # "not confirmed" when the re-check differed
+        return self.status == "minified"
 
     def summary(self) -> str:
+        """One line: status, nodes before and after, time, compiles, repro."""
         where = f"; repro: {self.repro_path}" if self.repro_path else ""
         return (f"minifier: {self.status}: {self.start_nodes} -> {self.final_nodes} nodes in "
                 f"{self.seconds:.1f} s, {self.compiles} compiles{where}")
@@ -91,16 +93,16 @@ class MinifyState:
 
     slicer: GraphSlicer
     check: Failure
-    original: dict[str, Any]
+    original: Outcome
     current: Candidate
-    current_outcome: dict[str, Any]
-    related: set[str]
+    current_outcome: Outcome
+    related: set[str]  # nodes an accuracy failure may move to (the failing outputs' ancestors)
     hint_nodes: tuple[str, ...]
-    run: Callable[[Candidate], dict[str, Any]]
+    run: Callable[[Candidate], Outcome]
     emit: Callable[[str], None]
     progress: Callable[[str], None]
-    cache: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
-    pending: dict[str, "Future[dict[str, Any]]"] = dataclasses.field(default_factory=dict)
+    cache: dict[str, Outcome] = dataclasses.field(default_factory=dict)
+    pending: dict[str, "Future[Outcome]"] = dataclasses.field(default_factory=dict)
     candidates_checked: int = 0
     compiles: int = 0
     cache_hits: int = 0
@@ -110,30 +112,31 @@ class MinifyState:
         g = f" (G: {granularity})" if granularity else ""
         self.emit(f"Strategy: {name}{g} {self.current.describe()}")
 
-    def _judge(self, candidate: Candidate) -> dict[str, Any]:
+    def _judge(self, candidate: Candidate) -> Outcome:
         key = self.slicer.key(candidate)
         if key in self.cache:
             self.cache_hits += 1
             return self.cache[key]
         started = self.pending.pop(key, None)  # judged ahead, side by side with the original
         if started is None and self.candidates_checked >= self.max_candidates:
-            return {"kind": "invalid", "signature": "candidate budget spent", "message": "", "failing": []}
+            return Outcome.invalid("candidate budget spent")
         self.candidates_checked += 1
         self.compiles += 1
         result = started.result() if started is not None else self.run(candidate)
-        if result["kind"] in (CRASH, TIMEOUT):
-            self.emit(f"  candidate {candidate.describe()}: {result['kind']} ({result['signature']}); worker restarted")
+        if result.killed_the_worker:
+            self.emit(f"  candidate {candidate.describe()}: {result.kind} ({result.signature}); worker restarted")
         self.cache[key] = result
         self.progress(f"{self.candidates_checked} candidates, best {len(self.current.nodes)} nodes")
         return result
 
-    def probe(self, candidate: Candidate) -> dict[str, Any]:
+    def probe(self, candidate: Candidate) -> Outcome:
         """Judge without pinning (a diagnostic compile, e.g. every node as an output)."""
         return self._judge(candidate)
 
     def fails(self, candidate: Candidate) -> bool:
         """Does ``candidate`` fail the same way as the original? Remembers it as the outcome if so."""
         result = self._judge(candidate)
+
         def related(i: int) -> bool:
             return i < len(candidate.outputs) and candidate.outputs[i] in self.related
 
@@ -143,6 +146,7 @@ class MinifyState:
         return False
 
     def accept(self, candidate: Candidate) -> None:
+        """Make ``candidate`` (which fails the same way) the current best, and log the step."""
         before = self.current
         self.current = candidate
         if len(candidate.nodes) != len(before.nodes):
@@ -171,9 +175,9 @@ class _Progress:
             self.shown = False
 
 
-def _undecomposed_hint(outcome: dict[str, Any]) -> str:
+def _undecomposed_hint(outcome: Outcome) -> str:
     """Explain Inductor's CI-only refusal to fall back for an op that has a decomposition."""
-    if "a decomposition exists, we should switch to it" not in outcome.get("message", ""):
+    if "a decomposition exists, we should switch to it" not in outcome.message:
         return ""
     return ("\n(Inductor raises this only while the CI environment variable is set. The ATen graph holds an op "
             "that AOT autograd would have decomposed for Inductor: pass the graph Inductor received, or trace "
@@ -189,8 +193,8 @@ PROBE_AHEAD_MIN_NODES = 24
 
 
 def _judge_probe_ahead(full: Candidate, slicer: GraphSlicer, check: Failure,
-                       run: Callable[[Candidate, int], dict[str, Any]], chosen: Sequence[str], *,
-                       isolate: bool, hinted: bool) -> "dict[str, Future[dict[str, Any]]]":
+                       run: Callable[[Candidate, int], Outcome], chosen: Sequence[str], *,
+                       isolate: bool, hinted: bool) -> "dict[str, Future[Outcome]]":
     """Start the first-divergence probe in a second worker while the original is confirmed.
 
     Those are the two big compiles of an accuracy minification and neither needs the other's
@@ -207,6 +211,196 @@ def _judge_probe_ahead(full: Candidate, slicer: GraphSlicer, check: Failure,
         return {slicer.key(probe): executor.submit(run, probe, _AHEAD_SLOT)}
     finally:
         executor.shutdown(wait=False)
+
+
+@dataclasses.dataclass
+class _Run:
+    """One minification's fixed parts: the graph sliced, how a candidate is judged, the log."""
+
+    module: torch.fx.GraphModule
+    inputs: list[Any]
+    check: Failure
+    level: str
+    isolate: bool
+    slicer: GraphSlicer
+    context: Any  # the CarriedContext: fault and Inductor config carried into workers and repros
+    setup: WorkerSetup
+    symbolic: dict[str, tuple[list[int], bool]]  # node -> (symbolic dims, is a symbolic int)
+    base_spec: dict[str, Any]
+    emit: Callable[[str], None]
+    live: _Progress
+    log: list[str]
+    started: float
+    timeout: Optional[float]
+    crashes_before: int
+
+    def spec_for(self, candidate: Candidate, args: Sequence[Any]) -> dict[str, Any]:
+        """The judge's spec for ``candidate``: its dynamic dims and ints, on top of the base spec."""
+        dims = {i: [d for d in self.symbolic[name][0] if isinstance(args[i], torch.Tensor) and args[i].shape[d] > 1]
+                for i, name in enumerate(candidate.inputs)}
+        return {**self.base_spec, "dynamic": {i: d for i, d in dims.items() if d},
+                "dynamic_ints": [i for i, name in enumerate(candidate.inputs) if self.symbolic[name][1]]}
+
+    def judge(self, candidate: Candidate, slot: int = 0) -> Outcome:
+        """Compile and run ``candidate`` (in a worker when isolated) and classify what happened."""
+        gm, args = self.slicer.build(candidate)
+        spec = self.spec_for(candidate, args)
+        if not self.isolate:
+            return Outcome.from_wire(judge(gm, args, spec))
+        return Outcome.from_wire(pool.judge(self.setup, gm, args, spec, self.timeout or 600.0, slot=slot))
+
+    def result(self, status: str, current: Candidate, original: Outcome, final: Outcome, *,
+               repro_path: Optional[Path] = None, state: Optional[MinifyState] = None) -> MinifyResult:
+        module, inputs = (self.module, list(self.inputs)) if state is None else self.slicer.build(current)
+        return MinifyResult(
+            status=status, graph_module=module, inputs=inputs, repro_path=repro_path, log=self.log,
+            original=original, final=final, level=self.level, start_nodes=len(self.slicer.full().nodes),
+            final_nodes=len(current.nodes), candidates_checked=state.candidates_checked if state else 1,
+            compiles=state.compiles if state else 1, cache_hits=state.cache_hits if state else 0,
+            crashes=pool.crashes - self.crashes_before, seconds=time.perf_counter() - self.started)
+
+
+def _validate(module: Any, inputs: Sequence[Any], check: Any, *, level: str, strategies: Optional[Sequence[str]],
+              isolate: bool) -> str:
+    """Phase 1: refuse what cannot be minified, with the reason; returns the graph's level."""
+    if not isinstance(module, torch.fx.GraphModule):
+        raise MinifierError(f"minify: expected a torch.fx.GraphModule, got {type(module).__name__}")
+    if not isinstance(check, Failure):
+        raise MinifierError(
+            f"minify: check must be AccuracyFailure(), CompileFailure() or RuntimeFailure(), got {check!r}"
+        )
+    placeholders = [n for n in module.graph.nodes if n.op == "placeholder"]
+    if len(placeholders) != len(inputs):
+        raise MinifierError(f"minify: the graph has {len(placeholders)} inputs but {len(inputs)} values were given")
+    unknown = [s for s in (strategies or ()) if s not in STRATEGIES]
+    if unknown:
+        raise MinifierError(f"minify: unknown strategies {unknown}; known: {list(STRATEGIES)}")
+    if not isolate and inside_compile():
+        raise MinifierError("minify: isolate=False inside a torch.compile trace would judge every candidate under "
+                            "the trace's fake mode; use isolate=True (worker processes)")
+    level = detect_level(module) if level == "auto" else level
+    if level not in ("aten", "torch"):
+        raise MinifierError(f"minify: level must be 'aten', 'torch' or 'auto', got {level!r}")
+    return level
+
+
+def _open(module: torch.fx.GraphModule, inputs: Sequence[Any], *, check: Failure, level: str, isolate: bool,
+          timeout: Optional[float], config: Optional[dict[str, Any]], dynamic: Optional[dict[int, list[int]]],
+          seed: int, progress: Optional[bool], echo: Optional[Callable[[str], None]], started: float) -> _Run:
+    """Record the graph's values, slice it, and start a warm worker (while the values are recorded)."""
+    log: list[str] = []
+    say = echo or (lambda line: print(line, file=sys.stderr))
+    live = _Progress(progress, started)
+
+    def emit(line: str) -> None:
+        log.append(line)
+        live.close()  # end the live line before a log line
+        say(line)
+
+    context = current_context(config)
+    setup = WorkerSetup.for_context(context, warm=False)  # needed at once: no warm-up
+    crashes_before = pool.crashes
+    if isolate:
+        pool.get(setup)
+    slicer = GraphSlicer(module, record_values(module, inputs, seed))
+    symbolic = {name: _symbolic(node.meta.get("val", node.meta.get("example_value")))
+                for name, node in slicer.nodes.items()}
+    if dynamic is not None:
+        placeholders = [n for n in module.graph.nodes if n.op == "placeholder"]
+        symbolic.update({placeholders[int(i)].name: (list(dims), False) for i, dims in dynamic.items()})
+    base_spec = {"level": level, "want": check.want, "seed": seed, "tol": getattr(check, "tol", None),
+                 "config": {**dict(context.config), **({"fallback_random": True} if check.want == ACCURACY else {})}}
+    return _Run(module=module, inputs=list(inputs), check=check, level=level, isolate=isolate, slicer=slicer,
+                context=context, setup=setup, symbolic=symbolic, base_spec=base_spec, emit=emit, live=live,
+                log=log, started=started, timeout=timeout, crashes_before=crashes_before)
+
+
+def _confirm(run: _Run, chosen: Sequence[str], hint_nodes: tuple[str, ...]) -> tuple[Outcome, dict[str, Any]]:
+    """Phase 2: judge the original (and, side by side, the probe the search opens with).
+
+    Returns the original's outcome and the judgements started ahead; raises NotFailingError when
+    the original does not fail as the check says.
+    """
+    full = run.slicer.full()
+    run.emit(f"Started off with {len(full.nodes)} nodes ({len(full.inputs)} inputs, {run.level} level, "
+             f"check {run.check.describe()})")
+    if run.context.description or run.context.config:
+        run.emit(f"Carried into every candidate and the repro: {run.context.description or 'no fault'}; "
+                 f"Inductor config {dict(run.context.config) or '{}'}")
+    ahead = _judge_probe_ahead(full, run.slicer, run.check, run.judge, chosen, isolate=run.isolate,
+                               hinted=bool(hint_nodes))
+    original = run.judge(full)
+    if ahead and (original.kind == NONDETERMINISTIC or not run.check.accepts_original(original)):
+        pool.discard(run.setup, _AHEAD_SLOT)  # its answer is not wanted: stop its compile
+        ahead = {}
+    if run.timeout is None:
+        run.timeout = max(60.0, 5 * original.seconds)
+    if original.kind == NONDETERMINISTIC:
+        run.emit("The graph is nondeterministic: two seeded eager runs differ, so an accuracy failure cannot be "
+                 "pinned. Not minified.")
+        return original, ahead
+    if not run.check.accepts_original(original):
+        detail = original.signature or original.message[:300]
+        raise NotFailingError(f"minify: the graph does not fail as {run.check.describe()} expects: it gives "
+                              f"{original.kind!r}{': ' + detail if detail else ''}{_undecomposed_hint(original)}")
+    detail = "; ".join(original.details) if original.is_accuracy else original.signature
+    run.emit(f"Original failure: {original.kind}: {detail}")
+    return original, ahead
+
+
+def _search(run: _Run, original: Outcome, ahead: dict[str, Any], *, chosen: Sequence[str],
+            hint_nodes: tuple[str, ...], max_candidates: int) -> MinifyState:
+    """Phase 3: the opening strategies once, the loop strategies until none helps, the closing ones once."""
+    full, slicer = run.slicer.full(), run.slicer
+    failing_names = {full.outputs[i] for i in original.failing if i < len(full.outputs)}
+    related = slicer.ancestors(failing_names) if original.is_accuracy else set(slicer.order)
+    state = MinifyState(slicer=slicer, check=run.check, original=original, current=full, current_outcome=original,
+                        related=related, hint_nodes=hint_nodes, run=run.judge, emit=run.emit, progress=run.live,
+                        max_candidates=max_candidates)
+    state.cache[slicer.key(full)] = original
+    state.pending.update(ahead)
+    state.compiles = state.candidates_checked = 1
+
+    def apply(names: Sequence[str]) -> bool:
+        improved = False
+        for name in names:
+            found = STRATEGIES[name](state)
+            if found is not None:
+                state.accept(found)
+                improved = True
+        return improved
+
+    apply([s for s in OPENING if s in chosen])
+    while apply([s for s in chosen if s not in OPENING and s not in CLOSING]):
+        pass
+    apply([s for s in CLOSING if s in chosen])
+    if state.pending:  # judged ahead but never asked for
+        pool.discard(run.setup, _AHEAD_SLOT)
+        state.pending.clear()
+    return state
+
+
+def _finish(run: _Run, state: MinifyState, repro_dir: "str | Path | None") -> MinifyResult:
+    """Phase 4: re-check the smallest graph from scratch and write its repro."""
+    from .repro import write_repro
+
+    final_module, final_inputs = run.slicer.build(state.current)
+    final = run.judge(state.current)  # re-checked from scratch, not from the cache
+    state.compiles += 1
+    confirmed = run.check.same_failure(state.original, final, lambda i: True)
+    run.emit(f"Final graph: {len(state.current.nodes)} nodes, {len(state.current.inputs)} inputs; re-checked: "
+             f"{'fails the same way' if confirmed else 'DOES NOT fail the same way (' + final.kind + ')'}")
+    final_spec = {**run.spec_for(state.current, final_inputs), "timeout": run.timeout}
+    expected = {**state.original.to_wire(), "failing": list(final.failing) if final.is_accuracy else []}
+    repro_path = write_repro(final_module, final_inputs, spec=final_spec, expected=expected,
+                             pattern=run.check.pattern, context=run.context, directory=repro_dir,
+                             header={"start_nodes": len(run.slicer.full().nodes),
+                                     "final_nodes": len(state.current.nodes)})
+    result = run.result("minified" if confirmed else "not confirmed", state.current, state.original, final,
+                        repro_path=repro_path, state=state)
+    run.emit(f"Minified repro written to {repro_path} ({result.compiles} compiles, {result.seconds:.1f} s): "
+             f"python {repro_path}")
+    return result
 
 
 def minify(
@@ -239,145 +433,20 @@ def minify(
     The log is echoed through ``echo`` (default: stderr). Writes a repro script to
     ``repro_dir`` (default ``./minifier_repros``) and names it in the last log line.
 
-    Raises :class:`NotFailingError` when the original does not fail the way ``check`` says.
+    Four phases: validate the arguments, confirm the original fails, search, re-check and write
+    the repro. Raises :class:`NotFailingError` when the original does not fail the way ``check`` says.
     """
-    from .repro import write_repro
-
     started = time.perf_counter()
-    if not isinstance(module, torch.fx.GraphModule):
-        raise MinifierError(f"minify: expected a torch.fx.GraphModule, got {type(module).__name__}")
-    if not isinstance(check, Failure):
-        raise MinifierError(
-            f"minify: check must be AccuracyFailure(), CompileFailure() or RuntimeFailure(), got {check!r}"
-        )
-    placeholders = [n for n in module.graph.nodes if n.op == "placeholder"]
-    if len(placeholders) != len(inputs):
-        raise MinifierError(f"minify: the graph has {len(placeholders)} inputs but {len(inputs)} values were given")
-    unknown = [s for s in (strategies or ()) if s not in STRATEGIES]
-    if unknown:
-        raise MinifierError(f"minify: unknown strategies {unknown}; known: {list(STRATEGIES)}")
-    if not isolate and inside_compile():
-        raise MinifierError("minify: isolate=False inside a torch.compile trace would judge every candidate under "
-                            "the trace's fake mode; use isolate=True (worker processes)")
+    level = _validate(module, inputs, check, level=level, strategies=strategies, isolate=isolate)
     hint_nodes = tuple(hint_nodes)
-    level = detect_level(module) if level == "auto" else level
-    if level not in ("aten", "torch"):
-        raise MinifierError(f"minify: level must be 'aten', 'torch' or 'auto', got {level!r}")
-
-    log: list[str] = []
-    say = echo or (lambda line: print(line, file=sys.stderr))
-
-    def emit(line: str) -> None:
-        log.append(line)
-        live.close()  # end the live line before a log line
-        say(line)
-
-    live = _Progress(progress, started)
-    context = current_context(config)
-    values = record_values(module, inputs, seed)
-    slicer = GraphSlicer(module, values)
-    symbolic = {name: _symbolic(slicer.nodes[name].meta.get("val", slicer.nodes[name].meta.get("example_value")))
-                for name in slicer.nodes}
-    if dynamic is not None:
-        symbolic.update({placeholders[int(i)].name: (list(dims), False) for i, dims in dynamic.items()})
-    base_spec = {"level": level, "want": check.want, "seed": seed, "tol": getattr(check, "tol", None),
-                 "config": {**dict(context.config), **({"fallback_random": True} if check.want == ACCURACY else {})}}
-    setup = WorkerSetup.for_context(context, warm=False)  # needed at once: no warm-up
-
-    def spec_for(candidate: Candidate, args: Sequence[Any]) -> dict[str, Any]:
-        dims = {i: [d for d in symbolic[name][0] if isinstance(args[i], torch.Tensor) and args[i].shape[d] > 1]
-                for i, name in enumerate(candidate.inputs)}
-        return {**base_spec, "dynamic": {i: d for i, d in dims.items() if d},
-                "dynamic_ints": [i for i, name in enumerate(candidate.inputs) if symbolic[name][1]]}
-
-    limit = {"timeout": timeout}
-
-    def run(candidate: Candidate, slot: int = 0) -> dict[str, Any]:
-        gm, args = slicer.build(candidate)
-        spec = spec_for(candidate, args)
-        if not isolate:
-            return judge(gm, args, spec)
-        return pool.judge(setup, gm, args, spec, limit["timeout"] or 600.0, slot=slot)
-
-    crashes_before = pool.crashes
-    if isolate:
-        pool.get(setup)  # starts while the original's values are recorded
-    full = slicer.full()
-    say_start = (
-        f"Started off with {len(full.nodes)} nodes ({len(full.inputs)} inputs, {level} level, check {check.describe()})"
-    )
-    emit(say_start)
-    if context.description or context.config:
-        emit(f"Carried into every candidate and the repro: {context.description or 'no fault'}; "
-             f"Inductor config {dict(context.config) or '{}'}")
     chosen = list(strategies) if strategies is not None else list(STRATEGIES)
-    ahead = _judge_probe_ahead(full, slicer, check, run, chosen, isolate=isolate, hinted=bool(hint_nodes))
-    original = run(full)
-    if original["kind"] == NONDETERMINISTIC or not check.accepts_original(original):
-        if ahead:
-            pool.discard(setup, _AHEAD_SLOT)  # its answer is not wanted: stop its compile
-    if timeout is None:
-        limit["timeout"] = max(60.0, 5 * original.get("seconds", 0.0))
-    if original["kind"] == NONDETERMINISTIC:
-        emit("The graph is nondeterministic: two seeded eager runs differ, so an accuracy failure cannot be "
-             "pinned. Not minified.")
-        live.close()
-        return MinifyResult("nondeterministic", module, list(inputs), None, log, original, original, level,
-                            len(full.nodes), len(full.nodes), 1, 1, 0, 0, time.perf_counter() - started)
-    if not check.accepts_original(original):
-        detail = original.get("signature") or original.get("message", "")[:300]
-        raise NotFailingError(f"minify: the graph does not fail as {check.describe()} expects: it gives "
-                              f"{original['kind']!r}{': ' + detail if detail else ''}{_undecomposed_hint(original)}")
-    detail = original["signature"] if original["kind"] != ACCURACY else "; ".join(original["details"])
-    emit(f"Original failure: {original['kind']}: {detail}")
-    failing_names = {full.outputs[i] for i in original["failing"] if i < len(full.outputs)}
-    related = slicer.ancestors(failing_names) if original["kind"] == ACCURACY else set(slicer.order)
-    state = MinifyState(slicer=slicer, check=check, original=original, current=full, current_outcome=original,
-                        related=related, hint_nodes=hint_nodes, run=run, emit=emit, progress=live,
-                        max_candidates=max_candidates)
-    state.cache[slicer.key(full)] = original
-    state.pending.update(ahead)
-    state.compiles = state.candidates_checked = 1
-
-    for name in [s for s in OPENING if s in chosen]:
-        found = STRATEGIES[name](state)
-        if found is not None:
-            state.accept(found)
-    loop = [s for s in chosen if s not in OPENING and s not in CLOSING]
-    progress_made = True
-    while progress_made:
-        progress_made = False
-        for name in loop:
-            found = STRATEGIES[name](state)
-            if found is not None:
-                state.accept(found)
-                progress_made = True
-    for name in [s for s in CLOSING if s in chosen]:
-        found = STRATEGIES[name](state)
-        if found is not None:
-            state.accept(found)
-
-    if state.pending:  # judged ahead but never asked for
-        pool.discard(setup, _AHEAD_SLOT)
-        state.pending.clear()
-    final_module, final_inputs = slicer.build(state.current)
-    final = run(state.current)  # re-checked from scratch, not from the cache
-    state.compiles += 1
-    confirmed = check.same_failure(original, final, lambda i: True)
-    emit(f"Final graph: {len(state.current.nodes)} nodes, {len(state.current.inputs)} inputs; "
-         f"re-checked: {'fails the same way' if confirmed else 'DOES NOT fail the same way (' + final['kind'] + ')'}")
-    final_spec = {**spec_for(state.current, final_inputs), "timeout": limit["timeout"]}
-    expected = {**original, "failing": list(final["failing"]) if final["kind"] == ACCURACY else []}
-    repro_path = write_repro(final_module, final_inputs, spec=final_spec, expected=expected, pattern=check.pattern,
-                             context=context, directory=repro_dir,
-                             header={"start_nodes": len(full.nodes), "final_nodes": len(state.current.nodes)})
-    result = MinifyResult("minified", final_module, final_inputs, repro_path, log, original, final, level,
-                          len(full.nodes), len(state.current.nodes), state.candidates_checked, state.compiles,
-                          state.cache_hits, pool.crashes - crashes_before, time.perf_counter() - started)
-    if not confirmed:
-        result.status = "not confirmed"
-    emit(f"Minified repro written to {repro_path} ({result.compiles} compiles, {result.seconds:.1f} s): "
-         f"python {repro_path}")
-    live.close()
-    return result
-
+    run = _open(module, inputs, check=check, level=level, isolate=isolate, timeout=timeout, config=config,
+                dynamic=dynamic, seed=seed, progress=progress, echo=echo, started=started)
+    try:
+        original, ahead = _confirm(run, chosen, hint_nodes)
+        if original.kind == NONDETERMINISTIC:
+            return run.result("nondeterministic", run.slicer.full(), original, original)
+        state = _search(run, original, ahead, chosen=chosen, hint_nodes=hint_nodes, max_candidates=max_candidates)
+        return _finish(run, state, repro_dir)
+    finally:
+        run.live.close()

@@ -83,9 +83,9 @@ def isolate_first_divergence(state: "MinifyState") -> Optional[Candidate]:
         return None
     state.announce(FIRST_DIVERGENCE, None)
     result = state.probe(probe)
-    if result["kind"] != ACCURACY:
+    if not result.is_accuracy:
         return None
-    diverging = [probe.outputs[i] for i in result["failing"] if i < len(probe.outputs)]
+    diverging = [probe.outputs[i] for i in result.failing if i < len(probe.outputs)]
     diverging = [n for n in state.slicer.sort(diverging) if n in state.related]
     for name in diverging[:3]:
         found = _try(state, {name})
@@ -158,8 +158,8 @@ def delta_debugging(state: "MinifyState") -> Optional[Candidate]:
 def eliminate_dead_code(state: "MinifyState") -> Optional[Candidate]:
     """Keep only what the failing outputs need: their ancestors (one output at a time for errors)."""
     current = state.current
-    if state.current_outcome.get("kind") == ACCURACY:
-        failing = [current.outputs[i] for i in state.current_outcome["failing"] if i < len(current.outputs)]
+    if state.current_outcome.is_accuracy:
+        failing = [current.outputs[i] for i in state.current_outcome.failing if i < len(current.outputs)]
         groups = [failing] if failing else []
     else:
         groups = [[o] for o in current.outputs] if 1 < len(current.outputs) <= 8 else []

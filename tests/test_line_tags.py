@@ -138,3 +138,26 @@ def test_a_finished_recorder_keeps_its_kernels_and_lets_go_of_the_lines(recorder
     recorder.finish()
     assert recorder.entry_tag(buffer._lines[0]) is None and recorder.text_tag(source) is None
     assert recorder.kernels["k"][0].line_origins[0] == [NEG]
+
+
+def test_tags_follow_the_lines_a_scalar_tail_loop_rewrites(recorder):
+    """A vectorized reduction with a scalar tail renames ``x0`` to ``x0_tail`` and the accumulator to
+    ``tmp_acc0_arr[...]``; each rewrite makes new line objects, and they keep the old ones' tags."""
+    from torch._inductor.codegen import cpp
+
+    from instrumented_backend.seams import cpp_line_rewrites
+
+    cpp_line_rewrites.install()
+    acc = provenance.origin_of("ops.reduction", "sum_1")
+    stores = IndentedBuffer()
+    for text, origin in [("auto tmp0 = in_ptr0[x0];", LOAD), ("auto tmp1 = -tmp0;", NEG),
+                         ("tmp_acc0 = cascade_sum_combine(tmp1, &tmp_acc0_cascade_helper);", acc)]:
+        recorder.tag_entry(text, (origin,))
+        stores._lines.append(text)
+    cpp.replace_acc_name(stores, "tmp_acc0", "tmp_acc0_arr[x0_tail - 0]")
+    cpp.replace_cascade_sum_with_add(stores)
+    moved = cpp.move_code_under_inner_loop(stores, "x0", "x0_tail", 0, 8)
+    texts = [line.strip() for line in moved.getvalue().splitlines()]
+    assert texts[2:5] == ["auto tmp0 = in_ptr0[x0_tail];", "auto tmp1 = -tmp0;",
+                          "tmp_acc0_arr[x0_tail - 0] = tmp_acc0_arr[x0_tail - 0] + tmp1;"]
+    assert [recorder.entry_tag(line) for line in moved._lines[2:5]] == [(LOAD,), (NEG,), (acc,)]

@@ -263,7 +263,7 @@ def test_compile_error_shrinks_to_neg_and_maximum_at_torch_level(out):
         "maximum",
         "neg",
     ]
-    assert result.original["signature"].startswith("CppCompileError: no matching function for call to")
+    assert result.original.signature.startswith("CppCompileError: no matching function for call to")
     assert "'cpp.simdlen': 1" in result.repro_path.read_text()  # the fault's config is carried
 
 
@@ -361,7 +361,7 @@ def test_segfaulting_candidates_cost_a_worker_not_the_process(out):
     with crash:
         result = keep(minify(aten_graph(_neg_in_the_middle, x), [x], check=RuntimeFailure(), hint_nodes=["neg"],
                              repro_dir=out, echo=lambda s: None))
-    assert result.original["kind"] == "crash" and result.original["signature"] == "signal SIGSEGV"
+    assert result.original.kind == "crash" and result.original.signature == "signal SIGSEGV"
     assert OPS(result) == ["aten.neg.default"] and result.reproduced
     assert result.crashes >= 2  # the original and the isolated neg both killed their worker
 
@@ -377,7 +377,7 @@ def test_hanging_candidates_are_killed_after_the_timeout(out):
     with hang:
         result = keep(minify(aten_graph(_neg_in_the_middle, x), [x], check=RuntimeFailure(), hint_nodes=["neg"],
                              timeout=12, repro_dir=out, echo=lambda s: None))
-    assert result.original["kind"] == "timeout"
+    assert result.original.kind == "timeout"
     assert OPS(result) == ["aten.neg.default"] and result.reproduced
 
 

@@ -95,8 +95,16 @@ def test_error_messages_are_normalised_so_the_same_bug_keeps_one_signature():
     assert normalize("kernel cpp_fused_neg_3 failed at buf12") == "kernel <kernel> failed at bufN"
 
 
-def _outcome(kind, signature="", failing=()):
+def _wire(kind, signature="", failing=()):
+    """An outcome as the judge sends it."""
     return {"kind": kind, "signature": signature, "message": signature, "failing": list(failing), "details": []}
+
+
+def _outcome(kind, signature="", failing=()):
+    """An outcome as the search reads it."""
+    from minifier.outcome import Outcome
+
+    return Outcome.from_wire(_wire(kind, signature, failing))
 
 
 def test_pinning_rejects_drift_to_another_failure():
@@ -118,7 +126,7 @@ def test_an_accuracy_check_never_counts_an_error_or_an_unrelated_output():
     assert not check.same_failure(original, _outcome("runtime_error", "RuntimeError: boom"))
     assert not check.same_failure(original, _outcome("crash", "signal SIGSEGV"))
     assert RuntimeFailure().accepts_original(_outcome("crash", "signal SIGSEGV"))
-    assert matches(_outcome("accuracy", "accuracy", [0]), _outcome("accuracy", "accuracy", [0]))
+    assert matches(_wire("accuracy", "accuracy", [0]), _wire("accuracy", "accuracy", [0]))
 
 
 def _scripted_state(slicer, culprits, emitted):
@@ -232,7 +240,7 @@ def test_judging_in_process_inside_a_compile_is_refused(sliced):
 
 def test_a_warm_worker_serves_a_cold_setup_and_other_contexts_get_their_own(monkeypatch):
     """``warm`` only says how a new worker starts; imports and env say which worker it is."""
-    from minifier import workers
+    from minifier.workers import parent as workers
 
     started = []
 
@@ -262,7 +270,7 @@ def test_a_zygote_forks_workers_that_judge_and_report_how_they_died():
     import os
     import signal
 
-    from minifier import workers
+    from minifier.workers import parent as workers
 
     if not workers._can_fork():
         pytest.skip("this platform cannot fork")
@@ -290,7 +298,7 @@ def test_a_zygote_forks_workers_that_judge_and_report_how_they_died():
 def test_a_zygote_that_cannot_fork_falls_back_to_spawned_workers(monkeypatch):
     """A zygote refuses to fork while threads run in it: that worker is spawned instead, and so
     is every later one."""
-    from minifier import workers
+    from minifier.workers import parent as workers
 
     class FakeZygote:
         def __init__(self, setup):
@@ -333,7 +341,7 @@ def test_a_worker_closed_without_waiting_exits_on_its_own():
     """At exit we do not wait for a worker's torch teardown; it must still go away by itself."""
     import time
 
-    from minifier import workers
+    from minifier.workers import parent as workers
 
     worker = workers.Worker(workers.WorkerSetup(warm=False))
     worker.wait_ready()

@@ -18,7 +18,7 @@ from ..graphs import GraphCapture
 from ..provenance.assemble import deferred_line_map
 from ..provenance.recorder import LineRecorder
 from ..provenance.rewrites import RewriteLog
-from ..records import CaptureProblem, InputInfo
+from ..records import CaptureProblem, InputInfo, graph_label
 from ..seams import ir_format
 from ..seams.compile_entry import current_compile_id, graph_kind
 from ..seams.output_code import read_generated_code, runnable_graph_text
@@ -112,7 +112,7 @@ class CaptureBuilder:
             post_grad_nodes = count_nodes(post_grad)
         index = next_index()
         line_map = deferred_line_map(
-            f"#{index} {self.compile_id or '?'} {self.kind}",
+            graph_label(index, self.compile_id, self.kind),
             output_code=output_code,
             recorder=self.recorder,
             post_grad=post_grad,

@@ -101,23 +101,11 @@ class DivergenceReport:
         return self.render()
 
 
-class _Recorder(torch.fx.Interpreter):
-    """Runs a graph and keeps every node's value."""
-
-    def __init__(self, module: torch.fx.GraphModule) -> None:
-        super().__init__(module)
-        self.values: dict[str, Any] = {}
-
-    def run_node(self, n: torch.fx.Node) -> Any:
-        value = super().run_node(n)
-        self.values[n.name] = value
-        return value
-
-
 def _eager_values(graph: torch.fx.GraphModule, args: list[Any], seed: int) -> dict[str, Any]:
-    recorder = _Recorder(graph)
-    run_seeded(recorder.run, args, seed)
-    return recorder.values
+    """Every node's value in one seeded eager run (the interpreter keeps them all)."""
+    interpreter = torch.fx.Interpreter(graph, garbage_collect_values=False)
+    run_seeded(interpreter.run, args, seed)
+    return {node.name: value for node, value in interpreter.env.items()}
 
 
 def _single_op_module(node: torch.fx.Node) -> tuple[torch.fx.GraphModule, list[torch.fx.Node]]:

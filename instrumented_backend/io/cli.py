@@ -22,12 +22,11 @@ as JSON and its Perfetto trace.
 from __future__ import annotations
 
 import argparse
-import runpy
 import sys
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
-from ..capture.redirect import redirect_torch_compile
+from ..capture.redirect import redirect_torch_compile, run_as_main
 
 __all__ = ["main", "redirect_torch_compile"]
 
@@ -65,19 +64,11 @@ def _run(args: argparse.Namespace) -> int:
         print(f"instrumented_backend run: no such script: {script}", file=sys.stderr)
         return 2
     undo = redirect_torch_compile()
-    old_argv, old_path0 = sys.argv, sys.path[0]
-    sys.argv = [str(script), *script_args]
-    sys.path[0] = str(script.resolve().parent)
-    exit_code = 0
     try:
         with ib.capture() as session:
-            try:
-                runpy.run_path(str(script), run_name="__main__")
-            except SystemExit as exc:
-                exit_code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+            exit_code = run_as_main(script, script_args)
     finally:
         undo()
-        sys.argv, sys.path[0] = old_argv, old_path0
     print(f"\ninstrumented_backend: captured {len(session)} graph(s)", file=sys.stderr)
     if len(session):
         print(ib.report.format_graphs(session), file=sys.stderr)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import statistics
 from typing import TYPE_CHECKING, Callable
 
-from .records import Finding
+from .records import Finding, format_us
 
 if TYPE_CHECKING:
     from .report import ProfileReport
@@ -52,10 +52,6 @@ def diagnose(report: "ProfileReport") -> list[Finding]:
     return findings
 
 
-def _ms(us: float) -> str:
-    return f"{us / 1e3:.3f} ms" if us >= 1e3 else f"{us:.1f} us"
-
-
 @rule("speedup")
 def _speedup(report: "ProfileReport") -> list[Finding]:
     ratio = report.speedup
@@ -76,12 +72,13 @@ def _bound(report: "ProfileReport") -> list[Finding]:
     if busy < THRESHOLDS["overhead_bound_busy"]:
         where = "the GPU" if report.device == "cuda" else "kernels"
         return [Finding("overhead-bound", (
-            f"Overhead-bound: {where} are busy only {busy:.0%} of each compiled step ({_ms(report.kernel_us)} of "
-            f"{_ms(step)}); the rest is Dynamo's guard check, the AOT wrapper and launching kernels. Make the work "
-            "bigger (batch more), put more of the program in one graph, or cut launch cost "
-            "(mode='reduce-overhead' uses CUDA graphs on GPU)."), evidence)]
+            f"Overhead-bound: {where} are busy only {busy:.0%} of each compiled step "
+            f"({format_us(report.kernel_us)} of {format_us(step)}); the rest is Dynamo's guard check, the AOT wrapper "
+            "and launching kernels. Make the work bigger (batch more), put more of the program in one graph, "
+            "or cut launch cost (mode='reduce-overhead' uses CUDA graphs on GPU)."), evidence)]
     return [Finding("compute-bound", (
-        f"Compute-bound: kernels are busy {busy:.0%} of each compiled step ({_ms(report.kernel_us)} of {_ms(step)}); "
+        f"Compute-bound: kernels are busy {busy:.0%} of each compiled step "
+        f"({format_us(report.kernel_us)} of {format_us(step)}); "
         "speed now comes from the kernels themselves (see the hotspot and the roofline)."), evidence)]
 
 
@@ -101,7 +98,7 @@ def _hotspot(report: "ProfileReport") -> list[Finding]:
         else ""
     )
     return [Finding("hotspot", f"Hotspot: {top.kernel} ({top.kind}) takes {share:.0%} of kernel time "
-                    f"({_ms(top.busy_us)} per step, {top.calls:g} call(s)).{nodes} Start there.",
+                    f"({format_us(top.busy_us)} per step, {top.calls:g} call(s)).{nodes} Start there.",
                     {"kernel": top.kernel, "share": share, "fx_nodes": top.fx_nodes, "source_lines": top.source_lines})]
 
 
@@ -131,9 +128,10 @@ def _cold_start(report: "ProfileReport") -> list[Finding]:
         rest = statistics.median(steps[1:])
         if rest and steps[0] > THRESHOLDS["cold_start_ratio"] * rest:
             findings.append(Finding("cold-start", (
-                f"{side}: the first profiled step is {steps[0] / rest:.1f}x wider than the rest ({_ms(steps[0])} vs "
-                f"{_ms(rest)}): one-time cost (allocation, lazy loading, autotuning) was profiled. Add warm-up "
-                "iterations or the schedule's warmup steps."), {"side": side, "first_us": steps[0], "rest_us": rest}))
+                f"{side}: the first profiled step is {steps[0] / rest:.1f}x wider than the rest "
+                f"({format_us(steps[0])} vs {format_us(rest)}): one-time cost (allocation, lazy loading, "
+                "autotuning) was profiled. Add warm-up iterations or the schedule's warmup steps."),
+                {"side": side, "first_us": steps[0], "rest_us": rest}))
     return findings
 
 
@@ -152,9 +150,9 @@ def _children(report: "ProfileReport") -> list[Finding]:
             and total > THRESHOLDS["children_ratio"] * max(own, 1e-9)
         ):
             findings.append(Finding("children", (
-                f"eager: {name}'s CPU total ({_ms(total)}) is {total / max(own, 1e-9):.0f}x its self time: the cost "
-                "lives in the ops it calls; read those rows, not this one."), {"event": name, "total_us": total,
-                                                                              "self_us": own}))
+                f"eager: {name}'s CPU total ({format_us(total)}) is {total / max(own, 1e-9):.0f}x its self time: "
+                "the cost lives in the ops it calls; read those rows, not this one."),
+                {"event": name, "total_us": total, "self_us": own}))
     return findings[:3]
 
 
@@ -169,7 +167,7 @@ def _roofline(report: "ProfileReport") -> list[Finding]:
         if row.busy_us / report.kernel_us < THRESHOLDS["roofline_min_share"]:
             continue
         numbers = (
-            f"{row.kernel} moves at least {row.bytes / 1e6:.2f} MB per call in {_ms(row.per_call_us)}: "
+            f"{row.kernel} moves at least {row.bytes / 1e6:.2f} MB per call in {format_us(row.per_call_us)}: "
             f"{row.achieved_gbps:.1f} GB/s, {row.bandwidth_share:.2f}x the {report.copy_bandwidth_gbps:.1f} GB/s "
             "this machine copies large buffers at" + (" (its data stays in cache)" if row.bandwidth_share > 1 else "")
         )
@@ -200,10 +198,10 @@ def _gemm_share(report: "ProfileReport") -> list[Finding]:
     deltas = {c.category: c.eager_us - c.compiled_us for c in comparison.categories}
     if eager_total and saved > 0.05 * eager_total:
         parts = ", ".join(f"{c.category} {c.share_of_saving:.0%}" for c in comparison.categories)
-        return [Finding("saving", f"Where the time saved per step ({_ms(saved)}, profiled) comes from: {parts}.",
+        return [Finding("saving", f"Where the time saved per step ({format_us(saved)}, profiled) comes from: {parts}.",
                         {"saved_us": saved, **{c.category: c.share_of_saving for c in comparison.categories}})]
     parts = ", ".join(
-        f"{name} {'saves' if delta >= 0 else 'costs'} {_ms(abs(delta))}" for name, delta in deltas.items()
+        f"{name} {'saves' if delta >= 0 else 'costs'} {format_us(abs(delta))}" for name, delta in deltas.items()
     )
     return [Finding("saving", f"Compiling saves little or nothing per step (profiled): {parts}.",
                     {"saved_us": saved, **deltas})]

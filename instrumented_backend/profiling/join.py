@@ -113,7 +113,7 @@ def _compiled_category(kernel: KernelInfo, event: str) -> str:
     if kernel.kind == "template":
         return GEMM
     if kernel.kind == "extern":
-        return GEMM if _op_base(event) in GEMM_OPS else OTHER
+        return category_of_op(event)
     return FUSED
 
 

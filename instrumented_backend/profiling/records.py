@@ -17,6 +17,11 @@ __all__ = ["TimingStats", "KernelTiming", "OpTiming", "SourceLineTiming", "Categ
 GEMM, FUSED, OTHER = "gemm", "fused", "other"
 
 
+def format_us(us: float) -> str:
+    """A duration given in microseconds, as people read it: ``12.3 us`` or ``4.567 ms``."""
+    return f"{us / 1e3:.3f} ms" if us >= 1e3 else f"{us:.1f} us"
+
+
 @dataclass
 class TimingStats:
     """Wall-clock times of repeated calls (after warm-up), in milliseconds."""

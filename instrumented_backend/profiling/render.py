@@ -6,14 +6,12 @@ from typing import TYPE_CHECKING
 
 from tabulate import tabulate
 
+from .records import format_us
+
 if TYPE_CHECKING:
     from .report import ProfileReport
 
 __all__ = ["render"]
-
-
-def _us(value: float) -> str:
-    return f"{value / 1e3:.3f} ms" if value >= 1e3 else f"{value:.1f} us"
 
 
 def _short(items: list[str], limit: int = 4) -> str:
@@ -42,8 +40,8 @@ def render(report: "ProfileReport", *, rows: int = 15) -> str:
                 k.kernel,
                 k.kind,
                 f"{k.calls:g}",
-                _us(k.busy_us),
-                f"{_us(k.p10_us)}-{_us(k.p90_us)}",
+                format_us(k.busy_us),
+                f"{format_us(k.p10_us)}-{format_us(k.p90_us)}",
                 f"{k.share:.1%}" if total else "",
                 f"{k.bytes / 1e6:.2f}" if k.bytes else "",
                 f"{k.bandwidth_share:.2f}x" if k.bandwidth_share is not None else "",
@@ -52,7 +50,7 @@ def render(report: "ProfileReport", *, rows: int = 15) -> str:
             ]
         )
     out.append(f"Compiled kernels (per step, medians over {len(report.compiled_step_us)} profiled steps; "
-               f"share of {report.share_total_label}, {_us(total)}):")
+               f"share of {report.share_total_label}, {format_us(total)}):")
     out.append(tabulate(kernel_rows, headers=["kernel", "kind", "calls", "time", "p10-p90", "share", "MB moved",
                                               "x copy BW", "FX nodes", "source lines"], disable_numparse=True))
     if any(k.bandwidth_share is not None and k.bandwidth_share > 1 for k in report.kernels[:rows]):
@@ -60,7 +58,7 @@ def render(report: "ProfileReport", *, rows: int = 15) -> str:
     if len(report.kernels) > rows:
         out.append(f"  ... {len(report.kernels) - rows} more kernels")
     out.append("")
-    line_rows = [[_line(r.source), r.code[:60], _us(r.compiled_us), _us(r.eager_us), _short(r.kernels, 2),
+    line_rows = [[_line(r.source), r.code[:60], format_us(r.compiled_us), format_us(r.eager_us), _short(r.kernels, 2),
                   _short(r.eager_ops, 3)] for r in report.by_source_line()[:rows]]
     out.append("Time by source line (compiled kernels split between the lines they fuse):")
     out.append(tabulate(line_rows, headers=["line", "code", "compiled", "eager", "kernels", "eager ops"],
@@ -73,8 +71,8 @@ def render(report: "ProfileReport", *, rows: int = 15) -> str:
             [
                 [
                     c.category,
-                    _us(c.eager_us),
-                    _us(c.compiled_us),
+                    format_us(c.eager_us),
+                    format_us(c.compiled_us),
                     f"{c.speedup:.2f}x" if c.speedup else "",
                     f"{c.share_of_saving:.0%}",
                     _short(c.eager_ops, 3),
@@ -92,7 +90,7 @@ def render(report: "ProfileReport", *, rows: int = 15) -> str:
         calls, total, own = eager_rows.get(op.name, [0.0, 0.0, 0.0])
         eager_rows[op.name] = [calls + op.calls, total + op.busy_us, own + op.self_us]
     out.append("Top eager ops (per step):")
-    out.append(tabulate([[name, f"{c:g}", _us(t), _us(s)] for name, (c, t, s) in
+    out.append(tabulate([[name, f"{c:g}", format_us(t), format_us(s)] for name, (c, t, s) in
                          sorted(eager_rows.items(), key=lambda i: -i[1][1])[:rows]],
                         headers=["op", "calls", "total", "self"], disable_numparse=True))
     out.append("")

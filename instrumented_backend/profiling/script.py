@@ -10,7 +10,6 @@ target is profiled by :func:`instrumented_backend.profile` on those arguments.
 from __future__ import annotations
 
 import functools
-import runpy
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,6 +17,7 @@ from typing import Any, Callable, Optional, Sequence
 
 import torch
 
+from ..capture.redirect import run_as_main
 from .api import profile
 from .report import ProfileReport
 
@@ -76,17 +76,12 @@ def profile_script(script: "str | Path", argv: Sequence[str] = (), *, warmup: in
     say = echo or (lambda line: print(line, file=sys.stderr))
     calls: list[CompiledCall] = []
     undo = record_compiled_calls(calls)
-    old_argv, old_path0 = sys.argv, sys.path[0]
-    sys.argv = [str(script), *argv]
-    sys.path[0] = str(script.resolve().parent)
     try:
-        runpy.run_path(str(script), run_name="__main__")
-    except SystemExit as exc:
-        if exc.code not in (None, 0):
-            raise
+        status = run_as_main(script, argv)
     finally:
         undo()
-        sys.argv, sys.path[0] = old_argv, old_path0
+    if status != 0:
+        raise SystemExit(status)  # the script failed: its status is the command's
     if not calls:
         say(f"instrumented_backend profile: {script} called no torch.compile'd function; nothing to profile")
     reports = []

@@ -1,11 +1,11 @@
 """Assemble a graph's kernels, node map and line maps from what its compile recorded.
 
-The marks are recorded at emission, during the compile (:mod:`.recorder`); turning them into
-:class:`~.model.KernelInfo` / :class:`~.model.KernelLine` / :class:`~.model.NodeProvenance`
-objects is pure bookkeeping over the output code, the kept graphs and the recorder, about 10 ms
-for a 150-node graph. :func:`deferred_line_map` does it on the first read of any of those fields
+The tags are recorded at emission, during the compile (:mod:`.recorder`); turning them into
+:class:`~..records.KernelInfo` / :class:`~..records.KernelLine` / :class:`~..records.NodeProvenance`
+objects is pure bookkeeping over the output code, the kept graphs and the recorder, yet it grows
+with the graph. :func:`deferred_line_map` does it on the first read of any of those fields
 instead of inside ``torch.compile``. A step that fails is recorded as a
-:class:`~.model.CaptureProblem` of the capture, with one warning, exactly as an eager capture
+:class:`~..records.CaptureProblem` of the capture, with one warning, exactly as an eager capture
 step would be.
 """
 

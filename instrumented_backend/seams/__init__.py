@@ -59,6 +59,7 @@ SEAMS: dict[str, bool] = {
     "line_tags": True,
     "define_kernel": True,  # one wrapper; its listeners: line_tags, kernel_traffic
     "cpp_reduction_prefix": True,
+    "cpp_line_rewrites": True,  # tags follow the lines a scalar tail loop rewrites
     "wrapper_buffers": True,
     "rewrite_origins": True,
     "kernel_traffic": False,

@@ -1,4 +1,4 @@
-"""A warm judging process: ``python -m minifier._worker`` (started by :mod:`minifier.workers`).
+"""A warm judging process: ``python -m minifier.workers.child`` (started by :mod:`minifier.workers.parent`).
 
 Protocol on stdin/stdout: length-prefixed pickles. The first message is the setup
 (``{"imports": [...], "warm": bool, "control": fd or None}``); the process imports torch, those

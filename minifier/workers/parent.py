@@ -8,7 +8,7 @@ one that overruns its timeout is killed, replaced, and reported as ``timeout``.
 On Linux, one *zygote* process per setup pays the imports
 once and never runs an op; every worker is forked from it, so a second worker (judging two
 candidates at once) or a replacement after a crash is ready in milliseconds. Elsewhere each
-worker is its own ``python -m minifier._worker`` process.
+worker is its own ``python -m minifier.workers.child`` process.
 """
 
 from __future__ import annotations
@@ -28,12 +28,12 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional, Sequence
 
-from ._worker import encode_message, read_message, send_encoded, write_message
+from .child import encode_message, read_message, send_encoded, write_message
 
 if TYPE_CHECKING:  # this module imports no torch: the CLI starts a worker before it imports torch
     import torch
 
-    from .context import CarriedContext
+    from ..context import CarriedContext
 
 __all__ = ["WorkerSetup", "Worker", "ForkedWorker", "Zygote", "WorkerPool", "pool", "prewarm"]
 
@@ -79,13 +79,13 @@ def _signal_name(returncode: int) -> str:
 
 
 def _spawn(setup: WorkerSetup, control: Optional[socket.socket] = None) -> tuple[subprocess.Popen, Any]:
-    """Start ``python -m minifier._worker`` for ``setup`` (a zygote when given a ``control`` socket)."""
+    """Start ``python -m minifier.workers.child`` for ``setup`` (a zygote when given a ``control`` socket)."""
     env = dict(os.environ)
     env.update(dict(setup.env))
     env["PYTHONPATH"] = os.pathsep.join(p for p in (_PACKAGE_ROOT, env.get("PYTHONPATH")) if p)
     log = tempfile.NamedTemporaryFile(prefix="minifier-worker-", suffix=".log", delete=False)
     fds = (control.fileno(),) if control is not None else ()
-    process = subprocess.Popen([sys.executable, "-m", "minifier._worker"], stdin=subprocess.PIPE,
+    process = subprocess.Popen([sys.executable, "-m", "minifier.workers.child"], stdin=subprocess.PIPE,
                                stdout=subprocess.PIPE, stderr=log, env=env, pass_fds=fds)
     write_message(process.stdin, {"imports": list(setup.imports), "warm": setup.warm,
                                   "control": fds[0] if fds else None, "nice": 19 if setup.low_priority else 0})
@@ -157,7 +157,7 @@ class _Judging:
         self, module: torch.nn.Module, inputs: Sequence[Any], spec: dict[str, Any], timeout: float
     ) -> dict[str, Any]:
         """Judge one candidate here; a death or an overrun becomes a crash or timeout outcome."""
-        from .judge import CRASH, TIMEOUT, outcome
+        from ..judge import CRASH, TIMEOUT, outcome
 
         try:  # before anything is written: a request that cannot be sent is not a crash
             request = encode_message({"module": module, "inputs": list(inputs), "spec": spec})
@@ -407,7 +407,6 @@ class WorkerPool:
         self._zygotes: dict[tuple[Any, ...], Zygote] = {}
         self.forking = _can_fork() if fork is None else fork
         self.crashes = 0
-        self.restarts = 0
 
     def _start(self, setup: WorkerSetup) -> _Judging:
         zygote = self._zygotes.get(setup.key)
@@ -430,7 +429,6 @@ class WorkerPool:
             worker = self._workers.get((setup.key, slot))
             if worker is None or not worker.alive():
                 if worker is not None:
-                    self.restarts += 1
                     worker.close()
                 worker = self._workers[(setup.key, slot)] = self._start(setup)
             return worker
@@ -445,7 +443,7 @@ class WorkerPool:
 
     def judge(self, setup: WorkerSetup, module: torch.nn.Module, inputs: Sequence[Any], spec: dict[str, Any],
               timeout: float, slot: int = 0) -> dict[str, Any]:
-        from .judge import CRASH, TIMEOUT
+        from ..judge import CRASH, TIMEOUT
 
         worker = self.get(setup, slot)
         result = worker.judge(module, inputs, spec, timeout)
