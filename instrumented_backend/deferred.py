@@ -1,6 +1,7 @@
 """Values of the data model that are produced on first read, not during the compile.
 
-Printing an FX graph as Python costs milliseconds per graph, growing with its nodes, paid inside ``torch.compile`` although most captures are never printed. The text fields
+Printing an FX graph as Python costs milliseconds per graph, growing with its nodes, paid inside
+``torch.compile`` although most captures are never printed. The text fields
 that can be produced later from an object the capture keeps anyway (the Dynamo graph's copy, the
 post-grad GraphModule, which Inductor no longer changes once ``compile_fx_inner`` returns) hold a
 :class:`Deferred` until first read; a :class:`DeferredField` on the dataclass resolves it then
