@@ -41,6 +41,8 @@ def main() -> int:
             failed = ib.last_capture()
             print(f"\n(the capture of the failed graph is kept: {failed.label}, "
                   f"{len(failed.kernels)} kernel(s), compile_error={failed.compile_error[:40]!r}...)")
+            report = ib.report.html(failed, "reports/neg_compile_error.html")
+            print(f"\nHTML report (the failing line highlighted, every pane linked): {report.resolve()}")
         else:
             print("expected a C++ compile error", file=sys.stderr)
             return 1

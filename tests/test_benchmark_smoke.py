@@ -20,6 +20,19 @@ def test_provenance_coverage_smoke_prints_its_table():
     assert "targets (identical, equal, 100% kernels, >=99% mapped, >=97% sourced): MET" in proc.stdout
 
 
+def test_html_report_benchmark_smoke_prints_size_and_time_to_interactive():
+    import subprocess
+
+    from browser import require_browser
+
+    require_browser()
+    proc = subprocess.run([sys.executable, "benchmarks/html_report.py", "--layers", "2", "--loads", "2"], cwd=REPO,
+                          capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert "MobileBERT (2 layers)" in proc.stdout and "time to interactive" in proc.stdout
+    assert "console errors: 0" in proc.stdout
+
+
 def test_statement_filter_keeps_computation_and_drops_structure():
     from instrumented_backend.provenance.coverage import statement_lines
     from instrumented_backend.records import KernelLine

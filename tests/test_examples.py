@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 from conftest import REPO
 
@@ -20,6 +21,8 @@ def test_neg_compile_error_example():
     assert "failing line" in out and "auto tmp3 = max_propagate_nan(tmp0, tmp2);" in out
     assert "<- ops.neg <- aten.neg.default (neg) <- a = torch.neg(x1)" in out
     assert "first failing layer: inductor" in out
+    report = out.split("HTML report (the failing line highlighted, every pane linked): ")[1].split("\n")[0]
+    assert "max_propagate_nan" in Path(report).read_text()
 
 
 def test_neg_accuracy_example():

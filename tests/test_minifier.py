@@ -315,13 +315,15 @@ def test_the_minify_option_starts_the_worker_as_the_compile_begins(monkeypatch):
     real_get = pool.get
     monkeypatch.setattr(pool, "get", lambda setup, slot=0: started.append(setup) or real_get(setup, slot))
     compiled_graphs = []
-    real_compile = ib.backend.CompileJob.inner_compile
+    from instrumented_backend.capture.backend import CompileJob
+
+    real_compile = CompileJob.inner_compile
 
     def inner_compile(self, *args, **kwargs):
         compiled_graphs.append(len(started))  # how many workers were asked for when Inductor began
         return real_compile(self, *args, **kwargs)
 
-    monkeypatch.setattr(ib.backend.CompileJob, "inner_compile", inner_compile)
+    monkeypatch.setattr(CompileJob, "inner_compile", inner_compile)
     torch._dynamo.reset()
     with ib.faults.doubling_neg():
         context = current_context()

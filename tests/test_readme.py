@@ -34,7 +34,7 @@ INLINE_COMMANDS = [span for span in re.findall(r"`((?:\.venv/bin/)?python [^`]+)
                    or span.startswith("python <")
                    or span.split()[1] == "benchmarks/minifier_vs_pytorch.py"]
 BENCHMARKS_RUN_BY_HAND = ("benchmarks/provenance_coverage.py", "benchmarks/overhead.py",
-                          "benchmarks/minifier_vs_pytorch.py")
+                          "benchmarks/minifier_vs_pytorch.py", "benchmarks/html_report.py")
 
 
 def _namespace() -> dict:

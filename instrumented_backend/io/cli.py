@@ -2,6 +2,7 @@
 
     python -m instrumented_backend run [--dump DIR] script.py [args ...] [--dump DIR] [-- args ...]
     python -m instrumented_backend show DIR [--kernels]
+    python -m instrumented_backend html DIR -o report.html
     python -m instrumented_backend profile [options] script.py [args ...] [options] [-- args ...]
 
 ``run`` executes a script unchanged, with every torch.compile call that would use Inductor
@@ -16,7 +17,8 @@ the same name, e.g. its own ``--out``).
 ``profile`` runs a script the same way, then profiles each function or module it compiled on the
 inputs of its first call (:mod:`instrumented_backend.profiling.script`): eager vs compiled,
 kernels joined to FX nodes and source lines, diagnosis. ``--out DIR`` also writes each report
-as JSON and its Perfetto trace.
+as JSON and its Perfetto trace. ``--html FILE`` on ``run`` and ``profile`` writes the HTML report
+(:func:`instrumented_backend.report.html`) of what they captured; ``html`` writes it for a dump.
 """
 
 from __future__ import annotations
@@ -75,7 +77,22 @@ def _run(args: argparse.Namespace) -> int:
     if dump_dir:
         session.dump(dump_dir)
         print(f"instrumented_backend: wrote {len(session)} graph(s) to {dump_dir}", file=sys.stderr)
+    if args.html:
+        path = ib.report.html(session, args.html)
+        print(f"instrumented_backend: wrote the HTML report {path}", file=sys.stderr)
     return exit_code
+
+
+def _html(args: argparse.Namespace) -> int:
+    import instrumented_backend as ib
+
+    try:
+        path = ib.report.html(args.dump_dir, args.output)
+    except (FileNotFoundError, ValueError) as exc:
+        print(f"instrumented_backend html: {exc}", file=sys.stderr)
+        return 2
+    print(f"instrumented_backend: wrote {path}")
+    return 0
 
 
 def _show(args: argparse.Namespace) -> int:
@@ -111,18 +128,28 @@ def _profile(args: argparse.Namespace) -> int:
             report.export_chrome_trace(out / f"trace_{index}.json")
             print(f"instrumented_backend: wrote {out / f'profile_{index}.json'} and {out / f'trace_{index}.json'} "
                   "(open the trace in ui.perfetto.dev)")
+        if args.html:
+            from ..report import html
+
+            target = Path(args.html)
+            if index:
+                target = target.with_name(f"{target.stem}_{index}{target.suffix}")
+            html(report.captures, target, profile=report)
+            print(f"instrumented_backend: wrote the HTML report {target}")
     return 0 if reports else 1
 
 
 # Each subcommand's own options: (flag, add_argument keywords).
 _RUN_OPTIONS: list[tuple[str, dict[str, Any]]] = [
     ("--dump", dict(metavar="DIR", help="write the captures to DIR when the script ends")),
+    ("--html", dict(metavar="FILE", help="write the HTML report of the captures to FILE")),
 ]
 _PROFILE_OPTIONS: list[tuple[str, dict[str, Any]]] = [
     ("--warmup", dict(type=int, default=10, help="warm-up calls before timing (default 10)")),
     ("--iters", dict(type=int, default=50, help="timed calls of each side (default 50)")),
     ("--active", dict(type=int, default=5, help="profiled steps after wait and warm-up (default 5)")),
     ("--out", dict(metavar="DIR", help="write profile_N.json and trace_N.json here")),
+    ("--html", dict(metavar="FILE", help="write the HTML report (timings overlaid) to FILE")),
 ]
 
 
@@ -152,6 +179,10 @@ def _parser() -> argparse.ArgumentParser:
     show.add_argument("dump_dir")
     show.add_argument("--kernels", action="store_true", help="also list every kernel")
     show.set_defaults(handler=_show)
+    page = sub.add_parser("html", help="write the HTML report of a dump folder")
+    page.add_argument("dump_dir")
+    page.add_argument("-o", "--output", default="report.html", help="the report file (default report.html)")
+    page.set_defaults(handler=_html)
     prof = sub.add_parser("profile", help="profile what a script compiles: eager vs compiled, kernels to source lines")
     _add_options(prof, _PROFILE_OPTIONS)
     prof.add_argument("script")
