@@ -69,6 +69,8 @@ class GraphCapture:
     config_patches: dict[str, str] = field(default_factory=dict)
     problems: list[CaptureProblem] = DeferredField(factory=list)  # includes the line maps' problems
     compile_seconds: float = 0.0
+    graph_break_reason: str = ""  # the graph break that ended this Dynamo graph (``reason (file:line)``)
+    recompile_reason: str = DeferredField("")  # the guard that failed, when this frame recompiled
     compile_error: str = ""
     thread_name: str = ""
     torch_version: str = ""

@@ -237,3 +237,26 @@ def test_profile_and_divergence_add_their_overlay_and_sections(tmp_path):
     [section] = [s for s in data["sections"] if s["title"] == "First diverging kernel"]
     assert section["kind"] == "error" and "neg" in section["text"]
     assert section["lines"] == sorted({line.number for line in divergence.lines}) and section["lines"]
+
+
+def _breaks_and_recompiles(x, n):
+    y = torch.sin(x) * 2
+    print("a graph break")
+    return torch.cos(y) + n
+
+
+def test_the_index_says_why_each_graph_was_compiled(tmp_path):
+    torch.compiler.reset()
+    with ib.capture() as session:
+        compiled = torch.compile(_breaks_and_recompiles, backend="instrumented")
+        compiled(torch.randn(4), 1)
+        compiled(torch.randn(4, 4), 2)  # another rank: the frame recompiles
+    by_id = {g.compile_id: g for g in session}
+    assert "print" in by_id["0/0"].graph_break_reason or "builtin" in by_id["0/0"].graph_break_reason
+    print_line = _breaks_and_recompiles.__code__.co_firstlineno + 2
+    assert by_id["0/0"].graph_break_reason.endswith(f"{Path(__file__).name}:{print_line})")
+    assert "rank" in by_id["0/1"].recompile_reason and by_id["0/0"].recompile_reason == ""
+    data = _page_data(ib.report.html(session, tmp_path / "why.html").read_text())
+    summaries = {g["summary"]["compile_id"]: g["summary"] for g in data["graphs"]}
+    assert summaries["0/1"]["recompile"] == by_id["0/1"].recompile_reason
+    assert summaries["0/0"]["graph_break"] == by_id["0/0"].graph_break_reason

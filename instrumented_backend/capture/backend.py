@@ -28,6 +28,7 @@ from ..provenance import recorder, rewrites
 from ..seams import install_capture_seams, ir_logging
 from ..seams.caches import CACHE_BYPASS_PATCHES, autograd_cache_disabled
 from ..seams.compile_entry import compile_fx, compile_fx_inner, current_compile_id
+from ..seams.dynamo_reasons import take_graph_break_reason
 from .builder import CaptureBuilder
 from .graph_copy import clone_graph_module, count_nodes, printed_later
 from .options import BackendOptions, parse_options
@@ -43,6 +44,10 @@ class CompileJob:
         install_capture_seams()
         self.options = options
         self.compile_id = current_compile_id()
+        try:
+            self.graph_break_reason = take_graph_break_reason()  # the break that ended this graph
+        except Exception:  # noqa: BLE001 - a reason is worth no failure
+            self.graph_break_reason = ""
         self.dynamo_graph = clone_graph_module(gm)
         # Printed on first read, from the copy: compile_fx's pre-grad passes mutate gm itself.
         self.dynamo_graph_code = printed_later(self.dynamo_graph, "dynamo_graph")

@@ -21,6 +21,7 @@ from ..provenance.rewrites import RewriteLog
 from ..records import CaptureProblem, InputInfo, graph_label
 from ..seams import ir_format
 from ..seams.compile_entry import current_compile_id, graph_kind
+from ..seams.dynamo_reasons import recompile_reason
 from ..seams.output_code import read_generated_code, runnable_graph_text
 from .graph_copy import clone_graph_module, count_nodes, printed_later
 
@@ -150,6 +151,8 @@ class CaptureBuilder:
             config_patches={k: repr(v) for k, v in self.job.options.inductor_patches.items()},
             problems=line_map.map(lambda m: eager_problems + m.problems, fallback=eager_problems),
             compile_seconds=elapsed,
+            graph_break_reason=self.job.graph_break_reason,
+            recompile_reason=Deferred(lambda: recompile_reason(self.compile_id), fallback=""),
             compile_error="" if error is None else f"{type(error).__name__}: {error}",
             thread_name=threading.current_thread().name,
             torch_version=torch.__version__,

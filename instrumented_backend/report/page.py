@@ -230,6 +230,7 @@ def graph_page(graph: "GraphCapture", *, kernel_shares: Optional[dict[str, float
         "problems": [f"{p.part}: {p.error}" for p in graph.problems],
         "accuracy": _accuracy_word(graph), "compile_seconds": round(graph.compile_seconds, 3),
         "inputs": ", ".join(i.describe() for i in graph.inputs),
+        "graph_break": graph.graph_break_reason, "recompile": graph.recompile_reason,
     }
     return GraphPage(graph.index, graph.label, summary, panes, _relations(graph), kernels, graph_sections(graph))
 

@@ -67,6 +67,7 @@ SEAMS: dict[str, bool] = {
     "caches": False,
     "compile_entry": False,
     "cpp_overrides": False,
+    "dynamo_reasons": False,
     "errors": False,
     "fake_mode": False,
     "inductor_options": False,

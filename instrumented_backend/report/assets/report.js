@@ -36,18 +36,21 @@
     var table = document.getElementById("graphs");
     var head = el("tr");
     ["#", "compile id", "kind", "Dynamo / AOT / post-grad nodes", "kernels", "status", "accuracy",
-     "compile s", "inputs", "problems"].forEach(function (h) { head.appendChild(el("th", "", h)); });
+     "compile s", "inputs", "why compiled", "problems"].forEach(function (h) { head.appendChild(el("th", "", h)); });
     table.appendChild(head);
     DATA.graphs.forEach(function (page, position) {
       var s = page.summary, n = s.nodes || {};
       var row = el("tr", "graph-row");
       row.dataset.graph = String(position);
       var note = s.compile_id && /\/[1-9]/.test(s.compile_id) ? " (recompile)" : "";
+      var why = [s.recompile ? "recompiled: " + s.recompile : "", s.graph_break ? "ended by a graph break: " + s.graph_break : ""]
+        .filter(Boolean).join("; ");
       [page.index, (s.compile_id || "?") + note, s.kind,
        [n.dynamo, n.aot, n.post_grad].map(function (v) { return v === undefined ? "-" : v; }).join(" / "),
-       s.kernels, s.status, s.accuracy || "", s.compile_seconds, s.inputs, s.problems.join("; ")
+       s.kernels, s.status, s.accuracy || "", s.compile_seconds, s.inputs, why, s.problems.join("; ")
       ].forEach(function (value, column) {
         var cell = el("td", column === 5 ? "status-" + s.status : (column === 6 && value === "FAILED" ? "bad" : ""), value);
+        if (column === 9) cell.className = "why";
         row.appendChild(cell);
       });
       row.addEventListener("click", function () { select(position); });
