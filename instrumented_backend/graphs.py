@@ -70,6 +70,12 @@ class GraphCapture:
     problems: list[CaptureProblem] = DeferredField(factory=list)  # includes the line maps' problems
     compile_seconds: float = 0.0
     graph_break_reason: str = ""  # the graph break that ended this Dynamo graph (``reason (file:line)``)
+    # torch.distributed: the rank that compiled it, the world size, the default group's backend
+    # (None outside a distributed run); under DDP, the DDPOptimizer bucket it is (None otherwise).
+    rank: Optional[int] = None
+    world_size: Optional[int] = None
+    process_group: Optional[str] = None
+    ddp_bucket: Optional[int] = None
     recompile_reason: str = DeferredField("")  # the guard that failed, when this frame recompiled
     compile_error: str = ""
     thread_name: str = ""

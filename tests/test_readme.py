@@ -106,6 +106,8 @@ def _run(command: str, cwd: Path, timeout: int = 600) -> subprocess.CompletedPro
     argv = shlex.split(command)
     if argv[0] == "python":
         argv[0] = sys.executable
+    elif argv[0] == "torchrun":  # the launcher torch installs, as the venv's python runs it
+        argv[:1] = [sys.executable, "-m", "torch.distributed.run"]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
     return subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env)
 
@@ -128,6 +130,9 @@ def test_command_line_runs_as_written(command, placeholders):
     filled = _filled(command, placeholders)
     if "show" in filled.split() and not placeholders["dir"].exists():
         _run(_filled("python -m instrumented_backend run script.py --dump DIR", placeholders), placeholders["work"])
+    if "ranks" in filled.split() and not (placeholders["dir"] / "rank_1").exists():
+        torchrun = next(line for line in COMMANDS if line.startswith("torchrun"))
+        _run(_filled(torchrun, placeholders), placeholders["work"])
     proc = _run(filled, REPO if command.startswith(".venv/") else placeholders["work"])
     repro_command = str(placeholders["repro"]) in filled
     if repro_command and "-m minifier" not in filled:
@@ -136,6 +141,8 @@ def test_command_line_runs_as_written(command, placeholders):
     assert proc.returncode == 0, f"{filled}\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}"
     if " run " in f" {filled} ":
         assert "captured 1 graph(s)" in proc.stderr and ib.load(placeholders["dir"]).graphs
+    if filled.startswith("torchrun"):
+        assert {g.rank for g in ib.load(placeholders["dir"])} >= {0, 1}
     if " profile " in f" {filled} " and "--out" in filled:
         out = placeholders["work"] / filled.split("--out")[1].split()[0]  # the first --out is ours
         assert (out / "profile_0.json").exists() and (out / "trace_0.json").exists()

@@ -28,14 +28,30 @@ from ..provenance import recorder, rewrites
 from ..seams import install_capture_seams, ir_logging
 from ..seams.caches import CACHE_BYPASS_PATCHES, autograd_cache_disabled
 from ..seams.compile_entry import compile_fx, compile_fx_inner, current_compile_id
+from ..seams.ddp_buckets import current_ddp_bucket
 from ..seams.dynamo_reasons import take_graph_break_reason
 from .builder import CaptureBuilder
+from .distributed import RankInfo, current_rank
 from .graph_copy import clone_graph_module, count_nodes, printed_later
 from .options import BackendOptions, parse_options
 from .registry import open_sessions, record
 
 __all__ = ["instrumented", "CompileJob"]
 
+
+
+def _install_ddp_buckets() -> None:
+    """DDPOptimizer hands its first bucket to the backend from inside the hook, so the hook must be
+    in place before the first compile: installed when this module loads (the entry point's lookup)."""
+    from ..seams import ddp_buckets
+
+    try:
+        ddp_buckets.install()
+    except Exception as exc:  # noqa: BLE001 - the bucket is a label, never worth a failure
+        warn_once("ddp_buckets", f"cannot tell DDPOptimizer buckets apart ({exc!r}); captures have ddp_bucket=None")
+
+
+_install_ddp_buckets()
 
 class CompileJob:
     """State shared by the AOT graphs of one Dynamo graph (its forward and lazy backward)."""
@@ -48,6 +64,11 @@ class CompileJob:
             self.graph_break_reason = take_graph_break_reason()  # the break that ended this graph
         except Exception:  # noqa: BLE001 - a reason is worth no failure
             self.graph_break_reason = ""
+        try:
+            self.rank = current_rank()
+        except Exception:  # noqa: BLE001
+            self.rank = RankInfo()
+        self.ddp_bucket = current_ddp_bucket()  # the DDPOptimizer bucket this graph is, or None
         self.dynamo_graph = clone_graph_module(gm)
         # Printed on first read, from the copy: compile_fx's pre-grad passes mutate gm itself.
         self.dynamo_graph_code = printed_later(self.dynamo_graph, "dynamo_graph")

@@ -3,6 +3,7 @@
     python -m instrumented_backend run [--dump DIR] script.py [args ...] [--dump DIR] [-- args ...]
     python -m instrumented_backend show DIR [--kernels]
     python -m instrumented_backend html DIR -o report.html
+    python -m instrumented_backend ranks DIR
     python -m instrumented_backend profile [options] script.py [args ...] [options] [-- args ...]
 
 ``run`` executes a script unchanged, with every torch.compile call that would use Inductor
@@ -81,6 +82,18 @@ def _run(args: argparse.Namespace) -> int:
         path = ib.report.html(session, args.html)
         print(f"instrumented_backend: wrote the HTML report {path}", file=sys.stderr)
     return exit_code
+
+
+def _ranks(args: argparse.Namespace) -> int:
+    import instrumented_backend as ib
+
+    try:
+        comparison = ib.compare_ranks(args.dump_dir)
+    except (FileNotFoundError, ValueError) as exc:
+        print(f"instrumented_backend ranks: {exc}", file=sys.stderr)
+        return 2
+    print(comparison.render())
+    return 0 if comparison.equal else 1
 
 
 def _html(args: argparse.Namespace) -> int:
@@ -179,6 +192,9 @@ def _parser() -> argparse.ArgumentParser:
     show.add_argument("dump_dir")
     show.add_argument("--kernels", action="store_true", help="also list every kernel")
     show.set_defaults(handler=_show)
+    ranks = sub.add_parser("ranks", help="compare the ranks of a distributed run's dump; exit 1 when they differ")
+    ranks.add_argument("dump_dir")
+    ranks.set_defaults(handler=_ranks)
     page = sub.add_parser("html", help="write the HTML report of a dump folder")
     page.add_argument("dump_dir")
     page.add_argument("-o", "--output", default="report.html", help="the report file (default report.html)")

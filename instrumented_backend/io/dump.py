@@ -11,7 +11,9 @@ Layout::
     DIR/000_0-0_forward/ir_post_fusion.txt
     DIR/000_0-0_forward/output_code.py
 
-The large texts live only in their own files; capture.json holds the rest.
+The large texts live only in their own files; capture.json holds the rest. A graph compiled by
+a rank of a torch.distributed run goes under ``DIR/rank_<r>/`` instead, each rank's folder a dump
+of its own (:mod:`.load` reads them all).
 
 Writes are atomic: a graph folder is written under a temporary name and renamed into place, and
 index.json is replaced in one step, so a crash mid-dump never leaves a folder that loads half.
@@ -33,7 +35,7 @@ if TYPE_CHECKING:
     from ..graphs import GraphCapture
 
 __all__ = ["FORMAT", "TEXT_FILES", "DumpError", "dump_graph", "dump_session", "append_to_dump",
-           "graph_folder_name"]
+           "graph_folder_name", "rank_folder", "RANK_FOLDER"]
 
 FORMAT = "instrumented-backend/1"
 # GraphCapture field -> file name (TORCH_COMPILE_DEBUG's names where it has one)
@@ -47,6 +49,7 @@ TEXT_FILES = {
 }
 PathLike = Union[str, "os.PathLike[str]"]
 _append_lock = threading.Lock()
+RANK_FOLDER = re.compile(r"^rank_(\d+)$")
 _GRAPH_FOLDER = re.compile(r"^\d{3,}_[0-9A-Za-z-]+_(inference|forward|backward)$")
 
 
@@ -101,24 +104,40 @@ def _write_index(directory: Path, folders: Iterable[str]) -> None:
     )
 
 
+def rank_folder(graph: GraphCapture, directory: PathLike) -> Path:
+    """Where ``graph`` is dumped: ``directory``, or ``directory/rank_<r>`` for a distributed rank's."""
+    root = Path(directory)
+    return root if graph.rank is None else root / f"rank_{graph.rank}"
+
+
 def dump_session(graphs: Iterable[GraphCapture], directory: PathLike) -> Path:
     """Write every graph and an index.json listing them in order; returns ``directory``.
 
     Graph folders an earlier dump left in ``directory`` that this one does not list are removed.
+    A rank's graphs go to ``directory/rank_<r>`` (see :func:`rank_folder`).
     """
-    root = Path(directory)
+    by_folder: dict[Path, list[GraphCapture]] = {}
+    for graph in graphs:
+        by_folder.setdefault(rank_folder(graph, directory), []).append(graph)
+    for folder, members in (by_folder or {Path(directory): []}).items():  # no graphs: an empty index
+        _dump_folder(members, folder)
+    return Path(directory)
+
+
+def _dump_folder(graphs: list[GraphCapture], root: Path) -> None:
     root.mkdir(parents=True, exist_ok=True)
     folders = [dump_graph(g, root).name for g in graphs]
     _write_index(root, folders)
     for stale in root.iterdir():
         if stale.is_dir() and _GRAPH_FOLDER.match(stale.name) and stale.name not in folders:
             shutil.rmtree(stale, ignore_errors=True)
-    return root
 
 
 def append_to_dump(graph: GraphCapture, directory: PathLike) -> Path:
-    """Write one graph and add it to ``directory``'s index (used by the dump_dir option)."""
-    root = Path(directory)
+    """Write one graph and add it to ``directory``'s index (used by the dump_dir option); a rank's
+    graph goes to ``directory/rank_<r>``."""
+    root = rank_folder(graph, directory)
+    root.mkdir(parents=True, exist_ok=True)
     with _append_lock:
         folder = dump_graph(graph, root)
         folders = read_index(root) if (root / "index.json").exists() else []

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..graphs import CaptureSession, GraphCapture
-from .dump import FORMAT, TEXT_FILES, DumpError, PathLike, read_index, read_json
+from .dump import FORMAT, RANK_FOLDER, TEXT_FILES, DumpError, PathLike, read_index, read_json
 
 __all__ = ["load"]
 
@@ -36,7 +36,8 @@ def _load_graph(folder: Path) -> GraphCapture:
 
 
 def load(directory: PathLike) -> CaptureSession:
-    """Read a dump back: a dump folder (with index.json) or a single graph folder (capture.json).
+    """Read a dump back: a dump folder (with index.json), a single graph folder (capture.json), or
+    a distributed run's folder (``rank_<r>/`` dumps, read in rank order after any graphs of its own).
 
     Live objects (GraphModules, compiled callables) are not saved and are None after loading.
     Raises :class:`DumpError` (a ValueError) for anything that is not a readable dump.
@@ -44,8 +45,13 @@ def load(directory: PathLike) -> CaptureSession:
     root = Path(directory)
     if not root.exists():
         raise DumpError(root, "no dump at this path")
-    if (root / "index.json").exists():
-        return CaptureSession([_load_graph(root / name) for name in read_index(root)])
     if (root / "capture.json").exists():
         return CaptureSession([_load_graph(root)])
+    ranks = sorted((int(match.group(1)), path) for path in root.iterdir()
+                   if (match := RANK_FOLDER.match(path.name)) and (path / "index.json").exists())
+    if (root / "index.json").exists() or ranks:
+        graphs = [_load_graph(root / name) for name in read_index(root)] if (root / "index.json").exists() else []
+        for _, folder in ranks:
+            graphs.extend(_load_graph(folder / name) for name in read_index(folder))
+        return CaptureSession(graphs)
     raise DumpError(root, "holds neither index.json nor capture.json: not an instrumented-backend dump")

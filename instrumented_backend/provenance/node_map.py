@@ -17,6 +17,7 @@ serves that line).
 
 from __future__ import annotations
 
+import os
 import re
 from typing import Any, Optional, Sequence
 
@@ -31,14 +32,23 @@ __all__ = ["parse_stack_trace", "build_node_map", "seq_nr_index"]
 _FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<function>[^\n]+)\n(?P<code>[^\n]*)')
 
 
+_TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
+
+
 def parse_stack_trace(stack_trace: Optional[str]) -> Optional[SourceLocation]:
-    """The innermost user frame of an FX ``stack_trace``, or None."""
+    """The innermost user frame of an FX ``stack_trace``, or None.
+
+    Frames inside torch's own package (``torch/nn/modules/linear.py``, functional collectives)
+    are the library the user called, not the user's line: the innermost frame outside torch is
+    taken, and the innermost frame only when every frame is torch's.
+    """
     if not stack_trace:
         return None
     frames = list(_FRAME.finditer(stack_trace))
     if not frames:
         return None
-    last = frames[-1]
+    outside = [frame for frame in frames if not frame.group("file").startswith(_TORCH_DIR)]
+    last = (outside or frames)[-1]
     return SourceLocation(file=last.group("file"), line=int(last.group("line")),
                           code=last.group("code").strip(), function=last.group("function").strip())
 

@@ -68,8 +68,19 @@ def kernel_rows(graphs: Iterable[GraphCapture]) -> list[list[Any]]:
 
 
 def format_graphs(graphs: Iterable[GraphCapture]) -> str:
-    """The graph summary table as text."""
-    return tabulate(graph_rows(graphs), headers=GRAPH_HEADERS, tablefmt="simple")
+    """The graph summary table as text (with a rank column when the graphs come from several ranks
+    or from a distributed run, and a DDP bucket column under DDPOptimizer)."""
+    graphs = list(graphs)
+    headers, rows = list(GRAPH_HEADERS), graph_rows(graphs)
+    if any(g.ddp_bucket is not None for g in graphs):
+        headers.insert(3, "ddp bucket")
+        for row, g in zip(rows, graphs):
+            row.insert(3, "" if g.ddp_bucket is None else g.ddp_bucket)
+    if any(g.rank is not None for g in graphs):
+        headers.insert(0, "rank")
+        for row, g in zip(rows, graphs):
+            row.insert(0, "" if g.rank is None else g.rank)
+    return tabulate(rows, headers=headers, tablefmt="simple")
 
 
 def format_kernels(graphs: Iterable[GraphCapture]) -> str:

@@ -68,6 +68,7 @@ SEAMS: dict[str, bool] = {
     "compile_entry": False,
     "cpp_overrides": False,
     "dynamo_reasons": False,
+    "ddp_buckets": False,  # installed when the backend module loads: DDPOptimizer calls it mid-run
     "errors": False,
     "fake_mode": False,
     "inductor_options": False,

@@ -1,0 +1,117 @@
+"""Multi-rank runs: real processes, 2 ranks, gloo on 127.0.0.1, launched by torchrun; every wait bounded
+(the process group's timeout, and the launcher's)."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import REPO
+
+import instrumented_backend as ib
+
+SCRIPT = Path(__file__).with_name("distributed_script.py")
+TIMEOUT = 300
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def torchrun(*argv: str, cwd: Path = REPO) -> subprocess.CompletedProcess:
+    """Run ``torchrun --nproc-per-node 2`` on 127.0.0.1 (a free port), bounded by TIMEOUT."""
+    command = [sys.executable, "-m", "torch.distributed.run", "--nnodes", "1", "--nproc-per-node", "2",
+               "--master-addr", "127.0.0.1", "--master-port", str(_free_port()), "--max-restarts", "0", *argv]
+    env = {**os.environ, "GLOO_SOCKET_IFNAME": "lo", "OMP_NUM_THREADS": "1",
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+    proc = subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=TIMEOUT, env=env)
+    assert proc.returncode == 0, f"torchrun failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}"
+    assert "rank 0 ok" in proc.stdout and "rank 1 ok" in proc.stdout, proc.stdout
+    return proc
+
+
+@pytest.fixture(scope="module")
+def all_reduce_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("all_reduce")
+    torchrun(str(SCRIPT), "all_reduce", str(out))
+    return out
+
+
+def test_each_rank_dumps_its_own_folder_and_load_reads_them_all(all_reduce_run):
+    assert sorted(p.name for p in all_reduce_run.iterdir()) == ["rank_0", "rank_1"]
+    session = ib.load(all_reduce_run)
+    assert [(g.rank, g.world_size, g.process_group) for g in session] == [(0, 2, "gloo"), (1, 2, "gloo")]
+    assert len(ib.load(all_reduce_run / "rank_1")) == 1  # each rank's folder is a normal dump
+
+
+def test_the_line_map_covers_the_collectives_launch_and_wait(all_reduce_run):
+    from instrumented_backend.diagnosis.ranks import collectives
+
+    graph = ib.load(all_reduce_run)[0]
+    launch = [line for line in graph.wrapper_lines if "_c10d_functional.all_reduce_" in line.text]
+    wait = [line for line in graph.wrapper_lines if "_c10d_functional.wait_tensor" in line.text]
+    assert launch and wait, graph.output_code
+    for line in launch + wait:
+        assert line.fx_nodes and line.source is not None, line
+        assert "fc.all_reduce(y" in line.source.code and line.source.file.endswith("distributed_script.py")
+    [collective] = collectives(graph)
+    assert collective.op == "all_reduce" and collective.shape == "f32[8]"
+
+
+def test_equal_ranks_compare_equal(all_reduce_run):
+    comparison = ib.compare_ranks(all_reduce_run)
+    assert comparison.equal, comparison.render()
+    assert "all 2 ranks compiled the same graphs" in comparison.render()
+
+
+def test_a_rank_dependent_branch_is_named_with_its_graph_layer_and_source_line(tmp_path):
+    from instrumented_backend.io.cli import main
+
+    torchrun(str(SCRIPT), "diverge", str(tmp_path))
+    comparison = ib.compare_ranks(tmp_path)
+    divergence = comparison.first_divergence
+    assert divergence is not None and divergence.position == 0 and divergence.graph == "0/0 inference"
+    assert divergence.layer == "Dynamo graph" and divergence.ranks == (0, 1)
+    assert "torch.sin" in divergence.diff and "torch.cos" in divergence.diff
+    assert any("y = torch.cos(x) * 2" in line for line in divergence.source_lines), divergence.source_lines
+    assert any("y = torch.sin(x) * 2" in line for line in divergence.source_lines)
+    assert not comparison.collective_divergences  # the same all_reduce on both ranks
+    assert main(["ranks", str(tmp_path)]) == 1
+
+
+def test_a_collective_order_divergence_is_named_as_such(tmp_path, capsys):
+    from instrumented_backend.io.cli import main
+
+    torchrun(str(SCRIPT), "order", str(tmp_path))
+    comparison = ib.compare_ranks(tmp_path)
+    [divergence] = comparison.collective_divergences
+    first, second = divergence.sequences[0], divergence.sequences[1]
+    assert len(first) == len(second) == 2 and first == list(reversed(second))
+    assert main(["ranks", str(tmp_path)]) == 1
+    assert "COLLECTIVES DIFFER (hang risk)" in capsys.readouterr().out
+
+
+def test_ddp_buckets_are_captured_and_labelled(tmp_path):
+    torchrun(str(SCRIPT), "ddp", str(tmp_path))
+    session = ib.load(tmp_path / "rank_0")
+    forwards = [g for g in session if g.kind == "forward"]
+    assert sorted(g.ddp_bucket for g in forwards) == [0, 1], [(g.label, g.ddp_bucket) for g in session]
+    assert {g.ddp_bucket for g in session if g.kind == "backward"} == {0, 1}
+    assert "ddp bucket" in ib.report.format_graphs(session)
+    assert ib.compare_ranks(tmp_path).first_divergence is None
+
+
+def test_torchrun_runs_the_cli_on_every_rank_and_show_reads_them(tmp_path):
+    from instrumented_backend.io.cli import main
+
+    dump = tmp_path / "dump"
+    torchrun("-m", "instrumented_backend", "run", str(SCRIPT), "plain", str(tmp_path / "unused"), "--dump", str(dump))
+    assert sorted(p.name for p in dump.iterdir()) == ["rank_0", "rank_1"]
+    assert [g.rank for g in ib.load(dump)] == [0, 1]
+    assert main(["show", str(dump)]) == 0
