@@ -22,6 +22,7 @@ demo: $(STAMP)
 	$(PY) examples/tutorial_capture.py
 	$(PY) examples/neg_compile_error.py
 	$(PY) examples/neg_accuracy.py
+	$(PY) -m instrumented_backend diagnose --fault doubling_neg examples/tutorial_model.py || test $$? -eq 1
 
 test: $(STAMP)
 	$(PY) -m pytest

@@ -88,6 +88,9 @@ class GraphCapture:
     dynamo_graph: Any = field(default=None, repr=False, compare=False)
     post_grad_graph: Any = field(default=None, repr=False, compare=False)
     compiled: Any = field(default=None, repr=False, compare=False)
+    # The arguments of the compiled graph's first call, kept only inside ``keep_call_args()``
+    # (what ``ib.diagnose`` replays a backward graph on); in-process only.
+    call_args: Optional[list[Any]] = field(default=None, repr=False, compare=False)
 
     def __repr__(self) -> str:
         parts = [f"{len(self.kernels)} kernels"]
@@ -110,7 +113,7 @@ class GraphCapture:
             node.code  # noqa: B018 - printed now, from the graph about to be released
         self.kernels, self.wrapper_lines, self.problems  # noqa: B018 - assembled on read
         self.dynamo_graph_code, self.post_grad_graph_code  # noqa: B018
-        self.dynamo_graph = self.post_grad_graph = self.compiled = None
+        self.dynamo_graph = self.post_grad_graph = self.compiled = self.call_args = None
 
     @property
     def complete(self) -> bool:

@@ -33,6 +33,15 @@ def test_html_report_benchmark_smoke_prints_size_and_time_to_interactive():
     assert "console errors: 0" in proc.stdout
 
 
+def test_time_to_root_cause_smoke_prints_the_ratio():
+    import subprocess
+
+    proc = subprocess.run([sys.executable, "benchmarks/time_to_root_cause.py", "--smoke"], cwd=REPO,
+                          capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert "tutorial doubling neg (forward): diagnose" in proc.stdout and "a = torch.neg(x1)" in proc.stdout
+
+
 def test_statement_filter_keeps_computation_and_drops_structure():
     from instrumented_backend.provenance.coverage import statement_lines
     from instrumented_backend.records import KernelLine

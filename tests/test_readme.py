@@ -34,7 +34,8 @@ INLINE_COMMANDS = [span for span in re.findall(r"`((?:\.venv/bin/)?python [^`]+)
                    or span.startswith("python <")
                    or span.split()[1] == "benchmarks/minifier_vs_pytorch.py"]
 BENCHMARKS_RUN_BY_HAND = ("benchmarks/provenance_coverage.py", "benchmarks/overhead.py",
-                          "benchmarks/minifier_vs_pytorch.py", "benchmarks/html_report.py")
+                          "benchmarks/minifier_vs_pytorch.py", "benchmarks/html_report.py",
+                          "benchmarks/time_to_root_cause.py")
 
 
 def _namespace() -> dict:
@@ -133,7 +134,12 @@ def test_command_line_runs_as_written(command, placeholders):
     if "ranks" in filled.split() and not (placeholders["dir"] / "rank_1").exists():
         torchrun = next(line for line in COMMANDS if line.startswith("torchrun"))
         _run(_filled(torchrun, placeholders), placeholders["work"])
-    proc = _run(filled, REPO if command.startswith(".venv/") else placeholders["work"])
+    proc = _run(filled, REPO if command.startswith(".venv/") or " examples/" in command else placeholders["work"])
+    if " diagnose " in f" {filled} ":  # exits 1 when it finds a bug, 0 when there is none
+        expected = 1 if "--fault" in filled else 0
+        assert proc.returncode == expected, f"{filled}\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}"
+        assert ("culprit source line" in proc.stdout) == bool(expected) and "checked 1 compiled target" in proc.stdout
+        return
     repro_command = str(placeholders["repro"]) in filled
     if repro_command and "-m minifier" not in filled:
         assert proc.returncode == 1 and "REPRODUCES" in proc.stdout, proc.stdout[-2000:] + proc.stderr[-2000:]

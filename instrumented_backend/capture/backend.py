@@ -18,8 +18,10 @@ What it guarantees:
 from __future__ import annotations
 
 import contextlib
+import contextvars
 from typing import Any, Callable, Iterator, Mapping, Optional, Sequence
 
+import torch
 import torch.fx
 
 from ..fail_soft import warn_capture_problem, warn_once
@@ -107,7 +109,9 @@ class CompileJob:
             if explained is None:
                 raise
             raise explained from None
-        self._publish(builder, compiled, None)
+        graph = self._publish(builder, compiled, None)
+        if graph is not None and _keeping_call_args.get():
+            _keep_first_call_args(compiled, graph)
         return compiled
 
     def _publish(self, builder: CaptureBuilder, compiled: Any,
@@ -123,6 +127,39 @@ class CompileJob:
         if self.options.dump_dir is not None:
             _dump_quietly(graph, self.options.dump_dir)
         return graph
+
+
+_keeping_call_args: contextvars.ContextVar[bool] = contextvars.ContextVar("keep_call_args", default=False)
+
+
+@contextlib.contextmanager
+def keep_call_args() -> Iterator[None]:
+    """Inside the block, each graph compiled keeps the arguments of its first call
+    (``GraphCapture.call_args``): a backward graph's saved tensors and gradients included."""
+    token = _keeping_call_args.set(True)
+    try:
+        yield
+    finally:
+        _keeping_call_args.reset(token)
+
+
+def _keep_first_call_args(compiled: Any, graph: GraphCapture) -> None:
+    """Make ``compiled`` (Inductor's compiled graph) copy its first call's arguments onto ``graph``.
+
+    Wraps the compiled graph's ``current_callable`` (what its ``__call__`` runs, with the list of
+    arguments, which the generated ``call`` empties): the object AOTAutograd holds stays Inductor's.
+    """
+    original = getattr(compiled, "current_callable", None)
+    if original is None:
+        warn_once("call_args", f"cannot keep the call arguments of graph {graph.label}")
+        return
+
+    def call(args: list[Any]) -> Any:
+        if graph.call_args is None:
+            graph.call_args = [a.detach().clone() if isinstance(a, torch.Tensor) else a for a in args]
+        return original(args)
+
+    compiled.current_callable = call
 
 
 def _explained_compile_error(graph: Optional[GraphCapture], error: BaseException) -> Optional[BaseException]:

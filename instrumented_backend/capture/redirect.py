@@ -10,10 +10,13 @@ from __future__ import annotations
 import functools
 import runpy
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
 
-__all__ = ["redirect_torch_compile", "run_as_main"]
+import torch
+
+__all__ = ["redirect_torch_compile", "run_as_main", "CompiledCall", "record_compiled_calls"]
 
 
 def run_as_main(script: Path, argv: Sequence[str] = ()) -> int:
@@ -60,3 +63,44 @@ def redirect_torch_compile(on_compiled: Optional[OnCompiled] = None) -> Callable
         torch.compile = original
 
     return undo
+
+
+@dataclass
+class CompiledCall:
+    """The first call of one function or module the script compiled."""
+
+    target: Any
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any]
+    grad_enabled: bool
+    name: str = ""
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+def _detached(value: Any) -> Any:
+    return value.detach().clone() if isinstance(value, torch.Tensor) else value
+
+
+def record_compiled_calls(calls: list[CompiledCall]) -> Callable[[], None]:
+    """Redirect torch.compile to the instrumented backend and record first calls into ``calls``; returns the undo."""
+    def recording(target: Any, options: dict[str, Any], call: Callable[..., Any]) -> Callable[..., Any]:
+        seen: list[bool] = []
+
+        @functools.wraps(call)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            if not seen:
+                seen.append(True)
+                calls.append(CompiledCall(target, tuple(_detached(a) for a in args),
+                                          {k: _detached(v) for k, v in kwargs.items()}, torch.is_grad_enabled(),
+                                          getattr(target, "__qualname__", type(target).__name__), options))
+            return call(*args, **kwargs)
+        return wrapper
+
+    def on_compiled(target: Any, compiled: Any, compile_kwargs: dict[str, Any]) -> Any:
+        options = dict(compile_kwargs.get("options") or {})
+        if isinstance(compiled, torch.nn.Module) and hasattr(compiled, "_orig_mod"):
+            compiled.forward = recording(compiled._orig_mod, options, compiled.forward)
+            return compiled
+        return recording(target, options, compiled)
+
+    return redirect_torch_compile(on_compiled)

@@ -19,12 +19,14 @@ from .compile_error import (
     KernelCompileError,
     explain_compile_error,
 )
+from .diagnose import Diagnosis, DiagnosisStep, diagnose
 from .divergence import BufferCheck, DivergenceReport, find_first_divergence
 from .layers import LAYERS, LayerReport, LayerResult, find_failing_layer
 from .ranks import Collective, CollectiveDivergence, GraphDigest, RankComparison, RankDivergence, compare_ranks
 
-__all__ = ["AccuracyError", "AccuracyReport", "OutputComparison", "check_accuracy", "CompileErrorReport",
-           "CompilerMessage", "ExplainedLine",
-           "KernelCompileError", "explain_compile_error", "DivergenceReport", "find_first_divergence",
-           "BufferCheck", "LAYERS", "LayerReport", "LayerResult", "find_failing_layer",
-           "compare_ranks", "RankComparison", "RankDivergence", "CollectiveDivergence", "GraphDigest", "Collective"]
+__all__ = [
+    "AccuracyError", "AccuracyReport", "OutputComparison", "check_accuracy", "CompileErrorReport", "CompilerMessage",
+    "ExplainedLine", "KernelCompileError", "explain_compile_error", "DivergenceReport", "find_first_divergence",
+    "BufferCheck", "LAYERS", "LayerReport", "LayerResult", "find_failing_layer", "compare_ranks", "RankComparison",
+    "RankDivergence", "CollectiveDivergence", "GraphDigest", "Collective", "diagnose", "Diagnosis", "DiagnosisStep",
+]

@@ -31,7 +31,8 @@ from ..records import KernelLine
 from ..seams.intermediate_hooks import IMPORT_LINE, intermediate_hook
 from .accuracy import clone_inputs, compare_outputs, run_seeded
 
-__all__ = ["BufferCheck", "DivergenceReport", "find_first_divergence", "hooked_output_code", "collect_buffers"]
+__all__ = ["BufferCheck", "DivergenceReport", "find_first_divergence", "divergence_in_graph", "hooked_output_code",
+           "collect_buffers"]
 
 _PLUMBING_OPS = {"ops.load", "ops.store", "ops.index_expr", "ops.constant", "ops.indirect_indexing"}
 
@@ -258,30 +259,45 @@ def find_first_divergence(fn: Callable[..., Any], *inputs: Any, options: Optiona
     report = DivergenceReport()
     for graph_captures, args in calls:
         graph = next((g for g in graph_captures if g.kind in ("inference", "forward") and g.output_code), None)
-        if graph is None or graph.post_grad_graph is None:
-            continue
-        report.graph = graph.label
-        placeholders = [n for n in graph.post_grad_graph.graph.nodes if n.op == "placeholder"]
-        if len(placeholders) != len(args):
-            report.note = (
-                f"graph {graph.label}: its {len(placeholders)} inputs are not the call's {len(args)} arguments"
-            )
-            continue
-        eager = _eager_values(graph.post_grad_graph, args, seed)
-        for name, value in collect_buffers(graph, args).items():
-            expected = eager.get(name)
-            if not isinstance(expected, torch.Tensor) or expected.shape != value.shape:
-                continue
-            comparison = compare_outputs(value, expected, tol=tol).outputs[0]
-            roots = graph.nodes[name].dynamo_nodes if name in graph.nodes else []
-            report.checked.append(BufferCheck(name, ", ".join(roots), comparison.passed,
-                                              comparison.max_abs_error, comparison.first_bad_index))
-            if not comparison.passed:
-                _explain(report, graph, name, eager, seed, tol, compile_options if narrow else None)
-                return report
+        if graph is not None and divergence_in_graph(graph, args, report, seed=seed, tol=tol,
+                                                     narrow_options=compile_options if narrow else None):
+            return report
     if not report.checked and not report.note:
         report.note = "no buffer could be compared"
     return report
+
+
+def divergence_in_graph(graph: GraphCapture, args: list[Any], report: DivergenceReport, *, seed: int = 0,
+                        tol: Optional[float] = None, narrow_options: Optional[dict[str, Any]] = None) -> bool:
+    """Compare every buffer ``graph``'s compiled code writes, run on ``args``, with its post-grad graph
+    run eagerly on the same arguments; fill ``report`` and return True at the first that differs.
+
+    Works for any captured graph whose call arguments are known: an inference or forward graph's
+    (its Dynamo call's arguments) and a backward graph's (``GraphCapture.call_args``: saved
+    tensors and incoming gradients). ``narrow_options`` (compile options) names the culprit node
+    of a fused kernel by compiling its nodes one by one; None skips that.
+    """
+    if graph.post_grad_graph is None:
+        report.note = f"graph {graph.label}: its post-grad graph is not kept"
+        return False
+    report.graph = graph.label
+    placeholders = [n for n in graph.post_grad_graph.graph.nodes if n.op == "placeholder"]
+    if len(placeholders) != len(args):
+        report.note = f"graph {graph.label}: its {len(placeholders)} inputs are not the call's {len(args)} arguments"
+        return False
+    eager = _eager_values(graph.post_grad_graph, args, seed)
+    for name, value in collect_buffers(graph, args).items():
+        expected = eager.get(name)
+        if not isinstance(expected, torch.Tensor) or expected.shape != value.shape:
+            continue
+        comparison = compare_outputs(value, expected, tol=tol).outputs[0]
+        roots = graph.nodes[name].dynamo_nodes if name in graph.nodes else []
+        report.checked.append(BufferCheck(name, ", ".join(roots), comparison.passed,
+                                          comparison.max_abs_error, comparison.first_bad_index))
+        if not comparison.passed:
+            _explain(report, graph, name, eager, seed, tol, narrow_options)
+            return True
+    return False
 
 
 def _explain(report: DivergenceReport, graph: GraphCapture, name: str, eager: dict[str, Any], seed: int,

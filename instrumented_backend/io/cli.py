@@ -4,6 +4,7 @@
     python -m instrumented_backend show DIR [--kernels]
     python -m instrumented_backend html DIR -o report.html
     python -m instrumented_backend ranks DIR
+    python -m instrumented_backend diagnose [--out DIR] script.py [args ...]
     python -m instrumented_backend profile [options] script.py [args ...] [options] [-- args ...]
 
 ``run`` executes a script unchanged, with every torch.compile call that would use Inductor
@@ -84,6 +85,30 @@ def _run(args: argparse.Namespace) -> int:
     return exit_code
 
 
+def _diagnose(args: argparse.Namespace) -> int:
+    import contextlib
+
+    from ..diagnosis import faults
+    from ..diagnosis.diagnose import diagnose_script
+
+    with contextlib.ExitStack() as stack:
+        if args.fault:
+            stack.enter_context(getattr(faults, args.fault)())
+        try:
+            results = diagnose_script(args.script, list(args.script_args), out_dir=args.out,
+                                      minify=not args.no_minify)
+        except FileNotFoundError as exc:
+            print(f"instrumented_backend diagnose: {exc}", file=sys.stderr)
+            return 2
+    for result in results:
+        print(result.render())
+        print()
+    checked = [label for result in results for label in result.graphs]
+    print(f"instrumented_backend diagnose: checked {len(results)} compiled target(s), graphs: "
+          f"{', '.join(checked) or 'none'}")
+    return 1 if any(result.found for result in results) else 0
+
+
 def _ranks(args: argparse.Namespace) -> int:
     import instrumented_backend as ib
 
@@ -157,6 +182,12 @@ _RUN_OPTIONS: list[tuple[str, dict[str, Any]]] = [
     ("--dump", dict(metavar="DIR", help="write the captures to DIR when the script ends")),
     ("--html", dict(metavar="FILE", help="write the HTML report of the captures to FILE")),
 ]
+_DIAGNOSE_OPTIONS: list[tuple[str, dict[str, Any]]] = [
+    ("--out", dict(metavar="DIR", default="diagnosis", help="where the reports and the repro go (default diagnosis)")),
+    ("--no-minify", dict(action="store_true", default=False, help="skip the minimal repro")),
+    ("--fault", dict(choices=("doubling_neg", "cast_dropping_neg"), default=None,
+                     help="inject one of the tutorial's codegen bugs first (for demos and trying the tool)")),
+]
 _PROFILE_OPTIONS: list[tuple[str, dict[str, Any]]] = [
     ("--warmup", dict(type=int, default=10, help="warm-up calls before timing (default 10)")),
     ("--iters", dict(type=int, default=50, help="timed calls of each side (default 50)")),
@@ -192,6 +223,12 @@ def _parser() -> argparse.ArgumentParser:
     show.add_argument("dump_dir")
     show.add_argument("--kernels", action="store_true", help="also list every kernel")
     show.set_defaults(handler=_show)
+    diag = sub.add_parser("diagnose", help="from a failing script to the culprit line and a minimal repro; exit 1 "
+                          "when a bug is found")
+    _add_options(diag, _DIAGNOSE_OPTIONS)
+    diag.add_argument("script")
+    diag.add_argument("script_args", nargs=argparse.REMAINDER)
+    diag.set_defaults(handler=_diagnose, options_after_script=_options_only(_DIAGNOSE_OPTIONS, "diagnose"))
     ranks = sub.add_parser("ranks", help="compare the ranks of a distributed run's dump; exit 1 when they differ")
     ranks.add_argument("dump_dir")
     ranks.set_defaults(handler=_ranks)

@@ -1,0 +1,420 @@
+"""``ib.diagnose``: one call from a failing function to the culprit line and a minimal repro.
+
+In order, stopping at what is known:
+
+1. eager twice with one seed: a nondeterministic function is reported as such, never as a bug;
+2. compile with the instrumented backend and run it: a compile error is explained through the
+   line map; outputs (and, with ``train=True``, the gradients of every parameter and floating
+   input, against a fixed random weighting of the outputs) are judged with the package's one
+   accuracy rule, fp64 as referee;
+3. which layer fails (eager / aot_eager / decomp / inductor), forward or training step;
+4. the first diverging buffer, the kernel that wrote it, the culprit FX node, its kernel lines
+   and the user's source line: in the forward graph, or, for a wrong gradient, in the backward
+   graph replayed on the saved tensors and gradients it received (its lines point to the
+   forward source line they came from);
+5. a minimal repro from the minifier, starting from the culprit;
+6. a report on disk: ``diagnosis.txt``, ``diagnosis.json`` and the HTML report.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
+
+import torch
+import torch.utils._pytree as pytree
+
+from ..records import KernelLine, to_plain
+from .accuracy import AccuracyReport, clone_inputs, compare_outputs, eager_is_nondeterministic, to_fp64
+from .compile_error import CompileErrorReport, find_cpp_compile_error
+from .divergence import DivergenceReport, divergence_in_graph, find_first_divergence
+from .layers import LayerReport, LayerResult, find_failing_layer
+
+if TYPE_CHECKING:
+    from ..graphs import GraphCapture
+
+__all__ = ["Diagnosis", "DiagnosisStep", "diagnose", "diagnose_script", "VERDICTS"]
+
+VERDICTS = ("passed", "nondeterministic", "compile_error", "runtime_error", "inaccurate", "wrong_gradient")
+_TRAINING_LAYERS = ("eager", "aot_eager", "aot_eager_decomp_partition", "inductor")
+
+
+@dataclass
+class DiagnosisStep:
+    """One step and how long it took."""
+
+    name: str
+    seconds: float
+    summary: str = ""
+
+
+@dataclass
+class Diagnosis:
+    """What ``diagnose`` found: the verdict, and each step's record."""
+
+    target: str
+    verdict: str = "passed"
+    train: bool = False
+    graphs: list[str] = field(default_factory=list)  # the graphs compiled and checked
+    outputs: Optional[AccuracyReport] = None
+    gradients: Optional[AccuracyReport] = None
+    error: str = ""
+    compile_error: Optional[CompileErrorReport] = None
+    layers: Optional[LayerReport] = None
+    divergence: Optional[DivergenceReport] = None
+    repro_path: str = ""
+    minifier: str = ""  # the minifier's one-line summary
+    reports: dict[str, str] = field(default_factory=dict)  # "text" / "json" / "html" -> path
+    steps: list[DiagnosisStep] = field(default_factory=list)
+    seconds: float = 0.0
+    compile_seconds: float = 0.0  # the instrumented compile of the target alone
+
+    @property
+    def found(self) -> bool:
+        """True when a bug was found (a nondeterministic function is not one)."""
+        return self.verdict not in ("passed", "nondeterministic")
+
+    @property
+    def culprit_lines(self) -> list[KernelLine]:
+        """The culprit's kernel lines (first divergence) or the failing line (compile error)."""
+        if self.divergence is not None and self.divergence.found:
+            return self.divergence.key_lines
+        if self.compile_error is not None:
+            return [item.line for item in self.compile_error.lines if item.role == "error"]
+        return []
+
+    @property
+    def repro_command(self) -> str:
+        return f"python {self.repro_path}" if self.repro_path else ""
+
+    def render(self) -> str:
+        """The diagnosis as text, in the order it was found."""
+        head = {"passed": "no bug found", "nondeterministic": "eager itself is nondeterministic: not judged",
+                "compile_error": "the compile fails", "runtime_error": "the compiled code raises",
+                "inaccurate": "the compiled outputs are wrong", "wrong_gradient": "the compiled gradients are wrong"}
+        out = [f"diagnose {self.target}{' (training step)' if self.train else ''}: {head[self.verdict]}",
+               f"graphs checked: {', '.join(self.graphs) or 'none'}"]
+        if self.error:
+            out.append(f"error: {self.error}")
+        if self.compile_error is not None:
+            out += ["", "== the compile error, explained ==", self.compile_error.render()]
+        for title, report in (("outputs", self.outputs), ("gradients", self.gradients)):
+            if report is not None and report.passed is False:
+                out += ["", f"== {title} against eager (fp64 referee) ==", report.render()]
+        if self.layers is not None:
+            out += ["", "== 1. which layer fails ==", self.layers.render()]
+        if self.divergence is not None:
+            out += ["", "== 2. the first diverging buffer, its kernel, the culprit and its lines ==",
+                    self.divergence.render()]
+        for line in self.culprit_lines[:3]:
+            if line.source is not None:
+                out.append(f"  culprit source line: {line.source}: {line.source.code}")
+        if self.repro_path or self.minifier:
+            out += ["", "== 3. minimal repro ==", self.minifier]
+            if self.repro_path:
+                out.append(f"run it: {self.repro_command}")
+        if self.reports:
+            out += ["", "== 4. reports ==", *(f"{kind}: {path}" for kind, path in self.reports.items())]
+        timing = ", ".join(f"{s.name} {s.seconds:.1f}s" for s in self.steps)
+        out += ["", f"time to root cause: {self.seconds:.1f} s (one instrumented compile: {self.compile_seconds:.1f} s;"
+                    f" {timing})"]
+        return "\n".join(line for line in out if line is not None)
+
+    def __str__(self) -> str:
+        return self.render()
+
+    def to_dict(self) -> dict[str, Any]:
+        data = to_plain(self)
+        data["found"], data["repro_command"] = self.found, self.repro_command
+        return data
+
+
+class _Progress:
+    """One line per step on stderr: on a terminal, or when asked; quiet when piped."""
+
+    def __init__(self, enabled: Optional[bool], started: float) -> None:
+        self.enabled = sys.stderr.isatty() if enabled is None else enabled
+        self.started = started
+
+    def __call__(self, text: str) -> None:
+        if self.enabled:
+            print(f"[diagnose {time.perf_counter() - self.started:6.1f} s] {text}", file=sys.stderr, flush=True)
+
+
+def _float_leaves(value: Any) -> list[torch.Tensor]:
+    return [t for t in pytree.tree_leaves(value) if isinstance(t, torch.Tensor) and t.is_floating_point()]
+
+
+def _training_step(fn: Callable[..., Any], inputs: Sequence[Any],
+                   seed: int) -> tuple[Any, list[Optional[torch.Tensor]]]:
+    """Outputs, and gradients of a fixed random weighting of them with respect to every
+    trainable parameter and floating input (in that order)."""
+    inputs = [v.detach().clone().requires_grad_(True) if isinstance(v, torch.Tensor) and v.is_floating_point()
+              else v for v in clone_inputs(inputs)]
+    params = [p for p in fn.parameters() if p.requires_grad] if isinstance(fn, torch.nn.Module) else []
+    leaves = params + [v for v in inputs if isinstance(v, torch.Tensor) and v.requires_grad]
+    torch.manual_seed(seed)
+    with torch.enable_grad():
+        out = fn(*inputs)
+        outs = _float_leaves(out)
+        generator = torch.Generator().manual_seed(seed + 1)
+        loss = sum((o * torch.randn(o.shape, generator=generator).to(o.dtype).to(o.device)).sum() for o in outs)
+        grads = list(torch.autograd.grad(loss, leaves, allow_unused=True)) if leaves and outs else []
+    return pytree.tree_map(lambda t: t.detach() if isinstance(t, torch.Tensor) else t, out), grads
+
+
+def _judge_training(fn: Callable[..., Any], compiled: Callable[..., Any], inputs: Sequence[Any], seed: int,
+                    tol: Optional[float]) -> tuple[AccuracyReport, AccuracyReport]:
+    eager_out, eager_grads = _training_step(fn, inputs, seed)
+    try:
+        ref_out, ref_grads = _training_step(to_fp64(fn), [to_fp64(v) for v in inputs], seed)
+    except Exception:  # noqa: BLE001 - an op without float64: judged without the referee
+        ref_out, ref_grads = None, None
+    out, grads = _training_step(compiled, inputs, seed)
+    return (compare_outputs(out, eager_out, ref_out, tol=tol),
+            compare_outputs(grads, eager_grads, ref_grads, tol=tol))
+
+
+def _error_text(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}".split("\n")[0][:300]
+
+
+def _compile_error_report(exc: BaseException) -> Optional[CompileErrorReport]:
+    inner = find_cpp_compile_error(exc)
+    return getattr(inner, "report", None)
+
+
+def _training_layers(fn: Callable[..., Any], inputs: Sequence[Any], seed: int, tol: Optional[float]) -> LayerReport:
+    report = LayerReport()
+    for backend in _TRAINING_LAYERS:
+        torch.compiler.reset()
+        started = time.perf_counter()
+        options = {"options": {"fallback_random": True}} if backend == "inductor" else {}
+        try:
+            outputs, grads = _judge_training(fn, torch.compile(fn, backend=backend, **options), inputs, seed, tol)
+        except Exception as exc:  # noqa: BLE001 - a failing layer is a finding
+            report.layers.append(LayerResult(backend, "error", _error_text(exc), time.perf_counter() - started))
+            continue
+        failing = [o.path for o in grads.failing] + [f"output {o.path}" for o in outputs.failing]
+        status = "ok" if not failing else "inaccurate"
+        detail = "outputs and gradients match eager" if not failing else f"differs: {', '.join(failing)[:100]}"
+        report.layers.append(LayerResult(backend, status, detail, time.perf_counter() - started, grads))
+    torch.compiler.reset()
+    return report
+
+
+def _minify(graph: torch.fx.GraphModule, args: Sequence[Any], check: Any, hints: Sequence[str],
+            directory: Path) -> tuple[str, str]:
+    """(repro path, summary) from the minifier; ("", why) when it could not shrink the graph."""
+    from minifier import minify
+
+    try:
+        result = minify(graph, list(args), check=check, hint_nodes=list(hints), repro_dir=str(directory),
+                        echo=lambda line: None)
+    except Exception as exc:  # noqa: BLE001 - the diagnosis stands without a repro
+        return "", f"the minifier could not shrink the graph: {_error_text(exc)}"
+    return str(result.repro_path or ""), result.summary()
+
+
+def diagnose(fn: Callable[..., Any], *inputs: Any, train: bool = False, out_dir: "str | Path" = "diagnosis",
+             minify: bool = True, bisect: bool = False, tol: Optional[float] = None, seed: int = 0,
+             progress: Optional[bool] = None, name: str = "") -> Diagnosis:
+    """Find what goes wrong when ``fn(*inputs)`` is compiled, down to the culprit line and a repro.
+
+    ``train=True`` judges a training step too: gradients of every trainable parameter and
+    floating input. Writes ``diagnosis.txt``, ``diagnosis.json`` and ``report.html`` under
+    ``out_dir`` (the minifier's repro under ``out_dir/repros``). Returns a :class:`Diagnosis`;
+    ``found`` says whether a bug was found.
+    """
+    if not callable(fn):
+        raise TypeError(f"diagnose needs a function or module, got {type(fn).__name__}")
+    from ..capture.backend import instrumented, keep_call_args
+    from ..capture.registry import capture
+
+    started = time.perf_counter()
+    say = _Progress(progress, started)
+    out = Path(out_dir)
+    result = Diagnosis(target=name or getattr(fn, "__qualname__", type(fn).__name__), train=train)
+
+    def step(label: str, began: float, summary: str = "") -> None:
+        result.steps.append(DiagnosisStep(label, time.perf_counter() - began, summary))
+
+    began = time.perf_counter()
+    say("eager, twice with one seed")
+    _, nondeterministic = eager_is_nondeterministic(fn, inputs, seed, tol)
+    step("eager", began)
+    if nondeterministic:
+        result.verdict = "nondeterministic"
+        return _finish(result, out, [], started, say)
+
+    began = time.perf_counter()
+    say("compiling with the instrumented backend and judging against eager (fp64 referee)")
+    calls: list[tuple[list[Any], list[Any]]] = []  # (example inputs, first call's arguments) per Dynamo graph
+
+    def backend(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Callable[..., Any]:
+        record: tuple[list[Any], list[Any]] = (clone_inputs(example_inputs), [])
+        calls.append(record)  # before compiling: a graph whose compile fails is minified from these
+        compiled = instrumented(gm, example_inputs, options={"fallback_random": True})
+
+        def run(*args: Any) -> Any:
+            if not record[1]:
+                record[1].extend(clone_inputs(args))
+            return compiled(*args)
+
+        return run
+
+    torch.compiler.reset()
+    with capture() as session, keep_call_args():
+        compiled_fn = torch.compile(fn, backend=backend)
+        try:
+            if train:
+                result.outputs, result.gradients = _judge_training(fn, compiled_fn, inputs, seed, tol)
+            else:
+                from .accuracy import fp64_reference, run_seeded
+
+                eager = run_seeded(fn, inputs, seed)
+                result.outputs = compare_outputs(run_seeded(compiled_fn, inputs, seed), eager,
+                                                 fp64_reference(fn, inputs, seed), tol=tol)
+        except Exception as exc:  # noqa: BLE001 - a finding
+            result.error = _error_text(exc)
+            result.compile_error = _compile_error_report(exc)
+            result.verdict = "compile_error" if result.compile_error is not None or not session.graphs or any(
+                g.failed for g in session) else "runtime_error"
+    graphs = list(session)
+    result.graphs = [g.label for g in graphs]
+    result.compile_seconds = sum(g.compile_seconds for g in graphs)
+    if result.verdict == "passed":
+        if result.outputs is not None and result.outputs.passed is False:
+            result.verdict = "inaccurate"
+        elif result.gradients is not None and result.gradients.passed is False:
+            result.verdict = "wrong_gradient"
+    step("compile and judge", began, result.verdict)
+    if not result.found:
+        return _finish(result, out, graphs, started, say)
+
+    began = time.perf_counter()
+    say(f"{result.verdict}: finding the failing layer")
+    result.layers = (_training_layers(fn, inputs, seed, tol) if result.verdict == "wrong_gradient"
+                     else find_failing_layer(fn, *inputs, layers=_TRAINING_LAYERS, tol=tol, seed=seed, bisect=bisect))
+    step("layer", began, result.layers.first_failing or "")
+
+    began = time.perf_counter()
+    hints: list[str] = []
+    target_graph: Optional[Any] = None
+    args: list[Any] = []
+    if result.verdict == "inaccurate":
+        say("finding the first diverging buffer (forward, replayed on the compiled graph's own arguments)")
+        result.divergence = DivergenceReport()
+        for position, graph in enumerate(g for g in graphs if g.kind in ("inference", "forward")):
+            if graph.call_args is not None and divergence_in_graph(graph, graph.call_args, result.divergence,
+                                                                   seed=seed, tol=tol,
+                                                                   narrow_options={"fallback_random": True}):
+                if position < len(calls) and calls[position][1]:
+                    target_graph, args = graph.dynamo_graph, calls[position][1]
+                culprit = result.divergence.culprit
+                hints = list(graph.nodes[culprit].dynamo_nodes) if culprit in graph.nodes else []
+                break
+        else:  # no graph's own arguments were kept: compile again, keeping the Dynamo call's
+            result.divergence = find_first_divergence(fn, *inputs, tol=tol, seed=seed)
+    elif result.verdict == "wrong_gradient":
+        say("finding the first diverging buffer (backward, replayed on its saved tensors and gradients)")
+        result.divergence = DivergenceReport()
+        for graph in (g for g in graphs if g.kind == "backward" and g.call_args is not None):
+            if divergence_in_graph(graph, graph.call_args, result.divergence, seed=seed, tol=tol,
+                                   narrow_options={"fallback_random": True}):
+                target_graph, args = graph.post_grad_graph, graph.call_args
+                hints = [result.divergence.culprit] if result.divergence.culprit else []
+                break
+    elif result.verdict == "compile_error":
+        failed = next((g for g in graphs if g.failed), None)
+        if failed is not None and calls:
+            target_graph, args = failed.dynamo_graph, calls[-1][0]
+            for line in result.culprit_lines:
+                hints.extend(n for n in line.dynamo_nodes if n not in hints)
+    step("divergence", began, (result.divergence.culprit or "") if result.divergence else "")
+
+    if minify and target_graph is not None and args:
+        from minifier import AccuracyFailure, CompileFailure, RuntimeFailure
+
+        began = time.perf_counter()
+        say(f"minifying from the culprit ({', '.join(hints) or 'no hint'})")
+        check = {"compile_error": CompileFailure(), "runtime_error": RuntimeFailure()}.get(result.verdict,
+                                                                                          AccuracyFailure())
+        result.repro_path, result.minifier = _minify(target_graph, args, check, hints, out / "repros")
+        step("minify", began, result.minifier)
+    return _finish(result, out, graphs, started, say)
+
+
+def _finish(result: Diagnosis, out: Path, graphs: list["GraphCapture"], started: float,
+            say: Callable[[str], None]) -> Diagnosis:
+    from ..report.html import html
+
+    out.mkdir(parents=True, exist_ok=True)
+    result.seconds = time.perf_counter() - started
+    result.reports = {"text": str(out / "diagnosis.txt"), "json": str(out / "diagnosis.json")}
+    if graphs:
+        try:
+            result.reports["html"] = str(html(graphs, out / "report.html", divergence=result.divergence))
+        except Exception as exc:  # noqa: BLE001 - the text and JSON reports still stand
+            result.reports["html"] = f"(not written: {_error_text(exc)})"
+    (out / "diagnosis.txt").write_text(result.render() + "\n", encoding="utf-8")
+    (out / "diagnosis.json").write_text(json.dumps(result.to_dict(), indent=1, default=str), encoding="utf-8")
+    say(f"done: {result.verdict} in {result.seconds:.1f} s; report in {out}")
+    return result
+
+
+def _trains(call: Any) -> bool:
+    """Was the compiled target called for training (grad on, and something to differentiate)?"""
+    if not call.grad_enabled:
+        return False
+    if isinstance(call.target, torch.nn.Module) and any(p.requires_grad for p in call.target.parameters()):
+        return True
+    return any(isinstance(a, torch.Tensor) and a.requires_grad for a in pytree.tree_leaves(list(call.args)))
+
+
+def diagnose_script(script: "str | Path", argv: Sequence[str] = (), *, out_dir: "str | Path" = "diagnosis",
+                    minify: bool = True, progress: Optional[bool] = None,
+                    echo: Optional[Callable[[str], None]] = None) -> list[Diagnosis]:
+    """Run ``script`` with every ``torch.compile`` redirected to the instrumented backend, then
+    diagnose each function or module it compiled, on the arguments of its first call, until one
+    fails (``train`` when it was called with gradients on and something to differentiate).
+    Returns the diagnoses made, the failing one last. An exception the compile raised inside the
+    script is not re-raised: it is what the diagnosis explains."""
+    from ..capture.redirect import CompiledCall, record_compiled_calls, run_as_main
+
+    say = echo or (lambda line: print(line, file=sys.stderr))
+    script = Path(script)
+    if not script.is_file():
+        raise FileNotFoundError(f"no such script: {script}")
+    calls: list[CompiledCall] = []
+    undo = record_compiled_calls(calls)
+    try:
+        status = run_as_main(script, argv)
+        raised = "" if status == 0 else f"the script exited with status {status}"
+    except Exception as exc:  # noqa: BLE001 - what the diagnosis is about
+        raised = _error_text(exc)
+    finally:
+        undo()
+    if raised:
+        say(f"instrumented_backend diagnose: {raised}; diagnosing what it compiled")
+    results = []
+    for index, call in enumerate(calls):
+        if call.kwargs:
+            say(f"instrumented_backend diagnose: [{index}] {call.name}: keyword arguments are not replayed; skipped")
+            continue
+        train = _trains(call)
+        say(f"instrumented_backend diagnose: [{index}] {call.name} ({len(call.args)} args, "
+            f"{'training step' if train else 'inference'})")
+        target_out = Path(out_dir) if len(calls) == 1 else Path(out_dir) / f"{index}_{call.name}"
+        result = diagnose(call.target, *call.args, train=train, out_dir=target_out, minify=minify,
+                          progress=progress, name=call.name)
+        results.append(result)
+        if result.found:
+            break
+    if not calls:
+        say(f"instrumented_backend diagnose: {script} compiled nothing with torch.compile; nothing to diagnose")
+    return results

@@ -1,0 +1,118 @@
+"""``ib.diagnose`` and ``python -m instrumented_backend diagnose``: from a failing function or script to the
+failing layer, the culprit kernel line, the user's source line and a repro that reproduces."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from conftest import REPO, foo1, tutorial_inputs
+
+import instrumented_backend as ib
+
+
+def _reproduces(path: str) -> bool:
+    proc = subprocess.run([sys.executable, path], capture_output=True, text=True, timeout=600)
+    return proc.returncode == 1 and "REPRODUCES" in proc.stdout
+
+
+def test_the_tutorials_doubling_neg_is_traced_to_its_source_line_and_a_repro(tmp_path):
+    x1, x2 = tutorial_inputs(torch.float32)
+    with ib.faults.doubling_neg():
+        result = ib.diagnose(foo1, x1, x2, out_dir=tmp_path)
+        assert _reproduces(result.repro_path)  # under the same bug
+    assert result.verdict == "inaccurate" and result.found
+    assert result.layers.first_failing == "inductor"
+    assert result.divergence.culprit == "neg" and result.divergence.kernel.startswith("cpp_fused")
+    [line] = result.culprit_lines
+    assert line.source.code == "a = torch.neg(x1)" and "ops.neg" in line.ir_ops
+    text = (tmp_path / "diagnosis.txt").read_text()
+    assert "culprit: neg (aten.neg.default)" in text and "time to root cause" in text
+    assert Path(result.reports["html"]).exists() and (tmp_path / "diagnosis.json").exists()
+    assert [s.name for s in result.steps] == ["eager", "compile and judge", "layer", "divergence", "minify"]
+
+
+class _MLP(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc1 = torch.nn.Linear(16, 32)
+        self.fc2 = torch.nn.Linear(32, 8)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = torch.relu(self.fc1(x))
+        return self.fc2(h)
+
+
+def test_a_backward_only_bug_is_found_from_the_gradient(tmp_path):
+    """``where`` appears only in the backward graph (relu's gradient): the forward is right, the
+    gradients are not, and the culprit is named by its backward kernel line and forward source line."""
+    torch.manual_seed(0)
+    model, x = _MLP(), torch.randn(4, 16)
+    with ib.faults.bad_lowering("where", "{a} ? {c} : {b}", config={"cpp.simdlen": 1}):  # branches swapped
+        result = ib.diagnose(model, x, train=True, out_dir=tmp_path)
+        assert _reproduces(result.repro_path)
+    assert result.verdict == "wrong_gradient" and result.outputs.passed
+    assert result.layers.first_failing == "inductor"
+    assert result.divergence.graph.endswith("backward") and result.divergence.culprit == "where"
+    [line] = result.culprit_lines
+    assert "?" in line.text and line.source.code == "h = torch.relu(self.fc1(x))"
+    assert "minified" in result.minifier
+
+
+def test_a_compile_error_is_explained_and_minified(tmp_path):
+    x1, x2 = tutorial_inputs()
+    with ib.faults.cast_dropping_neg():
+        result = ib.diagnose(foo1, x1, x2, out_dir=tmp_path)
+    assert result.verdict == "compile_error"
+    [line] = result.culprit_lines
+    assert "max_propagate_nan" in line.text and line.source.code == "b = torch.maximum(x2, a)"
+    assert result.layers.first_failing == "inductor" and result.repro_path
+
+
+_calls = {"n": 0}
+
+
+def _drifts(x: torch.Tensor) -> torch.Tensor:
+    _calls["n"] += 1  # each eager call differs from the last
+    return x * _calls["n"]
+
+
+def test_a_nondeterministic_function_is_not_reported_as_a_bug(tmp_path):
+    result = ib.diagnose(_drifts, torch.randn(8), out_dir=tmp_path)
+    assert result.verdict == "nondeterministic" and not result.found and not result.repro_path
+
+
+def _cli(*argv: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "instrumented_backend", "diagnose", *argv], cwd=cwd,
+                          capture_output=True, text=True, timeout=900)
+
+
+def test_the_command_on_a_script_without_a_bug_exits_zero_and_minifies_nothing(tmp_path):
+    script = tmp_path / "fine.py"
+    script.write_text("import torch\nstep = torch.compile(lambda x: torch.tanh(x) * 2 + 1)\n"
+                      "print(step(torch.randn(16, 16)).shape)\n")
+    proc = _cli(str(script), cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "no bug found" in proc.stdout and "checked 1 compiled target(s), graphs: #" in proc.stdout
+    assert not (tmp_path / "diagnosis" / "repros").exists()
+    assert "[diagnose" not in proc.stderr  # quiet when piped
+
+
+def test_the_command_diagnoses_the_tutorial_script_unchanged(tmp_path):
+    proc = _cli("--fault", "doubling_neg", "--out", "found", str(REPO / "examples" / "tutorial_model.py"),
+                cwd=tmp_path)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "first failing layer: inductor" in proc.stdout
+    assert "culprit source line:" in proc.stdout and "a = torch.neg(x1)" in proc.stdout
+    repro = next((tmp_path / "found" / "repros").glob("repro_*.py"))
+    assert f"run it: python found/repros/{repro.name}" in proc.stdout
+
+
+@pytest.mark.parametrize("verdict", ["passed", "inaccurate"])
+def test_a_diagnosis_renders_and_serializes_without_a_compile(verdict):
+    result = ib.Diagnosis(target="f", verdict=verdict, graphs=["#0 0/0 inference"])
+    assert result.found == (verdict != "passed")
+    assert result.to_dict()["verdict"] == verdict and "diagnose f" in result.render()
