@@ -68,6 +68,12 @@ def map_lines(
         return guarded(result.problems, part, step)
 
     result.kernels = guard("kernels", lambda: find_kernels(output_code)) or []
+    missing = sorted(set(recorder.kernels) - {k.name for k in result.kernels})
+    if missing and output_code:  # never an empty kernel list in silence
+        result.problems.append(CaptureProblem(
+            part="kernels", error=f"{len(missing)} kernel(s) Inductor defined are not found in the output code "
+                                  f"({', '.join(missing[:3])}{', ...' if len(missing) > 3 else ''}): a wrapper layout "
+                                  "this package does not read; their lines are not mapped"))
     guard("kernel_traffic", lambda: attach_traffic(result.kernels, recorder.traffic))
     if post_grad is not None:
         result.nodes = guard("node_map", lambda: build_node_map(

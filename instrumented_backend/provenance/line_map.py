@@ -82,6 +82,7 @@ _WRITTEN = (
     re.compile(r"\bout=\(?(?P<name>[A-Za-z_]\w*)"),        # extern_kernels.addmm(..., out=buf0)
     re.compile(r"^(?P<name>[A-Za-z_]\w*)\s*=(?!=)"),          # buf0 = empty_strided_cpu(...) / op(...)
     re.compile(r"^del (?P<name>[A-Za-z_]\w*)"),                # del buf0
+    re.compile(r"\b(?P<name>[A-Za-z_]\w*?)_handle\b"),         # C++ wrapper: AtenTensorHandle buf0_handle;
 )
 _NAME = re.compile(r"\b[A-Za-z_]\w*\b")
 
