@@ -22,6 +22,7 @@ check_torch_version(_torch.__version__)
 import minifier  # noqa: E402
 
 from . import report  # noqa: E402
+from .capture.aoti import aoti_compile_and_package, capturing_aoti  # noqa: E402
 from .capture.backend import instrumented  # noqa: E402
 from .capture.registry import capture, captures, clear, last_capture, set_capture_limit  # noqa: E402
 from .diagnosis import (  # noqa: E402
@@ -75,6 +76,8 @@ minifier.register_context_provider(faults.carried_context)  # ... and the minifi
 
 __all__ = [
     "instrumented",
+    "aoti_compile_and_package",
+    "capturing_aoti",
     "capture",
     "captures",
     "last_capture",

@@ -29,8 +29,7 @@ _EXTERN_CALL = re.compile(
 )
 _CALL_DEF = re.compile(r"^(?P<indent>\s*)def (call|_call|partition_\d+)\(")
 _CPP_KERNEL = re.compile(r'^extern "C"\s+void\s+(?P<name>[A-Za-z_]\w*)\(')
-_CPP_ENTRY = re.compile(r"^void inductor_entry_impl\(")
-_CPP_ENTRY_END = "} // inductor_entry_impl"
+_CPP_ENTRY = re.compile(r"^void (?P<fn>inductor_entry_impl|AOTInductorModel::run_impl)\(")  # cpp_wrapper / AOTI
 _CPP_EXTERN_CALL = re.compile(r"\b(?P<name>aoti_torch_(?:cpu|cuda|xpu|mps)_\w+)\(")
 _TEMPLATE_MARKERS = ("CppMicroGemm", "cpp_template", "template_kernel")
 
@@ -92,15 +91,19 @@ def _definition(lines: list[str], start: int) -> Optional[tuple[KernelInfo, int]
 
 
 def is_cpp_wrapper(lines: list[str]) -> bool:
-    """True for the output code of ``cpp_wrapper=True`` (a C++ wrapper in a Python string)."""
-    return any(line.startswith("cpp_wrapper_src = (") for line in lines)
+    """True for the output code of ``cpp_wrapper=True`` (a C++ wrapper in a Python string) or of
+    AOTInductor (the wrapper's and the kernels' C++ sources)."""
+    return any(line.startswith("cpp_wrapper_src = (") or line.startswith("void AOTInductorModel::run_impl(")
+               for line in lines)
 
 
 def _cpp_entry_range(lines: list[str]) -> list[tuple[int, int]]:
     for index, line in enumerate(lines):
-        if _CPP_ENTRY.match(line):
+        match = _CPP_ENTRY.match(line)
+        if match:
             body = next((i + 1 for i in range(index, len(lines)) if lines[i].rstrip().endswith("{")), index + 1)
-            end = next((i for i in range(body, len(lines)) if lines[i].startswith(_CPP_ENTRY_END)), len(lines))
+            closing = f"}} // {match.group('fn')}"
+            end = next((i for i in range(body, len(lines)) if lines[i].startswith(closing)), len(lines))
             return [(body, end)]
     return []
 

@@ -63,6 +63,7 @@ SEAMS: dict[str, bool] = {
     "wrapper_buffers": True,
     "rewrite_origins": True,
     "kernel_traffic": False,
+    "aot_compile": False,  # routed only inside ib.capturing_aoti()
     "bisector": False,
     "caches": False,
     "compile_entry": False,

@@ -25,9 +25,23 @@ class GeneratedCode:
 
 
 def read_generated_code(compiled: Any) -> Optional[GeneratedCode]:
-    """Return the generated code of a compile_fx_inner result, or None when it generated none."""
-    from torch._inductor.output_code import CompiledFxGraph
+    """Return the generated code of a compile_fx_inner result, or None when it generated none.
 
+    AOTInductor's result (``CompiledAOTI``) names the files it wrote: the output code is then its
+    wrapper's C++ source followed by its kernels' (each file's text as written, after a
+    ``// <file name>`` line).
+    """
+    from torch._inductor.output_code import CompiledAOTI, CompiledFxGraph
+
+    if isinstance(compiled, CompiledAOTI):
+        files = compiled.filename if isinstance(compiled.filename, list) else [compiled.filename]
+        sources = sorted((f for f in files if isinstance(f, str) and f.endswith((".wrapper.cpp", ".kernel.cpp"))),
+                         key=lambda f: not f.endswith(".wrapper.cpp"))
+        texts = []
+        for name in sources:
+            with open(name, encoding="utf-8") as handle:
+                texts.append(f"// {name.rsplit('/', 1)[-1]}\n{handle.read()}")
+        return GeneratedCode(output_code="\n".join(texts), runnable_graph="")
     if not isinstance(compiled, CompiledFxGraph):
         return None
     return GeneratedCode(
@@ -60,6 +74,10 @@ def check() -> None:
 
     if not callable(getattr(after_aot, "save_graph_repro", None)):
         raise SeamMoved("output_code: torch._dynamo.repro.after_aot.save_graph_repro is gone")
+    from torch._inductor.output_code import CompiledAOTI
+
+    if "filename" not in {f.name for f in dataclasses.fields(CompiledAOTI)}:
+        raise SeamMoved("output_code: CompiledAOTI has no field 'filename' any more")
     fields = {f.name for f in dataclasses.fields(CompiledFxGraph)}
     for name in ("source_code", "runnable_graph_str"):
         if name not in fields:
