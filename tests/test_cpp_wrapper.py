@@ -97,3 +97,10 @@ def test_a_training_step_under_cpp_wrapper_maps_forward_and_backward():
     backward = session.by_kind("backward")[0]
     mapped = [line for k in backward.kernels if k.kind != "extern" for line in k.lines if line.source is not None]
     assert mapped and all(line.source.code == "return self.fc2(torch.relu(self.fc1(x)))" for line in mapped)
+
+
+def test_the_first_divergence_search_says_plainly_that_it_needs_the_python_wrapper():
+    x1, x2 = tutorial_inputs(torch.float32)
+    with ib.faults.doubling_neg():
+        report = ib.find_first_divergence(foo1, x1, x2, options=CPP_WRAPPER)
+    assert not report.found and "C++ wrapper" in report.note and "without cpp_wrapper" in report.render()

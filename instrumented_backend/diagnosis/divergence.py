@@ -27,6 +27,7 @@ import torch
 import torch.fx
 
 from ..graphs import GraphCapture
+from ..provenance.kernels import is_cpp_wrapper
 from ..records import KernelLine
 from ..seams.intermediate_hooks import IMPORT_LINE, intermediate_hook
 from .accuracy import clone_inputs, compare_outputs, run_seeded
@@ -279,6 +280,11 @@ def divergence_in_graph(graph: GraphCapture, args: list[Any], report: Divergence
     """
     if graph.post_grad_graph is None:
         report.note = f"graph {graph.label}: its post-grad graph is not kept"
+        return False
+    if is_cpp_wrapper(graph.output_code.splitlines()):
+        report.graph = graph.label
+        report.note = (f"graph {graph.label} has a C++ wrapper (cpp_wrapper=True or AOTInductor): the search reads "
+                       "buffers through the Python wrapper; compile without cpp_wrapper to search it")
         return False
     report.graph = graph.label
     placeholders = [n for n in graph.post_grad_graph.graph.nodes if n.op == "placeholder"]
