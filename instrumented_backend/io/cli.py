@@ -28,7 +28,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 from ..capture.redirect import redirect_torch_compile, run_as_main
 
@@ -109,43 +109,48 @@ def _diagnose(args: argparse.Namespace) -> int:
     return 1 if any(result.found for result in results) else 0
 
 
+def _reading_a_dump(command: str, action: Callable[[], int]) -> int:
+    """Run ``action``; a dump that is missing or unreadable is a message and exit status 2."""
+    try:
+        return action()
+    except (FileNotFoundError, ValueError) as exc:
+        print(f"instrumented_backend {command}: {exc}", file=sys.stderr)
+        return 2
+
+
 def _ranks(args: argparse.Namespace) -> int:
     import instrumented_backend as ib
 
-    try:
+    def compare() -> int:
         comparison = ib.compare_ranks(args.dump_dir)
-    except (FileNotFoundError, ValueError) as exc:
-        print(f"instrumented_backend ranks: {exc}", file=sys.stderr)
-        return 2
-    print(comparison.render())
-    return 0 if comparison.equal else 1
+        print(comparison.render())
+        return 0 if comparison.equal else 1
+
+    return _reading_a_dump("ranks", compare)
 
 
 def _html(args: argparse.Namespace) -> int:
     import instrumented_backend as ib
 
-    try:
-        path = ib.report.html(args.dump_dir, args.output)
-    except (FileNotFoundError, ValueError) as exc:
-        print(f"instrumented_backend html: {exc}", file=sys.stderr)
-        return 2
-    print(f"instrumented_backend: wrote {path}")
-    return 0
+    def write() -> int:
+        print(f"instrumented_backend: wrote {ib.report.html(args.dump_dir, args.output)}")
+        return 0
+
+    return _reading_a_dump("html", write)
 
 
 def _show(args: argparse.Namespace) -> int:
     import instrumented_backend as ib
 
-    try:
+    def show() -> int:
         session = ib.load(args.dump_dir)
-    except (FileNotFoundError, ValueError) as exc:
-        print(f"instrumented_backend show: {exc}", file=sys.stderr)
-        return 2
-    print(ib.report.format_graphs(session))
-    if args.kernels:
-        print()
-        print(ib.report.format_kernels(session))
-    return 0
+        print(ib.report.format_graphs(session))
+        if args.kernels:
+            print()
+            print(ib.report.format_kernels(session))
+        return 0
+
+    return _reading_a_dump("show", show)
 
 
 def _profile(args: argparse.Namespace) -> int:
