@@ -86,6 +86,7 @@ def main(argv: list[str]) -> int:
         failed += not result.found
         print(f"{name}: diagnose {seconds:.1f} s, one plain compile {plain:.1f} s, ratio {seconds / plain:.1f}x; "
               f"{result.verdict}, layer {result.layers.first_failing if result.layers else '-'}, culprit {where}")
+        print("    steps: " + ", ".join(f"{step.name} {step.seconds:.1f} s" for step in result.steps))
     return 1 if failed else 0
 
 

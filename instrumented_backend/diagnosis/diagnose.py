@@ -295,6 +295,10 @@ def diagnose(fn: Callable[..., Any], *inputs: Any, train: bool = False, out_dir:
     step("compile and judge", began, result.verdict)
     if not result.found:
         return _finish(result, out, graphs, started, say)
+    if minify:  # the minifier's worker starts now, at low priority, while the layer and divergence run
+        from .auto_minify import prewarm_worker
+
+        prewarm_worker()
 
     began = time.perf_counter()
     say(f"{result.verdict}: finding the failing layer")
