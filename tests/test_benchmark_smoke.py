@@ -42,6 +42,15 @@ def test_time_to_root_cause_smoke_prints_the_ratio():
     assert "tutorial doubling neg (forward): diagnose" in proc.stdout and "a = torch.neg(x1)" in proc.stdout
 
 
+def test_minify_option_benchmark_smoke_prints_both_ratios():
+    import subprocess
+
+    proc = subprocess.run([sys.executable, "benchmarks/minify_option.py", "--smoke"], cwd=REPO,
+                          capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert "minify option, first call: median" in proc.stdout and "minify option, process: median" in proc.stdout
+
+
 def test_statement_filter_keeps_computation_and_drops_structure():
     from instrumented_backend.provenance.coverage import statement_lines
     from instrumented_backend.records import KernelLine

@@ -306,33 +306,19 @@ def test_a_compile_error_with_the_minify_option_names_the_repro_in_its_first_lin
     REPROS.append((path, 1))
 
 
-def test_the_minify_option_starts_the_worker_as_the_compile_begins(monkeypatch):
-    """The worker warms while the user's graph compiles, not after the failure is found."""
-    from minifier import current_context
-    from minifier.workers import WorkerSetup, pool
+def test_the_minify_option_starts_no_worker_for_a_compile_that_does_not_fail(monkeypatch):
+    """A function that compiles and runs correctly pays nothing for the option: no worker starts
+    (one started ahead of need slowed the first call 1.25x on 2 cores)."""
+    from minifier.workers import pool
 
     started = []
     real_get = pool.get
     monkeypatch.setattr(pool, "get", lambda setup, slot=0: started.append(setup) or real_get(setup, slot))
-    compiled_graphs = []
-    from instrumented_backend.capture.backend import CompileJob
-
-    real_compile = CompileJob.inner_compile
-
-    def inner_compile(self, *args, **kwargs):
-        compiled_graphs.append(len(started))  # how many workers were asked for when Inductor began
-        return real_compile(self, *args, **kwargs)
-
-    monkeypatch.setattr(CompileJob, "inner_compile", inner_compile)
     torch._dynamo.reset()
-    with ib.faults.doubling_neg():
-        context = current_context()
-        torch.compile(lambda x: torch.relu(x) + 1, backend="instrumented", options={"minify": True})(torch.randn(4))
+    result = torch.compile(lambda x: torch.relu(x) + 1, backend="instrumented",
+                           options={"minify": True, "check_accuracy": True})(torch.randn(4))
     torch._dynamo.reset()
-    assert compiled_graphs and compiled_graphs[0] == 1
-    assert started == [WorkerSetup(imports=context.imports, env=context.env)]  # the fault travels with it
-    assert started[0].low_priority, "a worker started ahead of need must not slow the compile it overlaps"
-    assert real_get(started[0]).alive()
+    assert result.shape == (4,) and started == []
 
 
 def test_the_environment_variable_minifies_a_compile_failure(out, monkeypatch):

@@ -35,7 +35,7 @@ INLINE_COMMANDS = [span for span in re.findall(r"`((?:\.venv/bin/)?python [^`]+)
                    or span.split()[1] == "benchmarks/minifier_vs_pytorch.py"]
 BENCHMARKS_RUN_BY_HAND = ("benchmarks/provenance_coverage.py", "benchmarks/overhead.py",
                           "benchmarks/minifier_vs_pytorch.py", "benchmarks/html_report.py",
-                          "benchmarks/time_to_root_cause.py")
+                          "benchmarks/time_to_root_cause.py", "benchmarks/minify_option.py")
 
 
 def _namespace() -> dict:

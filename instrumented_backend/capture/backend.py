@@ -235,10 +235,6 @@ def instrumented(
     for an unknown option.
     """
     settings = parse_options(mode, options)
-    if settings.minify:
-        from ..diagnosis.auto_minify import prewarm_worker
-
-        prewarm_worker()  # warms while this graph compiles, in case it fails
     try:
         job = CompileJob(gm, settings)
     except Exception as exc:  # noqa: BLE001

@@ -6,9 +6,11 @@ real arguments (torch level); on a compile failure, the AOT graph Inductor was g
 the FX nodes of the failing kernel line are tried first. ``INSTRUMENTED_BACKEND_MINIFY=1``
 turns it on for scripts you cannot edit; ``INSTRUMENTED_BACKEND_MINIFY_DIR`` says where repros go.
 
-With the option on, the minifier's judging worker is started as the compile begins
-(:func:`prewarm_worker`): importing torch and warming Inductor in a fresh process takes seconds,
-which then overlap the user's compile instead of delaying the minification.
+The minifier's judging worker starts when a failure is found, not before: starting it ahead of
+need (a fresh process importing torch) made the first call of a function that does not fail
+1.25x slower on 2 cores even at the lowest priority (``benchmarks/minify_option.py``), and most
+compiles do not fail. :func:`prewarm_worker` starts it early where a failure is already known
+(``ib.diagnose`` calls it once it has one, while it looks for the layer and the culprit).
 """
 
 from __future__ import annotations
