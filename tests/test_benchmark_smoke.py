@@ -9,46 +9,39 @@ from conftest import REPO
 sys.path.insert(0, str(REPO / "benchmarks"))
 
 
-
-def test_provenance_coverage_smoke_prints_its_table():
+def run_benchmark(script: str, *argv: str, timeout: int = 900) -> str:
+    """Run ``benchmarks/<script> argv`` from the repository root; its stdout (fails on a non-zero exit)."""
     import subprocess
 
-    proc = subprocess.run([sys.executable, "benchmarks/provenance_coverage.py", "--smoke"], cwd=REPO,
-                          capture_output=True, text=True, timeout=900)
+    proc = subprocess.run([sys.executable, f"benchmarks/{script}", *argv], cwd=REPO, capture_output=True,
+                          text=True, timeout=timeout)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
-    assert "gather_scatter" in proc.stdout and "int_bool" in proc.stdout
-    assert "targets (identical, equal, 100% kernels, >=99% mapped, >=97% sourced): MET" in proc.stdout
+    return proc.stdout
+
+
+def test_provenance_coverage_smoke_prints_its_table():
+    stdout = run_benchmark("provenance_coverage.py", "--smoke")
+    assert "gather_scatter" in stdout and "int_bool" in stdout
+    assert "targets (identical, equal, 100% kernels, >=99% mapped, >=97% sourced): MET" in stdout
 
 
 def test_html_report_benchmark_smoke_prints_size_and_time_to_interactive():
-    import subprocess
-
     from browser import require_browser
 
     require_browser()
-    proc = subprocess.run([sys.executable, "benchmarks/html_report.py", "--layers", "2", "--loads", "2"], cwd=REPO,
-                          capture_output=True, text=True, timeout=900)
-    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
-    assert "MobileBERT (2 layers)" in proc.stdout and "time to interactive" in proc.stdout
-    assert "console errors: 0" in proc.stdout
+    stdout = run_benchmark("html_report.py", "--layers", "2", "--loads", "2")
+    assert "MobileBERT (2 layers)" in stdout and "time to interactive" in stdout
+    assert "console errors: 0" in stdout
 
 
 def test_time_to_root_cause_smoke_prints_the_ratio():
-    import subprocess
-
-    proc = subprocess.run([sys.executable, "benchmarks/time_to_root_cause.py", "--smoke"], cwd=REPO,
-                          capture_output=True, text=True, timeout=900)
-    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
-    assert "tutorial doubling neg (forward): diagnose" in proc.stdout and "a = torch.neg(x1)" in proc.stdout
+    stdout = run_benchmark("time_to_root_cause.py", "--smoke")
+    assert "tutorial doubling neg (forward): diagnose" in stdout and "a = torch.neg(x1)" in stdout
 
 
 def test_minify_option_benchmark_smoke_prints_both_ratios():
-    import subprocess
-
-    proc = subprocess.run([sys.executable, "benchmarks/minify_option.py", "--smoke"], cwd=REPO,
-                          capture_output=True, text=True, timeout=900)
-    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
-    assert "minify option, first call: median" in proc.stdout and "minify option, process: median" in proc.stdout
+    stdout = run_benchmark("minify_option.py", "--smoke")
+    assert "minify option, first call: median" in stdout and "minify option, process: median" in stdout
 
 
 def test_statement_filter_keeps_computation_and_drops_structure():
@@ -74,43 +67,26 @@ def test_statement_filter_keeps_computation_and_drops_structure():
 
 
 def test_minifier_benchmark_smoke_prints_its_table():
-    import subprocess
-    import sys
-
-    proc = subprocess.run([sys.executable, "benchmarks/minifier_vs_pytorch.py", "--smoke"], cwd=REPO,
-                          capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
-    assert "tutorial" in proc.stdout and "ours compiles" in proc.stdout
+    stdout = run_benchmark("minifier_vs_pytorch.py", "--smoke", timeout=600)
+    assert "tutorial" in stdout and "ours compiles" in stdout
 
 
 def test_profile_overhead_benchmark_smoke_prints_its_ratio():
     import re
-    import subprocess
-    import sys
 
-    proc = subprocess.run([sys.executable, "benchmarks/profile_overhead.py", "--smoke"], cwd=REPO,
-                          capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
-    ratio = re.search(r"ratio ib.profile / plain torch.profiler: ([0-9.]+)x", proc.stdout)
+    stdout = run_benchmark("profile_overhead.py", "--smoke", timeout=600)
+    ratio = re.search(r"ratio ib.profile / plain torch.profiler: ([0-9.]+)x", stdout)
     assert ratio and float(ratio.group(1)) > 0
 
 
 def test_compile_overhead_benchmark_smoke_prints_its_ratio():
     import re
-    import subprocess
-    import sys
 
-    proc = subprocess.run([sys.executable, "benchmarks/overhead.py", "--smoke"], cwd=REPO,
-                          capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
-    ratio = re.search(r"instrumented/inductor: ([0-9.]+)x CPU time, ([0-9.]+)x wall time", proc.stdout)
-    assert ratio and float(ratio.group(1)) > 0 and float(ratio.group(2)) > 0, proc.stdout
+    stdout = run_benchmark("overhead.py", "--smoke", timeout=600)
+    ratio = re.search(r"instrumented/inductor: ([0-9.]+)x CPU time, ([0-9.]+)x wall time", stdout)
+    assert ratio and float(ratio.group(1)) > 0 and float(ratio.group(2)) > 0, stdout
 
 
 def test_memory_benchmark_smoke_prints_both_backends():
-    import subprocess
-
-    proc = subprocess.run([sys.executable, "benchmarks/memory.py", "--smoke"], cwd=REPO, capture_output=True,
-                          text=True, timeout=900)
-    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
-    assert "inductor RSS" in proc.stdout and "instrumented RSS" in proc.stdout and "capture limit 2" in proc.stdout
+    stdout = run_benchmark("memory.py", "--smoke")
+    assert "inductor RSS" in stdout and "instrumented RSS" in stdout and "capture limit 2" in stdout
