@@ -245,7 +245,7 @@ def diagnose(fn: Callable[..., Any], *inputs: Any, train: bool = False, out_dir:
 
     began = time.perf_counter()
     say("eager, twice with one seed")
-    _, nondeterministic = eager_is_nondeterministic(fn, inputs, seed, tol)
+    eager, nondeterministic = eager_is_nondeterministic(fn, inputs, seed, tol)  # eager's outputs, kept
     step("eager", began)
     if nondeterministic:
         result.verdict = "nondeterministic"
@@ -276,7 +276,6 @@ def diagnose(fn: Callable[..., Any], *inputs: Any, train: bool = False, out_dir:
             else:
                 from .accuracy import fp64_reference, run_seeded
 
-                eager = run_seeded(fn, inputs, seed)
                 result.outputs = compare_outputs(run_seeded(compiled_fn, inputs, seed), eager,
                                                  fp64_reference(fn, inputs, seed), tol=tol)
         except Exception as exc:  # noqa: BLE001 - a finding

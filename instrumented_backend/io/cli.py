@@ -216,24 +216,26 @@ def _options_only(options: list[tuple[str, dict[str, Any]]], prog: str) -> argpa
     return parser
 
 
+def _script_command(sub: Any, name: str, help: str, options: list[tuple[str, dict[str, Any]]],
+                    handler: Callable[[argparse.Namespace], int]) -> None:
+    """A subcommand that runs a script: its options before the script or anywhere after it."""
+    command = sub.add_parser(name, help=help)
+    _add_options(command, options)
+    command.add_argument("script")
+    command.add_argument("script_args", nargs=argparse.REMAINDER)
+    command.set_defaults(handler=handler, options_after_script=_options_only(options, name))
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m instrumented_backend", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
-    run = sub.add_parser("run", help="run a script with every Inductor compile instrumented")
-    _add_options(run, _RUN_OPTIONS)
-    run.add_argument("script")
-    run.add_argument("script_args", nargs=argparse.REMAINDER)
-    run.set_defaults(handler=_run, options_after_script=_options_only(_RUN_OPTIONS, "run"))
+    _script_command(sub, "run", "run a script with every Inductor compile instrumented", _RUN_OPTIONS, _run)
     show = sub.add_parser("show", help="summarize a dump folder")
     show.add_argument("dump_dir")
     show.add_argument("--kernels", action="store_true", help="also list every kernel")
     show.set_defaults(handler=_show)
-    diag = sub.add_parser("diagnose", help="from a failing script to the culprit line and a minimal repro; exit 1 "
-                          "when a bug is found")
-    _add_options(diag, _DIAGNOSE_OPTIONS)
-    diag.add_argument("script")
-    diag.add_argument("script_args", nargs=argparse.REMAINDER)
-    diag.set_defaults(handler=_diagnose, options_after_script=_options_only(_DIAGNOSE_OPTIONS, "diagnose"))
+    _script_command(sub, "diagnose", "from a failing script to the culprit line and a minimal repro; exit 1 when a "
+                    "bug is found", _DIAGNOSE_OPTIONS, _diagnose)
     ranks = sub.add_parser("ranks", help="compare the ranks of a distributed run's dump; exit 1 when they differ")
     ranks.add_argument("dump_dir")
     ranks.set_defaults(handler=_ranks)
@@ -241,11 +243,8 @@ def _parser() -> argparse.ArgumentParser:
     page.add_argument("dump_dir")
     page.add_argument("-o", "--output", default="report.html", help="the report file (default report.html)")
     page.set_defaults(handler=_html)
-    prof = sub.add_parser("profile", help="profile what a script compiles: eager vs compiled, kernels to source lines")
-    _add_options(prof, _PROFILE_OPTIONS)
-    prof.add_argument("script")
-    prof.add_argument("script_args", nargs=argparse.REMAINDER)
-    prof.set_defaults(handler=_profile, options_after_script=_options_only(_PROFILE_OPTIONS, "profile"))
+    _script_command(sub, "profile", "profile what a script compiles: eager vs compiled, kernels to source lines",
+                    _PROFILE_OPTIONS, _profile)
     return parser
 
 
