@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import operator
+import os
 import sys
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -22,7 +23,8 @@ from .outcome import Outcome
 from .strategies import CLOSING, FIRST_DIVERGENCE, OPENING, STRATEGIES, divergence_probe
 from .workers import WorkerSetup, pool
 
-__all__ = ["minify", "MinifyResult", "MinifyState", "MinifierError", "NotFailingError", "detect_level"]
+__all__ = ["minify", "MinifyResult", "MinifyState", "MinifierError", "NotFailingError", "detect_level",
+           "default_workers"]
 
 
 class MinifierError(RuntimeError):
@@ -65,6 +67,19 @@ class MinifyResult:
                 f"{self.seconds:.1f} s, {self.compiles} compiles{where}")
 
 
+MAX_DEFAULT_WORKERS = 4
+
+
+def default_workers() -> int:
+    """Worker processes judging candidates side by side by default: one per core this process may
+    use, at most :data:`MAX_DEFAULT_WORKERS` (a candidate's compile is mostly one core's work)."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cores = os.cpu_count() or 1
+    return max(1, min(MAX_DEFAULT_WORKERS, cores))
+
+
 def detect_level(module: torch.fx.GraphModule) -> str:
     """``"aten"`` for a post-AOT graph (ATen op overloads only), else ``"torch"``."""
     for node in module.graph.nodes:
@@ -98,7 +113,7 @@ class MinifyState:
     current_outcome: Outcome
     related: set[str]  # nodes an accuracy failure may move to (the failing outputs' ancestors)
     hint_nodes: tuple[str, ...]
-    run: Callable[[Candidate], Outcome]
+    run: Callable[[Candidate, int], Outcome]  # judges a candidate in a worker slot
     emit: Callable[[str], None]
     progress: Callable[[str], None]
     cache: dict[str, Outcome] = dataclasses.field(default_factory=dict)
@@ -107,43 +122,93 @@ class MinifyState:
     compiles: int = 0
     cache_hits: int = 0
     max_candidates: int = 500
+    parallel: int = 1  # candidates judged side by side (worker processes)
 
     def announce(self, name: str, granularity: Optional[int]) -> None:
         g = f" (G: {granularity})" if granularity else ""
         self.emit(f"Strategy: {name}{g} {self.current.describe()}")
 
-    def _judge(self, candidate: Candidate) -> Outcome:
+    def _cached(self, candidate: Candidate) -> Optional[Outcome]:
+        """The outcome already known for ``candidate`` (judged, or over budget), or None."""
         key = self.slicer.key(candidate)
         if key in self.cache:
             self.cache_hits += 1
             return self.cache[key]
-        started = self.pending.pop(key, None)  # judged ahead, side by side with the original
-        if started is None and self.candidates_checked >= self.max_candidates:
+        if key not in self.pending and self.candidates_checked >= self.max_candidates:
             return Outcome.invalid("candidate budget spent")
-        self.candidates_checked += 1
-        self.compiles += 1
-        result = started.result() if started is not None else self.run(candidate)
+        return None
+
+    def _record(self, candidate: Candidate, result: Outcome) -> Outcome:
         if result.killed_the_worker:
             self.emit(f"  candidate {candidate.describe()}: {result.kind} ({result.signature}); worker restarted")
-        self.cache[key] = result
+        self.cache[self.slicer.key(candidate)] = result
         self.progress(f"{self.candidates_checked} candidates, best {len(self.current.nodes)} nodes")
         return result
+
+    def _judge_batch(self, candidates: Sequence[Candidate]) -> list[Outcome]:
+        """Judge ``candidates`` (at most ``parallel`` of them) side by side, one worker slot each;
+        known outcomes come from the cache, candidates judged ahead from their pending result."""
+        results: dict[str, Outcome] = {}
+        to_run: list[tuple[str, Candidate]] = []
+        for candidate in candidates:
+            key = self.slicer.key(candidate)
+            if key in results or any(key == k for k, _ in to_run):
+                continue
+            known = self._cached(candidate)
+            if known is not None:
+                results[key] = known
+            else:
+                to_run.append((key, candidate))
+                self.candidates_checked += 1
+                self.compiles += 1
+        started = {key: self.pending.pop(key) for key, _ in to_run if key in self.pending}
+        fresh = [(key, c) for key, c in to_run if key not in started]
+        if len(fresh) == 1:
+            key, candidate = fresh[0]
+            results[key] = self.run(candidate, 0)
+        elif fresh:
+            with ThreadPoolExecutor(len(fresh), thread_name_prefix="minifier-batch") as executor:
+                futures = {key: executor.submit(self.run, candidate, slot)
+                           for slot, (key, candidate) in enumerate(fresh)}
+                results.update({key: future.result() for key, future in futures.items()})
+        results.update({key: future.result() for key, future in started.items()})
+        for key, candidate in to_run:
+            self._record(candidate, results[key])
+        return [results[self.slicer.key(c)] for c in candidates]
+
+    def _judge(self, candidate: Candidate) -> Outcome:
+        return self._judge_batch([candidate])[0]
 
     def probe(self, candidate: Candidate) -> Outcome:
         """Judge without pinning (a diagnostic compile, e.g. every node as an output)."""
         return self._judge(candidate)
 
-    def fails(self, candidate: Candidate) -> bool:
-        """Does ``candidate`` fail the same way as the original? Remembers it as the outcome if so."""
-        result = self._judge(candidate)
-
+    def _same_failure(self, candidate: Candidate, result: Outcome) -> bool:
         def related(i: int) -> bool:
             return i < len(candidate.outputs) and candidate.outputs[i] in self.related
 
-        if self.check.same_failure(self.original, result, related):
-            self.current_outcome = result
-            return True
-        return False
+        return self.check.same_failure(self.original, result, related)
+
+    def fails(self, candidate: Candidate) -> bool:
+        """Does ``candidate`` fail the same way as the original? Remembers it as the outcome if so."""
+        return self.first_failing([candidate]) == 0
+
+    def first_failing(self, candidates: Sequence[Optional[Candidate]]) -> Optional[int]:
+        """The index of the first of ``candidates`` (None entries skipped) that fails the same way
+        as the original, remembering its outcome; None when none does.
+
+        Judged ``parallel`` at a time, in order, stopping after the first batch with a failure: the
+        answer is the one judging them one by one would give, whatever ``parallel`` is.
+        """
+        for start in range(0, len(candidates), self.parallel):
+            batch = [(i, c) for i, c in enumerate(candidates[start:start + self.parallel], start) if c is not None]
+            if not batch:
+                continue
+            for (index, candidate), result in zip(batch, self._judge_batch([c for _, c in batch])):
+                if self._same_failure(candidate, result):
+                    self.current_outcome = result
+                    return index
+        return None
 
     def accept(self, candidate: Candidate) -> None:
         """Make ``candidate`` (which fails the same way) the current best, and log the step."""
@@ -233,6 +298,7 @@ class _Run:
     started: float
     timeout: Optional[float]
     crashes_before: int
+    workers: int  # candidates judged side by side
 
     def spec_for(self, candidate: Candidate, args: Sequence[Any]) -> dict[str, Any]:
         """The judge's spec for ``candidate``: its dynamic dims and ints, on top of the base spec."""
@@ -286,7 +352,8 @@ def _validate(module: Any, inputs: Sequence[Any], check: Any, *, level: str, str
 
 def _open(module: torch.fx.GraphModule, inputs: Sequence[Any], *, check: Failure, level: str, isolate: bool,
           timeout: Optional[float], config: Optional[dict[str, Any]], dynamic: Optional[dict[int, list[int]]],
-          seed: int, progress: Optional[bool], echo: Optional[Callable[[str], None]], started: float) -> _Run:
+          seed: int, progress: Optional[bool], echo: Optional[Callable[[str], None]], started: float,
+          workers: int) -> _Run:
     """Record the graph's values, slice it, and start a warm worker (while the values are recorded)."""
     log: list[str] = []
     say = echo or (lambda line: print(line, file=sys.stderr))
@@ -312,7 +379,8 @@ def _open(module: torch.fx.GraphModule, inputs: Sequence[Any], *, check: Failure
                  "config": {**dict(context.config), **({"fallback_random": True} if check.want == ACCURACY else {})}}
     return _Run(module=module, inputs=list(inputs), check=check, level=level, isolate=isolate, slicer=slicer,
                 context=context, setup=setup, symbolic=symbolic, base_spec=base_spec, emit=emit, live=live,
-                log=log, started=started, timeout=timeout, crashes_before=crashes_before)
+                log=log, started=started, timeout=timeout, crashes_before=crashes_before,
+                workers=workers if isolate else 1)
 
 
 def _confirm(run: _Run, chosen: Sequence[str], hint_nodes: tuple[str, ...]) -> tuple[Outcome, dict[str, Any]]:
@@ -356,7 +424,7 @@ def _search(run: _Run, original: Outcome, ahead: dict[str, Any], *, chosen: Sequ
     related = slicer.ancestors(failing_names) if original.is_accuracy else set(slicer.order)
     state = MinifyState(slicer=slicer, check=run.check, original=original, current=full, current_outcome=original,
                         related=related, hint_nodes=hint_nodes, run=run.judge, emit=run.emit, progress=run.live,
-                        max_candidates=max_candidates)
+                        max_candidates=max_candidates, parallel=run.workers)
     state.cache[slicer.key(full)] = original
     state.pending.update(ahead)
     state.compiles = state.candidates_checked = 1
@@ -418,6 +486,7 @@ def minify(
     dynamic: Optional[dict[int, list[int]]] = None,
     seed: int = 0,
     max_candidates: int = 500,
+    workers: Optional[int] = None,
     progress: Optional[bool] = None,
     echo: Optional[Callable[[str], None]] = None,
 ) -> MinifyResult:
@@ -430,6 +499,10 @@ def minify(
     candidate in a warm worker process (a crash or hang costs a candidate, not this process);
     ``timeout`` bounds one candidate (default: 5x the original's time, at least 60 s).
     ``dynamic`` ({input index: [dims]}) overrides the symbolic dimensions read from the graph.
+    ``workers`` candidates are judged side by side, each in its own worker process (default:
+    :func:`default_workers`, one per core up to four; always one with ``isolate=False``): the
+    bisections judge that many cut points per round and delta debugging that many chunks, so
+    the search takes fewer rounds and ends at the same graph the one-worker search would.
     The log is echoed through ``echo`` (default: stderr). Writes a repro script to
     ``repro_dir`` (default ``./minifier_repros``) and names it in the last log line.
 
@@ -438,10 +511,14 @@ def minify(
     """
     started = time.perf_counter()
     level = _validate(module, inputs, check, level=level, strategies=strategies, isolate=isolate)
+    if workers is None:
+        workers = default_workers()
+    if not isinstance(workers, int) or workers < 1:
+        raise MinifierError(f"minify: workers must be a positive int, got {workers!r}")
     hint_nodes = tuple(hint_nodes)
     chosen = list(strategies) if strategies is not None else list(STRATEGIES)
     run = _open(module, inputs, check=check, level=level, isolate=isolate, timeout=timeout, config=config,
-                dynamic=dynamic, seed=seed, progress=progress, echo=echo, started=started)
+                dynamic=dynamic, seed=seed, progress=progress, echo=echo, started=started, workers=workers)
     try:
         original, ahead = _confirm(run, chosen, hint_nodes)
         if original.kind == NONDETERMINISTIC:

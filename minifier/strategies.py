@@ -40,14 +40,24 @@ def strategy(name: str, *, opening: bool = False, closing: bool = False) -> Call
     return register
 
 
-def _try(state: "MinifyState", nodes: set[str], **make_kwargs: object) -> Optional[Candidate]:
+def _make(state: "MinifyState", nodes: set[str], **make_kwargs: object) -> Optional[Candidate]:
+    """The candidate keeping ``nodes``, or None when it is invalid or no change."""
     try:
         candidate = state.slicer.make(nodes, **make_kwargs)
     except InvalidCandidate:
         return None
-    if candidate == state.current:
-        return None
-    return candidate if state.fails(candidate) else None
+    return None if candidate == state.current else candidate
+
+
+def _try(state: "MinifyState", nodes: set[str], **make_kwargs: object) -> Optional[Candidate]:
+    candidate = _make(state, nodes, **make_kwargs)
+    return candidate if candidate is not None and state.fails(candidate) else None
+
+
+def _first(state: "MinifyState", candidates: list[Optional[Candidate]]) -> Optional[Candidate]:
+    """The first of ``candidates`` that fails the same way (judged ``state.parallel`` at a time)."""
+    index = state.first_failing(candidates)
+    return None if index is None else candidates[index]
 
 
 @strategy("Isolate suspected nodes", opening=True)
@@ -87,28 +97,29 @@ def isolate_first_divergence(state: "MinifyState") -> Optional[Candidate]:
         return None
     diverging = [probe.outputs[i] for i in result.failing if i < len(probe.outputs)]
     diverging = [n for n in state.slicer.sort(diverging) if n in state.related]
-    for name in diverging[:3]:
-        found = _try(state, {name})
-        if found is not None:
-            return found
-    return None
+    return _first(state, [_make(state, {name}) for name in diverging[:3]])
 
 
 def _smallest_failing(
     state: "MinifyState", label: str, count: int, make: Callable[[int], set[str]]
 ) -> Optional[Candidate]:
-    """Binary search for the smallest ``k`` in [1, count) whose candidate ``make(k)`` fails."""
+    """Search for the smallest ``k`` in [1, count) whose candidate ``make(k)`` fails: a binary
+    search, or with ``state.parallel`` workers a (parallel + 1)-ary one judging that many cut
+    points side by side per round."""
     low, high, best = 1, count, None
-    pieces = 2
+    pieces = state.parallel + 1
     while low < high:
-        middle = (low + high) // 2
+        span = high - low
+        points = sorted({low + span * (j + 1) // (state.parallel + 1) for j in range(state.parallel)})
         state.announce(label, pieces)
-        found = _try(state, make(middle), inputs=state.current.inputs)
-        if found is not None:
-            high, best = middle, found
+        candidates = [_make(state, make(k), inputs=state.current.inputs) for k in points]
+        first = state.first_failing(candidates)
+        if first is not None:
+            high, best = points[first], candidates[first]
+            low = points[first - 1] + 1 if first > 0 else low
         else:
-            low = middle + 1
-        pieces *= 2
+            low = points[-1] + 1
+        pieces *= state.parallel + 1
     return best
 
 
@@ -139,12 +150,8 @@ def delta_debugging(state: "MinifyState") -> Optional[Candidate]:
         state.announce("Delta debugging", granularity)
         size = -(-len(order) // granularity)
         chunks = [order[i:i + size] for i in range(0, len(order), size)]
-        removed = None
-        for chunk in chunks:
-            found = _try(state, set(order) - set(chunk), inputs=(best or state.current).inputs)
-            if found is not None:
-                removed = found
-                break
+        inputs = (best or state.current).inputs
+        removed = _first(state, [_make(state, set(order) - set(chunk), inputs=inputs) for chunk in chunks])
         if removed is not None:
             best = removed
             granularity = max(granularity - 1, 2)

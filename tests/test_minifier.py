@@ -170,9 +170,8 @@ class TestDoublingNeg:
         result = minify(gm, [x, y], check=AccuracyFailure(), repro_dir=out, echo=lambda s: None)
         assert OPS(result) == ["aten.neg.default"] and result.reproduced and result.compiles <= 5
         original = next(c for c in calls if c[0] == 0)
-        ahead = [c for c in calls if c[0] == 1]
+        ahead = [c for c in calls if c[0] == 1 and c[2] < original[3]]  # started before the original's answer
         assert len(ahead) == 1 and ahead[0][1] == result.start_nodes  # the probe: every node an output
-        assert ahead[0][2] < original[3]  # it started before the original's answer came back
         kept = [worker for key, worker in pool._workers.items() if key[1] == 1]
         assert kept and (not pool.forking or kept[0].pid is not None)  # a forked worker, kept warm
 

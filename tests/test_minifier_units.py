@@ -129,9 +129,11 @@ def test_an_accuracy_check_never_counts_an_error_or_an_unrelated_output():
     assert matches(_wire("accuracy", "accuracy", [0]), _wire("accuracy", "accuracy", [0]))
 
 
-def _scripted_state(slicer, culprits, emitted):
+def _scripted_state(slicer, culprits, emitted, parallel=1, slots=None):
     """A search whose judge 'fails' exactly when every culprit is kept (no compiler involved)."""
-    def run(candidate):
+    def run(candidate, slot=0):
+        if slots is not None:
+            slots.append(slot)
         failing = culprits <= candidate.nodes
         return _outcome("compile_error", "Boom: x") if failing else _outcome("pass")
 
@@ -139,14 +141,15 @@ def _scripted_state(slicer, culprits, emitted):
     original = run(full)
     return MinifyState(slicer=slicer, check=CompileFailure(), original=original, current=full,
                        current_outcome=original, related=set(slicer.order), hint_nodes=(), run=run,
-                       emit=emitted.append, progress=lambda text: None)
+                       emit=emitted.append, progress=lambda text: None, parallel=parallel)
 
 
+@pytest.mark.parametrize("parallel", [1, 2, 3])
 @pytest.mark.parametrize("culprits", [{"exp"}, {"neg", "mul"}])
-def test_the_loop_strategies_shrink_to_exactly_the_culprits(sliced, culprits):
+def test_the_loop_strategies_shrink_to_exactly_the_culprits(sliced, culprits, parallel):
     _, _, slicer = sliced
-    emitted = []
-    state = _scripted_state(slicer, culprits, emitted)
+    emitted, slots = [], []
+    state = _scripted_state(slicer, culprits, emitted, parallel, slots)
     progress = True
     while progress:
         progress = False
@@ -162,7 +165,8 @@ def test_the_loop_strategies_shrink_to_exactly_the_culprits(sliced, culprits):
                 state.accept(found)
                 progress = True
     assert state.current.nodes == culprits
-    assert any(line.startswith("Strategy: Truncate suffix (G: 2) (") for line in emitted)
+    assert max(slots) == parallel - 1  # candidates went to every worker slot, side by side
+    assert any(line.startswith(f"Strategy: Truncate suffix (G: {parallel + 1}) (") for line in emitted)
     assert any(line.startswith("SUCCESS: Went from ") for line in emitted)
     compiled = state.compiles
     for name in ("Truncate suffix", "Truncate prefix", "Delta debugging"):
