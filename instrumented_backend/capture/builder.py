@@ -17,6 +17,8 @@ from ..fail_soft import guarded
 from ..graphs import GraphCapture
 from ..provenance.assemble import deferred_line_map
 from ..provenance.recorder import LineRecorder
+from ..provenance.recorder import pause as pause_line_tags
+from ..provenance.recorder import resume as resume_line_tags
 from ..provenance.rewrites import RewriteLog
 from ..records import CaptureProblem, InputInfo, graph_label
 from ..seams import ir_format
@@ -86,7 +88,11 @@ class CaptureBuilder:
     def on_ir(self, stage: str, nodes: Any) -> None:
         """IR listener: called by the patched IR loggers on this thread."""
         target = self.ir_pre_fusion if stage == "pre_fusion" else self.ir_post_fusion
-        self.guard(f"ir_{stage}", lambda: target.append(ir_format.format_ir(nodes, self.ir_text_memo)))
+        recorder = pause_line_tags()  # the IR text's own lines are never kernel lines: untagged
+        try:
+            self.guard(f"ir_{stage}", lambda: target.append(ir_format.format_ir(nodes, self.ir_text_memo)))
+        finally:
+            resume_line_tags(recorder)
 
     def build(self, compiled: Optional[Any], error: Optional[BaseException] = None) -> GraphCapture:
         """Assemble the record after compile_fx_inner returned ``compiled`` (or raised ``error``)."""

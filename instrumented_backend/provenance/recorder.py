@@ -180,6 +180,20 @@ def activate(recorder: Optional[LineRecorder]) -> Optional[LineRecorder]:
     return previous
 
 
+def pause() -> Optional[LineRecorder]:
+    """Stop tagging lines on this thread (fx origin and emission kept); returns the recorder for
+    :func:`resume`. For text we write ourselves with Inductor's buffers (the IR logs), whose
+    thousands of lines no kernel ever contains."""
+    recorder = getattr(_state, "recorder", None)
+    _state.recorder = None
+    return recorder
+
+
+def resume(recorder: Optional[LineRecorder]) -> None:
+    """Undo :func:`pause`."""
+    _state.recorder = recorder
+
+
 # The hooks run thousands of times per compile, so they call plain push/pop (set/restore)
 # functions in a try/finally: a generator context manager costs more than the hook's own work.
 

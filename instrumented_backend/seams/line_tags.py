@@ -155,6 +155,12 @@ def install() -> None:
         recorder = getattr(state, "recorder", None)
         if recorder is None:
             return original_writeline(self, line)
+        # The common case, inlined (this runs for every line Inductor writes): a one-line string
+        # written outside any node's emission and never tagged before gets no tag.
+        if type(line) is str and getattr(state, "emission", None) is None and "\n" not in line:
+            hit = recorder._entries.get(id(line))
+            if hit is None or hit[0] is not line:
+                return original_writeline(self, line)
         tag, fresh = _tag_for(line, recorder, state)
         if tag is None:
             return original_writeline(self, line)

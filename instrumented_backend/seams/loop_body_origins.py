@@ -18,6 +18,7 @@ from . import SeamMoved, install_once
 __all__ = ["install", "check", "STAMP"]
 
 STAMP = "instrumented_backend_origin"
+_ORIGIN = "instrumented_backend_line_origin"  # the Origin the node's lines get, derived from its stamp
 
 
 def _interpreter_stamp() -> Any:
@@ -62,14 +63,21 @@ def install() -> None:
                 node.meta[STAMP] = origin
         return node
 
+    state = provenance.thread_state()  # read directly: run_node runs for every op of every kernel
+
     def run_node(self: Any, n: Any) -> Any:
-        if provenance.active_recorder() is None or n.op not in ("call_method", "call_module"):
+        if getattr(state, "recorder", None) is None or n.op not in ("call_method", "call_module"):
             return original_run_node(self, n)
-        previous = provenance.set_emission(provenance.origin_of(_ir_op(n), n.meta.get(STAMP)))
+        meta = n.meta
+        origin = meta.get(_ORIGIN)
+        if origin is None:  # a body's node runs once per kernel it is generated into: look it up once
+            origin = meta[_ORIGIN] = provenance.origin_of(_ir_op(n), meta.get(STAMP))
+        previous = getattr(state, "emission", None)
+        state.emission = origin
         try:
             return original_run_node(self, n)
         finally:
-            provenance.set_emission(previous)
+            state.emission = previous
 
     loop_body.LightTracer.create_node = create_node
     loop_body.InterpreterShim.run_node = run_node
