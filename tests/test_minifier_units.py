@@ -174,6 +174,35 @@ def test_the_loop_strategies_shrink_to_exactly_the_culprits(sliced, culprits, pa
     assert state.compiles == compiled  # a graph already judged is never compiled again (hash cache)
 
 
+def test_side_by_side_candidates_are_read_in_order_and_a_slower_later_one_is_abandoned(sliced):
+    """Once the first candidate of a batch fails, the search goes on without waiting for the later
+    ones still being judged: their worker slots are cancelled (killed and replaced on next use)."""
+    import threading
+
+    _, _, slicer = sliced
+    cancelled, released = [], threading.Event()
+
+    def run(candidate, slot=0):
+        if slot == 1:  # a slow judgement, unfinished until its worker is killed
+            released.wait(timeout=30)
+            return _outcome("crash", "signal SIGKILL")
+        return _outcome("compile_error", "Boom: x")
+
+    def cancel(slot):
+        cancelled.append(slot)
+        released.set()
+
+    full = slicer.full()
+    state = MinifyState(slicer=slicer, check=CompileFailure(), original=run(full), current=full,
+                        current_outcome=run(full), related=set(slicer.order), hint_nodes=(), run=run,
+                        emit=lambda line: None, progress=lambda text: None, parallel=2, cancel=cancel)
+    order = slicer.sort(full.nodes)
+    first, second = slicer.make(set(order[:2])), slicer.make(set(order[:3]))
+    assert state.first_failing([first, second]) == 0
+    assert cancelled == [1]
+    assert state.slicer.key(second) not in state.cache  # an abandoned answer is never recorded
+
+
 def test_strategies_are_registered_by_name_with_a_decorator():
     assert {"Truncate suffix", "Delta debugging", "Eliminate dead code", "Remove unused inputs",
             "Consolidate inputs", "Isolate first diverging node", "Isolate suspected nodes"} <= set(STRATEGIES)
