@@ -1,28 +1,38 @@
 """Our minifier vs PyTorch's (after-AOT, ``TORCHDYNAMO_REPRO_LEVEL=4`` style) side by side, one run.
 
-Cases (float32, ATen graphs from ``make_fx``, the tutorial's doubling-``neg`` bug injected):
+Cases (float32 unless said, ATen graphs from ``make_fx`` with Inductor's decompositions):
 
-  (a) tutorial  the tutorial's 3-op graph (neg, maximum, cat)
-  (b) block     a ~60-node block with the neg buried in the middle
-  (c) stack     a ~300-node stack of such blocks, the neg in one of them
-  (d) compile   the tutorial's uint8 graph with the cast-dropping neg (a C++ compile error)
+  tutorial       the tutorial's 3-op graph (neg, maximum, cat), doubling-``neg`` accuracy bug
+  block          a ~60-node block with the neg buried in the middle
+  stack          a ~300-node stack of such blocks, the neg in one of them
+  compile        the tutorial's uint8 graph with the cast-dropping neg (a C++ compile error)
+  stack_compile  the ~300-node stack with a uint8 section in one block, cast-dropping neg
 
-For each: PyTorch's minifier in its default mode (a fresh subprocess per candidate) and in its
-fastest mode (``--no-isolate``), each run as ``python repro.py minify`` on the repro PyTorch's
-own ``save_graph_repro`` writes; ours from the same starting point, ``python -m minifier
-repro.py`` on the repro ours writes for the same unminified graph (``cold``: interpreter start,
-torch import, worker start and exit included), and in this process with a warm worker
-(``warm``). Printed: wall time, candidates checked, final compute-node count, ratios.
+Two starting points, each timed for both minifiers with a fresh Inductor cache directory holding no
+kernel either one built before (only the CPU's vector-ISA probe, which any earlier use of Inductor
+on the machine leaves behind; without it every fresh process spends about 4 s rebuilding it):
 
-    python benchmarks/minifier_vs_pytorch.py                  # all cases, all modes (over an hour on 2 cores)
-    python benchmarks/minifier_vs_pytorch.py --cases tutorial --skip-default
-    python benchmarks/minifier_vs_pytorch.py --cases block stack --modes default
-    python benchmarks/minifier_vs_pytorch.py --smoke          # ours only, case (a): CI's smoke run
+* ``cold``: a fresh process on a saved repro of the unminified graph: ``python -m minifier
+  repro.py`` (ours, on the repro ours writes) against ``python repro.py minify --no-isolate``
+  (PyTorch's fastest mode, on the repro PyTorch's ``save_graph_repro`` writes) and, with
+  ``--pytorch-modes default``, PyTorch's default mode (a fresh subprocess per candidate).
+* ``in-process``: torch already imported, from the call to the written repro: ``minify()``
+  with its worker started by the call (``ours``) and with a worker already warm (``ours warm``),
+  against PyTorch's ``minify --no-isolate`` run in this process.
+
+``--workers 1 2`` also times ours in-process (warm workers) with one and with two workers judging
+candidates side by side, on the cases named by ``--scaling-cases``.
+
+    python benchmarks/minifier_vs_pytorch.py --workers 1 2       # every case, both starting points
+    python benchmarks/minifier_vs_pytorch.py --cases tutorial block stack
+    python benchmarks/minifier_vs_pytorch.py --cases stack_compile --workers 1 2 --starts  # scaling only
+    python benchmarks/minifier_vs_pytorch.py --smoke             # ours only, tutorial case: CI's smoke run
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import re
 import subprocess
@@ -30,7 +40,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import torch
 from tabulate import tabulate
@@ -48,15 +58,18 @@ def tutorial(x1, x2):  # no annotations: make_fx copies them into the graph code
     return (torch.cat([b], dim=0),)
 
 
-def _block(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor, *, buried: bool) -> torch.Tensor:
+def _block(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor, *, buried: str = "") -> torch.Tensor:
     h = torch.mm(x, w) + bias
     h = torch.relu(h) * 0.5 + torch.sigmoid(h)
     mean = h.mean(dim=-1, keepdim=True)
     var = ((h - mean) ** 2).mean(dim=-1, keepdim=True)
     h = (h - mean) / torch.sqrt(var + 1e-5)
     h = torch.tanh(h) + torch.exp(-torch.abs(h))
-    if buried:
+    if buried == "float":
         h = torch.maximum(h, torch.neg(h) * 0.25)
+    elif buried == "uint8":  # the tutorial's uint8 neg and maximum, inside a float block
+        q = (torch.abs(h) * 10).to(torch.uint8)
+        h = h + torch.maximum(q, torch.neg(q)).to(h.dtype) * 0.01
     g = torch.softmax(h, dim=-1)
     h = h * g + torch.clamp(h, -1, 1)
     h = torch.log1p(torch.abs(h)) - torch.rsqrt(h * h + 1.0)
@@ -68,13 +81,24 @@ def _block(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor, *, buried: bool
 
 
 def block(x, w, bias):
-    return (_block(x, w, bias, buried=True),)
+    return (_block(x, w, bias, buried="float"),)
 
 
 def stack(x, w, bias):
     for i in range(5):
-        x = _block(x, w, bias, buried=i == 3)
+        x = _block(x, w, bias, buried="float" if i == 3 else "")
     return (x,)
+
+
+def stack_compile(x, w, bias):
+    for i in range(5):
+        x = _block(x, w, bias, buried="uint8" if i == 3 else "")
+    return (x,)
+
+
+CASES = ("tutorial", "block", "stack", "compile", "stack_compile")
+COMPILE_CASES = ("compile", "stack_compile")
+TARGETS = {"tutorial": 3.0, "block": 5.0, "stack": 5.0}  # ours must be this many times faster
 
 
 def make_case(name: str) -> tuple[torch.fx.GraphModule, list[Any], str]:
@@ -86,7 +110,8 @@ def make_case(name: str) -> tuple[torch.fx.GraphModule, list[Any], str]:
         fn, fault = tutorial, "cast_dropping_neg"
         inputs = [torch.randint(256, (1, 8), dtype=torch.uint8), torch.randint(256, (8390, 8), dtype=torch.uint8)]
     else:
-        fn, fault = {"block": block, "stack": stack}[name], "doubling_neg"
+        fn = {"block": block, "stack": stack, "stack_compile": stack_compile}[name]
+        fault = "cast_dropping_neg" if name == "stack_compile" else "doubling_neg"
         inputs = [torch.randn(64, 32), torch.randn(32, 32) / 6, torch.randn(32)]
     from torch._inductor.decomposition import select_decomp_table
 
@@ -99,19 +124,64 @@ def compute_nodes(gm: torch.fx.GraphModule) -> int:
     return sum(1 for n in gm.graph.nodes if n.op not in ("placeholder", "output"))
 
 
+def _check(name: str) -> Any:
+    from minifier import AccuracyFailure, CompileFailure
+
+    return CompileFailure() if name in COMPILE_CASES else AccuracyFailure()
+
+
+_TEMPLATE: list[str] = []
+
+
+def _seeded_template() -> str:
+    """A cache directory holding only what any earlier use of Inductor on this machine leaves:
+    the CPU's vector-ISA probe (four small C++ builds, about 4 s). Made once per benchmark run."""
+    if not _TEMPLATE:
+        directory = tempfile.mkdtemp(prefix="bench-inductor-template-")
+        probe = "from torch._inductor.cpu_vec_isa import valid_vec_isa_list; valid_vec_isa_list()"
+        env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": directory}
+        subprocess.run([sys.executable, "-c", probe], check=True, env=env)
+        _TEMPLATE.append(directory)
+    return _TEMPLATE[0]
+
+
+@contextlib.contextmanager
+def fresh_cache(in_process: bool = True) -> Iterator[str]:
+    """A fresh Inductor cache directory holding no kernel either minifier built before (only the
+    vector-ISA probe's builds, as on any machine that used Inductor). ``in_process``: this process
+    (and any worker started inside the block) uses it; else only its path is given."""
+    import shutil
+
+    from torch._inductor.runtime.cache_dir_utils import temporary_cache_dir
+
+    with tempfile.TemporaryDirectory(prefix="bench-inductor-cache-") as parent:
+        directory = os.path.join(parent, "cache")
+        shutil.copytree(_seeded_template(), directory)
+        if in_process:
+            with temporary_cache_dir(directory):
+                yield directory
+        else:
+            yield directory
+
+
 # ----------------------------------------------------------------------------- ours
 
-def run_ours(name: str) -> dict[str, Any]:
-    """Minify one case in this process (the worker for its setup must already be warm)."""
+def run_ours(name: str, *, warm: bool, workers: int | None = None) -> dict[str, Any]:
+    """Minify one case in this process, from the call to the written repro. ``warm``: a worker
+    pool already started (and its first compile paid) before the clock starts; else none exists."""
     import instrumented_backend as ib
-    from minifier import AccuracyFailure, CompileFailure, minify
+    from minifier import current_context, minify, prewarm
+    from minifier.workers import WorkerSetup, pool
 
     gm, inputs, fault = make_case(name)
-    check = CompileFailure() if name == "compile" else AccuracyFailure()
-    with getattr(ib.faults, fault)(), tempfile.TemporaryDirectory() as out:
+    pool.shutdown()  # every worker inherits this run's fresh cache directory
+    with getattr(ib.faults, fault)(), fresh_cache(), tempfile.TemporaryDirectory() as out:
+        if warm:
+            prewarm(WorkerSetup.for_context(current_context())).wait_ready()
         start = time.perf_counter()
-        result = minify(gm, inputs, check=check, repro_dir=out, echo=lambda line: None)
+        result = minify(gm, inputs, check=_check(name), repro_dir=out, echo=lambda line: None, workers=workers)
         seconds = time.perf_counter() - start
+    pool.shutdown()
     return {
         "seconds": seconds,
         "candidates": result.compiles,
@@ -124,29 +194,21 @@ def run_ours(name: str) -> dict[str, Any]:
     }
 
 
-def warm_ours(name: str) -> None:
-    import instrumented_backend as ib
-    from minifier import current_context, prewarm
-    from minifier.workers import WorkerSetup
-
-    with getattr(ib.faults, make_case(name)[2])():
-        prewarm(WorkerSetup.for_context(current_context())).wait_ready()
-
-
 def run_ours_cold(name: str, workdir: Path) -> dict[str, Any]:
     """``python -m minifier repro.py`` in a fresh process, on our repro of the unminified graph."""
     import instrumented_backend as ib
-    from minifier import AccuracyFailure, CompileFailure, minify
+    from minifier import minify
 
     gm, inputs, fault = make_case(name)
-    check = CompileFailure() if name == "compile" else AccuracyFailure()
     case_dir = workdir / f"{name}-ours"
     with getattr(ib.faults, fault)():  # no strategies: the repro holds the whole failing graph
-        whole = minify(gm, inputs, check=check, strategies=[], repro_dir=case_dir, echo=lambda line: None)
+        whole = minify(gm, inputs, check=_check(name), strategies=[], repro_dir=case_dir, echo=lambda line: None)
     command = [sys.executable, "-m", "minifier", str(whole.repro_path), "--out", str(case_dir / "minified")]
-    start = time.perf_counter()
-    proc = subprocess.run(command, capture_output=True, text=True, cwd=ROOT)
-    seconds = time.perf_counter() - start
+    with fresh_cache(in_process=False) as cache:
+        env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": cache}
+        start = time.perf_counter()
+        proc = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, env=env)
+        seconds = time.perf_counter() - start
     if proc.returncode != 0:
         raise RuntimeError(f"cold run of {name} failed:\n{proc.stderr[-3000:]}")
     summary = re.search(r"(\d+) -> (\d+) nodes in [\d.]+ s, (\d+) compiles", proc.stdout)
@@ -160,90 +222,153 @@ def run_ours_cold(name: str, workdir: Path) -> dict[str, Any]:
 _SITECUSTOMIZE = "import os\nif os.environ.get('INSTRUMENTED_BACKEND_FAULTS'):\n    import instrumented_backend\n"
 
 
-def run_pytorch(name: str, isolate: bool, workdir: Path) -> dict[str, Any]:
-    """``python repro.py minify [--no-isolate]`` on the repro PyTorch's after-AOT tooling writes."""
+def _pytorch_repro(name: str, case_dir: Path) -> Path:
+    """The repro PyTorch's after-AOT tooling writes for the unminified graph of ``name``."""
     from torch._dynamo.repro.after_aot import save_graph_repro
 
-    import instrumented_backend as ib
-
-    gm, inputs, fault = make_case(name)
-    case_dir = workdir / f"{name}-{'isolate' if isolate else 'no-isolate'}"
+    gm, inputs, _ = make_case(name)
     case_dir.mkdir(parents=True, exist_ok=True)
-    (case_dir / "sitecustomize.py").write_text(_SITECUSTOMIZE)  # the fault reaches every child it spawns
-    compiler = "inductor" if name == "compile" else "inductor_accuracy"
+    compiler = "inductor" if name in COMPILE_CASES else "inductor_accuracy"
     with open(case_dir / "repro.py", "w") as fd:
         save_graph_repro(fd, gm, inputs, compiler, save_dir=str(case_dir / "checkpoints"))
-    with getattr(ib.faults, fault)():
+    return case_dir / "repro.py"
+
+
+def _pytorch_result(name: str, case_dir: Path, seconds: float, log: str, ok: bool) -> dict[str, Any]:
+    queries = re.findall(r"Made (\d+) queries", log)
+    final = None
+    minimal = case_dir / "repro.py"
+    text = minimal.read_text() if minimal.exists() else ""
+    if "Wrote minimal repro" in log and "def forward" in text:
+        body = text.split("def forward", 1)[1].split("return", 1)[0]
+        final = len(re.findall(r"=\s*torch\.ops\.", body))
+    return {"seconds": seconds, "candidates": int(queries[-1]) if queries else None, "final": final,
+            "ok": ok and final is not None, "tail": log[-1500:]}
+
+
+def run_pytorch(name: str, isolate: bool, workdir: Path) -> dict[str, Any]:
+    """``python repro.py minify [--no-isolate]`` on the repro PyTorch's after-AOT tooling writes."""
+    import instrumented_backend as ib
+
+    case_dir = workdir / f"{name}-{'isolate' if isolate else 'no-isolate'}"
+    _pytorch_repro(name, case_dir)
+    (case_dir / "sitecustomize.py").write_text(_SITECUSTOMIZE)  # the fault reaches every child it spawns
+    with getattr(ib.faults, make_case(name)[2])():
         env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(case_dir), str(ROOT), env.get("PYTHONPATH", "")])
     env["TORCHINDUCTOR_FX_GRAPH_CACHE"] = "0"
     env["TORCHINDUCTOR_AUTOGRAD_CACHE"] = "0"
     command = [sys.executable, "repro.py", "minify"] + ([] if isolate else ["--no-isolate"])
-    start = time.perf_counter()
-    proc = subprocess.run(command, cwd=case_dir, env=env, capture_output=True, text=True, timeout=3600)
-    seconds = time.perf_counter() - start
-    queries = re.findall(r"Made (\d+) queries", proc.stderr)
-    final = None
-    minimal = case_dir / "repro.py"
-    text = minimal.read_text() if minimal.exists() else ""
-    if "Wrote minimal repro" in proc.stderr and "def forward" in text:
-        body = text.split("def forward", 1)[1].split("return", 1)[0]
-        final = len(re.findall(r"=\s*torch\.ops\.", body))
-    return {"seconds": seconds, "candidates": int(queries[-1]) if queries else None, "final": final,
-            "start": compute_nodes(gm), "ok": proc.returncode == 0 and final is not None,
-            "tail": proc.stderr[-1500:]}
+    with fresh_cache(in_process=False) as cache:
+        env["TORCHINDUCTOR_CACHE_DIR"] = cache
+        start = time.perf_counter()
+        proc = subprocess.run(command, cwd=case_dir, env=env, capture_output=True, text=True, timeout=3600)
+        seconds = time.perf_counter() - start
+    return _pytorch_result(name, case_dir, seconds, proc.stderr, proc.returncode == 0)
+
+
+def run_pytorch_in_process(name: str, workdir: Path) -> dict[str, Any]:
+    """PyTorch's ``minify --no-isolate`` in this process (torch imported), on its own repro."""
+    import importlib.util
+    import io
+
+    from torch._dynamo.repro.after_aot import run_repro
+
+    import instrumented_backend as ib
+
+    case_dir = workdir / f"{name}-in-process"
+    path = _pytorch_repro(name, case_dir)
+    spec = importlib.util.spec_from_file_location(f"pytorch_repro_{name}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    log, ok = io.StringIO(), True
+    argv, cwd = sys.argv, os.getcwd()
+    sys.argv = [str(path), "minify", "--no-isolate"]
+    os.chdir(case_dir)  # PyTorch's minifier writes its minimal repro.py here
+    try:
+        with getattr(ib.faults, make_case(name)[2])(), fresh_cache(), contextlib.redirect_stderr(log), \
+                torch._dynamo.config.patch(debug_dir_root=str(case_dir / "debug")):  # its checkpoints
+            start = time.perf_counter()
+            try:
+                with torch.no_grad():
+                    run_repro(module.mod, module.load_args, accuracy=name not in COMPILE_CASES, command="minify",
+                              save_dir=str(case_dir / "checkpoints"), tracing_mode="real", check_str=None)
+            except (Exception, SystemExit) as exc:  # noqa: BLE001 - reported as a failed run
+                ok = False
+                log.write(f"\n{exc!r}")
+            seconds = time.perf_counter() - start
+    finally:
+        sys.argv = argv
+        os.chdir(cwd)
+    return _pytorch_result(name, case_dir, seconds, log.getvalue(), ok)
 
 
 # ----------------------------------------------------------------------------- report
 
+def _ratio(theirs: dict[str, Any], ours: dict[str, Any]) -> float | None:
+    return theirs["seconds"] / ours["seconds"] if theirs.get("ok") else None
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--cases", nargs="*", default=["tutorial", "block", "stack", "compile"])
-    parser.add_argument("--skip-default", action="store_true", help="skip PyTorch's default (isolated) mode")
-    parser.add_argument("--modes", nargs="*", choices=["no-isolate", "default"], default=["no-isolate", "default"],
-                        help="PyTorch's modes to run (default: both)")
+    parser.add_argument("--cases", nargs="*", default=list(CASES), choices=CASES)
+    parser.add_argument("--starts", nargs="*", choices=["cold", "in-process"], default=["cold", "in-process"],
+                        help="starting points to time (default: both)")
+    parser.add_argument("--pytorch-modes", nargs="*", choices=["no-isolate", "default"], default=["no-isolate"],
+                        help="PyTorch's modes for the cold start (default: its fastest, no-isolate)")
     parser.add_argument("--skip-pytorch", action="store_true")
-    parser.add_argument("--smoke", action="store_true", help="ours only, tutorial case, warm and cold")
+    parser.add_argument("--workers", nargs="*", type=int, default=[],
+                        help="also time ours in-process (warm) with each of these worker counts")
+    parser.add_argument("--scaling-cases", nargs="*", choices=CASES, default=["stack_compile"],
+                        help="the cases --workers times (default: stack_compile, the longest search)")
+    parser.add_argument("--smoke", action="store_true", help="ours only, tutorial case, both starts, 1 and 2 workers")
     args = parser.parse_args(argv)
-    if args.skip_default:
-        args.modes = [m for m in args.modes if m != "default"]
     if args.smoke:
-        args.cases, args.skip_pytorch = ["tutorial"], True
+        args.cases, args.skip_pytorch, args.workers, args.scaling_cases = ["tutorial"], True, [1, 2], ["tutorial"]
 
-    rows, failures = [], []
+    rows, scaling, failures = [], [], []
     with tempfile.TemporaryDirectory() as tmp:
         for name in args.cases:
-            warm_ours(name)
-            cold = run_ours_cold(name, Path(tmp))
-            warm = run_ours(name)
-            row = {
-                "case": name,
-                "nodes": warm["start"],
-                "ours warm s": warm["seconds"],
-                "ours cold s": cold["seconds"],
-                "ours compiles": warm["candidates"],
-                "ours final": warm["final"],
-                "ours final ops": ",".join(warm["ops"]),
-            }
-            if not warm["reproduced"]:
-                failures.append(f"{name}: our final graph did not re-check")
-            if cold["final"] != warm["final"]:
-                failures.append(f"{name}: the cold run ended at {cold['final']} nodes, the warm one at {warm['final']}")
-            # PyTorch's after-AOT compile-error mode does not see the injected compile error
-            # ("Input graph did not fail the tester"), so case (d) is ours only.
-            modes = [] if args.skip_pytorch or name == "compile" else [(m, m == "default") for m in args.modes]
-            for label, isolate in modes:
-                theirs = run_pytorch(name, isolate, Path(tmp))
-                if not theirs["ok"]:
-                    failures.append(f"{name}: PyTorch's {label} run did not finish:\n{theirs['tail']}")
-                row[f"pt {label} s"] = theirs["seconds"]
-                row[f"pt {label} checks"] = theirs["candidates"]
-                row[f"pt {label} final"] = theirs["final"]
-                row[f"x vs {label} (cold)"] = theirs["seconds"] / cold["seconds"]
-                row[f"x vs {label} (warm)"] = theirs["seconds"] / warm["seconds"]
+            row: dict[str, Any] = {"case": name, "nodes": compute_nodes(make_case(name)[0])}
+            if "cold" in args.starts:
+                cold = run_ours_cold(name, Path(tmp))
+                row.update({"ours cold s": cold["seconds"], "ours compiles": cold["candidates"],
+                            "ours final": cold["final"]})
+                for mode in ([] if args.skip_pytorch else args.pytorch_modes):
+                    theirs = run_pytorch(name, mode == "default", Path(tmp))
+                    if not theirs["ok"]:
+                        failures.append(f"{name}: PyTorch's cold {mode} run did not finish:\n{theirs['tail']}")
+                    row.update({f"pt cold {mode} s": theirs["seconds"], f"pt {mode} checks": theirs["candidates"],
+                                f"pt {mode} final": theirs["final"], f"x cold {mode}": _ratio(theirs, cold)})
+            if "in-process" in args.starts:
+                ours = run_ours(name, warm=False)
+                warm = run_ours(name, warm=True)
+                row.update({"ours in-proc s": ours["seconds"], "ours warm s": warm["seconds"],
+                            "ours final ops": ",".join(warm["ops"])})
+                for result in (ours, warm):
+                    if not result["reproduced"]:
+                        failures.append(f"{name}: our final graph did not re-check")
+                if not args.skip_pytorch:
+                    theirs = run_pytorch_in_process(name, Path(tmp))
+                    if not theirs["ok"]:
+                        failures.append(f"{name}: PyTorch's in-process run did not finish:\n{theirs['tail']}")
+                    row.update({"pt in-proc s": theirs["seconds"], "x in-proc": _ratio(theirs, ours),
+                                "x in-proc (warm)": _ratio(theirs, warm)})
+            if name in TARGETS and not args.skip_pytorch:
+                row["target"] = f">= {TARGETS[name]:.0f}x"
             rows.append(row)
+            for workers in (args.workers if name in args.scaling_cases else []):
+                result = run_ours(name, warm=True, workers=workers)
+                scaling.append({"case": name, "workers": workers, "seconds": result["seconds"],
+                                "compiles": result["candidates"], "final nodes": result["final"]})
             print(f"done: {name}", file=sys.stderr, flush=True)
     print(tabulate(rows, headers="keys", floatfmt=".1f"))
+    if scaling:
+        base = {s["case"]: s["seconds"] for s in scaling if s["workers"] == min(args.workers)}
+        for s in scaling:
+            s[f"speed-up vs {min(args.workers)} worker(s)"] = base[s["case"]] / s["seconds"]
+        print()
+        print(tabulate(scaling, headers="keys", floatfmt=".2f"))
     for failure in failures:
         print("FAILED:", failure)
     return 1 if failures else 0

@@ -68,7 +68,8 @@ def test_statement_filter_keeps_computation_and_drops_structure():
 
 def test_minifier_benchmark_smoke_prints_its_table():
     stdout = run_benchmark("minifier_vs_pytorch.py", "--smoke", timeout=600)
-    assert "tutorial" in stdout and "ours compiles" in stdout
+    assert "tutorial" in stdout and "ours compiles" in stdout and "ours warm s" in stdout
+    assert "speed-up vs 1 worker(s)" in stdout  # the scaling table: one and two workers
 
 
 def test_profile_overhead_benchmark_smoke_prints_its_ratio():
