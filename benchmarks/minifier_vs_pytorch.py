@@ -286,8 +286,7 @@ def run_pytorch_in_process(name: str, workdir: Path) -> dict[str, Any]:
     sys.argv = [str(path), "minify", "--no-isolate"]
     os.chdir(case_dir)  # PyTorch's minifier writes its minimal repro.py here
     try:
-        with getattr(ib.faults, make_case(name)[2])(), fresh_cache(), contextlib.redirect_stderr(log), \
-                torch._dynamo.config.patch(debug_dir_root=str(case_dir / "debug")):  # its checkpoints
+        with getattr(ib.faults, make_case(name)[2])(), fresh_cache(), contextlib.redirect_stderr(log):
             start = time.perf_counter()
             try:
                 with torch.no_grad():
@@ -328,6 +327,9 @@ def main(argv: list[str]) -> int:
 
     rows, scaling, failures = [], [], []
     with tempfile.TemporaryDirectory() as tmp:
+        # PyTorch's minifier writes its checkpoints under the debug directory (default: the cwd).
+        os.environ["TORCH_COMPILE_DEBUG_DIR"] = tmp  # its subprocesses
+        torch._dynamo.config.debug_dir_root = os.path.join(tmp, "torch_compile_debug")  # this process
         for name in args.cases:
             row: dict[str, Any] = {"case": name, "nodes": compute_nodes(make_case(name)[0])}
             if "cold" in args.starts:
