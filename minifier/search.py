@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import operator
 import os
+import re
 import sys
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -117,7 +118,6 @@ class MinifyState:
     emit: Callable[[str], None]
     progress: Callable[[str], None]
     cache: dict[str, Outcome] = dataclasses.field(default_factory=dict)
-    pending: dict[str, "Future[Outcome]"] = dataclasses.field(default_factory=dict)
     candidates_checked: int = 0
     compiles: int = 0
     cache_hits: int = 0
@@ -136,7 +136,7 @@ class MinifyState:
         if key in self.cache:
             self.cache_hits += 1
             return self.cache[key]
-        if key not in self.pending and self.candidates_checked >= self.max_candidates:
+        if self.candidates_checked >= self.max_candidates:
             return Outcome.invalid("candidate budget spent")
         return None
 
@@ -150,7 +150,7 @@ class MinifyState:
     def _start_batch(self, candidates: Sequence[Candidate]) -> list[Callable[[], Outcome]]:
         """Start judging ``candidates`` (at most ``parallel`` of them) side by side, one worker
         slot each; returns, per candidate, a function waiting for its outcome (and recording it).
-        Known outcomes come from the cache, candidates judged ahead from their pending result."""
+        Known outcomes come from the cache."""
         waits: dict[str, Callable[[], Outcome]] = {}
         fresh: list[tuple[str, Candidate]] = []
         for candidate in candidates:
@@ -163,11 +163,7 @@ class MinifyState:
                 continue
             self.candidates_checked += 1
             self.compiles += 1
-            ahead = self.pending.pop(key, None)
-            if ahead is not None:
-                waits[key] = self._recording(candidate, ahead.result)
-            else:
-                fresh.append((key, candidate))
+            fresh.append((key, candidate))
         if len(fresh) == 1:  # judged here, when asked for
             key, candidate = fresh[0]
             waits[key] = self._recording(candidate, lambda: self.run(candidate, 0))
@@ -276,33 +272,30 @@ def _undecomposed_hint(outcome: Outcome) -> str:
             "torch._inductor.decomposition.select_decomp_table()).)")
 
 
-# The worker that judges a candidate ahead of need, side by side with the original (slot 0).
-_AHEAD_SLOT = 1
-# A graph this small has nothing to split: no probe.
-PROBE_AHEAD_MIN_NODES = 2
+_OUTPUT_INDEX = re.compile(r"^out\[\d+\]")
 
 
-def _judge_probe_ahead(full: Candidate, slicer: GraphSlicer, check: Failure,
-                       run: Callable[[Candidate, int], Outcome], chosen: Sequence[str], *,
-                       isolate: bool, hinted: bool, workers: int) -> "dict[str, Future[Outcome]]":
-    """Start the first-divergence probe in a second worker while the original is confirmed.
+def _original_seen_in_probe(full: Candidate, probe: Candidate, result: Outcome) -> Optional[Outcome]:
+    """The original graph's accuracy failure as the every-node probe saw it, or None.
 
-    Those are the two big compiles of an accuracy minification and neither needs the other's
-    answer, so on two cores they take the time of one (the tutorial's 3-node graph: 1.55 s -> 1.2-1.4 s
-    with warm workers). Only when the probe will be wanted and a second worker is allowed: an
-    isolated accuracy search with ``workers >= 2`` that opens with it (no suspects named).
+    The probe is the original graph with every node's value an output, its own outputs included:
+    when those disagree with eager in the probe, that is the original's failure (the outputs that
+    disagree, renumbered as the original's) and the original need not be compiled on its own.
     """
-    if (workers < 2 or not isolate or hinted or FIRST_DIVERGENCE not in chosen
-            or len(full.nodes) < PROBE_AHEAD_MIN_NODES):
-        return {}
-    probe = divergence_probe(slicer, check, full)
-    if probe is None:
-        return {}
-    executor = ThreadPoolExecutor(1, thread_name_prefix="minifier-ahead")
-    try:
-        return {slicer.key(probe): executor.submit(run, probe, _AHEAD_SLOT)}
-    finally:
-        executor.shutdown(wait=False)
+    if not result.is_accuracy:
+        return None
+    position = {name: index for index, name in enumerate(probe.outputs)}
+    seen = dict(zip(result.failing, result.details))
+    failing, details = [], []
+    for index, name in enumerate(full.outputs):
+        detail = seen.get(position.get(name, -1))
+        if detail is not None:
+            failing.append(index)
+            details.append(_OUTPUT_INDEX.sub(f"out[{index}]", detail))
+    if not failing:
+        return None
+    return Outcome(ACCURACY, "accuracy", "; ".join(details), failing=tuple(failing), details=tuple(details),
+                   seconds=result.seconds)
 
 
 @dataclasses.dataclass
@@ -415,10 +408,14 @@ def _open(module: torch.fx.GraphModule, inputs: Sequence[Any], *, check: Failure
                 workers=workers if isolate else 1)
 
 
-def _confirm(run: _Run, chosen: Sequence[str], hint_nodes: tuple[str, ...]) -> tuple[Outcome, dict[str, Any]]:
-    """Phase 2: judge the original (and, side by side, the probe the search opens with).
+def _confirm(run: _Run, chosen: Sequence[str], hint_nodes: tuple[str, ...]) -> tuple[Outcome, dict[str, Outcome]]:
+    """Phase 2: confirm that the original fails as the check says.
 
-    Returns the original's outcome and the judgements started ahead; raises NotFailingError when
+    For an accuracy search that opens with the first-divergence probe, the probe is compiled first:
+    it computes every value of the original graph, the original's outputs included, so when those
+    disagree with eager it confirms the failure and names the diverging nodes in one compile (the
+    original alone is compiled only when it does not). Returns the original's outcome and the
+    judgements made (the probe's and the original's, for the search's cache); raises NotFailingError when
     the original does not fail as the check says.
     """
     full = run.slicer.full()
@@ -427,28 +424,33 @@ def _confirm(run: _Run, chosen: Sequence[str], hint_nodes: tuple[str, ...]) -> t
     if run.context.description or run.context.config:
         run.emit(f"Carried into every candidate and the repro: {run.context.description or 'no fault'}; "
                  f"Inductor config {dict(run.context.config) or '{}'}")
-    ahead = _judge_probe_ahead(full, run.slicer, run.check, run.judge, chosen, isolate=run.isolate,
-                               hinted=bool(hint_nodes), workers=run.workers)
-    original = run.judge(full)
-    if ahead and (original.kind == NONDETERMINISTIC or not run.check.accepts_original(original)):
-        pool.discard(run.setup, _AHEAD_SLOT)  # its answer is not wanted: stop its compile
-        ahead = {}
+    known: dict[str, Outcome] = {}
+    original = None
+    probe = divergence_probe(run.slicer, run.check, full) if FIRST_DIVERGENCE in chosen and not hint_nodes else None
+    if probe is not None:
+        known[run.slicer.key(probe)] = seen = run.judge(probe)
+        original = _original_seen_in_probe(full, probe, seen)
+        if original is not None:
+            run.emit("Confirmed by the every-node probe (the original graph with every value an output), "
+                     "which also names the diverging nodes")
+    if original is None:
+        known[run.slicer.key(full)] = original = run.judge(full)
     if run.timeout is None:
         run.timeout = max(60.0, 5 * original.seconds)
     if original.kind == NONDETERMINISTIC:
         run.emit("The graph is nondeterministic: two seeded eager runs differ, so an accuracy failure cannot be "
                  "pinned. Not minified.")
-        return original, ahead
+        return original, known
     if not run.check.accepts_original(original):
         detail = original.signature or original.message[:300]
         raise NotFailingError(f"minify: the graph does not fail as {run.check.describe()} expects: it gives "
                               f"{original.kind!r}{': ' + detail if detail else ''}{_undecomposed_hint(original)}")
     detail = "; ".join(original.details) if original.is_accuracy else original.signature
     run.emit(f"Original failure: {original.kind}: {detail}")
-    return original, ahead
+    return original, known
 
 
-def _search(run: _Run, original: Outcome, ahead: dict[str, Any], *, chosen: Sequence[str],
+def _search(run: _Run, original: Outcome, known: dict[str, Outcome], *, chosen: Sequence[str],
             hint_nodes: tuple[str, ...], max_candidates: int) -> MinifyState:
     """Phase 3: the opening strategies once, the loop strategies until none helps, the closing ones once."""
     full, slicer = run.slicer.full(), run.slicer
@@ -457,9 +459,9 @@ def _search(run: _Run, original: Outcome, ahead: dict[str, Any], *, chosen: Sequ
     state = MinifyState(slicer=slicer, check=run.check, original=original, current=full, current_outcome=original,
                         related=related, hint_nodes=hint_nodes, run=run.judge, emit=run.emit, progress=run.live,
                         max_candidates=max_candidates, parallel=run.workers, cancel=run.discard)
-    state.cache[slicer.key(full)] = original
-    state.pending.update(ahead)
-    state.compiles = state.candidates_checked = 1
+    state.cache.update(known)
+    state.cache[slicer.key(full)] = original  # judged, or seen in the probe
+    state.compiles = state.candidates_checked = len(known)
 
     def apply(names: Sequence[str]) -> bool:
         improved = False
@@ -474,9 +476,6 @@ def _search(run: _Run, original: Outcome, ahead: dict[str, Any], *, chosen: Sequ
     while apply([s for s in chosen if s not in OPENING and s not in CLOSING]):
         pass
     apply([s for s in CLOSING if s in chosen])
-    if state.pending:  # judged ahead but never asked for
-        pool.discard(run.setup, _AHEAD_SLOT)
-        state.pending.clear()
     return state
 
 
@@ -552,10 +551,10 @@ def minify(
     run = _open(module, inputs, check=check, level=level, isolate=isolate, timeout=timeout, config=config,
                 dynamic=dynamic, seed=seed, progress=progress, echo=echo, started=started, workers=workers)
     try:
-        original, ahead = _confirm(run, chosen, hint_nodes)
+        original, known = _confirm(run, chosen, hint_nodes)
         if original.kind == NONDETERMINISTIC:
             return run.result("nondeterministic", run.slicer.full(), original, original)
-        state = _search(run, original, ahead, chosen=chosen, hint_nodes=hint_nodes, max_candidates=max_candidates)
+        state = _search(run, original, known, chosen=chosen, hint_nodes=hint_nodes, max_candidates=max_candidates)
         return _finish(run, state, repro_dir)
     finally:
         run.live.close()

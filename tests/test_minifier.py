@@ -143,38 +143,45 @@ class TestDoublingNeg:
         assert OPS(result) == ["aten.neg.default"]
 
 
-    def test_the_divergence_probe_compiles_side_by_side_with_the_original(self, out, monkeypatch):
-        """Confirming the original and the every-node probe need nothing from each other: a second
-        worker judges the probe while the first confirms the original, and the result is unchanged."""
-        import time
-
-        import minifier.search as search
+    def test_the_every_node_probe_confirms_the_original_failure_in_one_compile(self, out, monkeypatch):
+        """The probe computes every value of the original graph, its outputs included: when those
+        disagree with eager it confirms the failure, so the original is never compiled on its own,
+        and the result is unchanged."""
         from minifier.workers import pool
 
         def fn(x, y):
             h = torch.sin(x) * torch.cos(y)
             return (torch.exp(torch.neg(h)) + h.sum(),)
 
-        calls, real_judge = [], pool.judge
+        outputs, real_judge = [], pool.judge
 
         def judge(setup, module, inputs, spec, timeout, slot=0):
-            started = time.perf_counter()
-            result = real_judge(setup, module, inputs, spec, timeout, slot=slot)
-            calls.append((slot, len(module.graph.find_nodes(op="output")[0].args[0]), started, time.perf_counter()))
-            return result
+            nodes = sum(1 for n in module.graph.nodes if n.op not in ("placeholder", "output", "get_attr"))
+            outputs.append((nodes, len(module.graph.find_nodes(op="output")[0].args[0])))
+            return real_judge(setup, module, inputs, spec, timeout, slot=slot)
 
         monkeypatch.setattr(pool, "judge", judge)
-        monkeypatch.setattr(search, "PROBE_AHEAD_MIN_NODES", 2)
         x, y = torch.randn(32, 8), torch.randn(32, 8)
-        gm = aten_graph(fn, x, y)
-        result = minify(gm, [x, y], check=AccuracyFailure(), repro_dir=out, echo=lambda s: None)
-        assert OPS(result) == ["aten.neg.default"] and result.reproduced and result.compiles <= 5
-        original = next(c for c in calls if c[0] == 0)
-        ahead = [c for c in calls if c[0] == 1 and c[2] < original[3]]  # started before the original's answer
-        assert len(ahead) == 1 and ahead[0][1] == result.start_nodes  # the probe: every node an output
-        kept = [worker for key, worker in pool._workers.items() if key[1] == 1]
-        assert kept and (not pool.forking or kept[0].pid is not None)  # a forked worker, kept warm
+        lines = []
+        result = minify(aten_graph(fn, x, y), [x, y], check=AccuracyFailure(), repro_dir=out, echo=lines.append)
+        assert OPS(result) == ["aten.neg.default"] and result.reproduced and result.compiles <= 4
+        assert outputs[0] == (result.start_nodes, result.start_nodes)  # first the probe: every node an output
+        assert (result.start_nodes, 1) not in outputs  # the original alone: never compiled
+        assert result.original.is_accuracy and result.original.failing == (0,)  # the original's own output
+        assert any(line.startswith("Confirmed by the every-node probe") for line in lines)
 
+    def test_a_failure_the_probe_does_not_show_is_confirmed_on_the_original(self, out, monkeypatch):
+        """When the every-node probe's outputs agree with eager (a fusion-dependent bug would), the
+        original graph is compiled on its own to confirm the failure."""
+        import minifier.search as search
+
+        monkeypatch.setattr(search, "_original_seen_in_probe", lambda full, probe, result: None)
+        x = torch.randn(16, 8)
+        lines = []
+        result = minify(aten_graph(lambda x: (torch.exp(torch.neg(x)) * 2,), x), [x], check=AccuracyFailure(),
+                        repro_dir=out, echo=lines.append)
+        assert OPS(result) == ["aten.neg.default"] and result.reproduced
+        assert not any(line.startswith("Confirmed by the every-node probe") for line in lines)
 
     def test_symbolic_shapes_and_int_inputs_are_kept(self, out):
         def fn(x, n):
@@ -206,18 +213,15 @@ def test_nondeterministic_graphs_are_reported_not_minified(out):
     assert "nondeterministic" in lines[-1]
 
 
-def test_a_graph_that_does_not_fail_is_a_clear_error(out, monkeypatch):
-    import minifier.search as search
+def test_a_graph_that_does_not_fail_is_a_clear_error(out):
     from minifier.workers import pool
 
-    monkeypatch.setattr(search, "PROBE_AHEAD_MIN_NODES", 2)  # the probe judged ahead is then stopped
     crashes = pool.crashes
     x = torch.randn(8)
     with pytest.raises(ib_not_failing(), match="does not fail as AccuracyFailure"):
         minify(make_fx(lambda x: (torch.exp(torch.neg(x)),))(x), [x], check=AccuracyFailure(), repro_dir=out,
                echo=lambda s: None)
-    assert not [key for key in pool._workers if key[1] == 1]  # discarded, not left compiling
-    assert pool.crashes == crashes  # and not counted as a crash
+    assert pool.crashes == crashes
 
 
 def test_an_undecomposed_aten_graph_under_ci_names_the_cause(out, monkeypatch):
