@@ -101,17 +101,22 @@ COMPILE_CASES = ("compile", "stack_compile")
 TARGETS = {"tutorial": 3.0, "block": 5.0, "stack": 5.0}  # ours must be this many times faster
 
 
+def fault_of(name: str) -> str:
+    """The ``ib.faults`` preset whose bug case ``name`` holds."""
+    return "cast_dropping_neg" if name in COMPILE_CASES else "doubling_neg"
+
+
 def make_case(name: str) -> tuple[torch.fx.GraphModule, list[Any], str]:
     """(ATen graph, inputs, fault preset name) of a benchmark case."""
     torch.manual_seed(0)
+    fault = fault_of(name)
     if name == "tutorial":
-        fn, inputs, fault = tutorial, [torch.randn(1, 8), torch.randn(8390, 8)], "doubling_neg"
+        fn, inputs = tutorial, [torch.randn(1, 8), torch.randn(8390, 8)]
     elif name == "compile":
-        fn, fault = tutorial, "cast_dropping_neg"
+        fn = tutorial
         inputs = [torch.randint(256, (1, 8), dtype=torch.uint8), torch.randint(256, (8390, 8), dtype=torch.uint8)]
     else:
         fn = {"block": block, "stack": stack, "stack_compile": stack_compile}[name]
-        fault = "cast_dropping_neg" if name == "stack_compile" else "doubling_neg"
         inputs = [torch.randn(64, 32), torch.randn(32, 32) / 6, torch.randn(32)]
     from torch._inductor.decomposition import select_decomp_table
 
@@ -253,7 +258,7 @@ def run_pytorch(name: str, isolate: bool, workdir: Path) -> dict[str, Any]:
     case_dir = workdir / f"{name}-{'isolate' if isolate else 'no-isolate'}"
     _pytorch_repro(name, case_dir)
     (case_dir / "sitecustomize.py").write_text(_SITECUSTOMIZE)  # the fault reaches every child it spawns
-    with getattr(ib.faults, make_case(name)[2])():
+    with getattr(ib.faults, fault_of(name))():
         env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(case_dir), str(ROOT), env.get("PYTHONPATH", "")])
     env["TORCHINDUCTOR_FX_GRAPH_CACHE"] = "0"
@@ -286,7 +291,7 @@ def run_pytorch_in_process(name: str, workdir: Path) -> dict[str, Any]:
     sys.argv = [str(path), "minify", "--no-isolate"]
     os.chdir(case_dir)  # PyTorch's minifier writes its minimal repro.py here
     try:
-        with getattr(ib.faults, make_case(name)[2])(), fresh_cache(), contextlib.redirect_stderr(log):
+        with getattr(ib.faults, fault_of(name))(), fresh_cache(), contextlib.redirect_stderr(log):
             start = time.perf_counter()
             try:
                 with torch.no_grad():

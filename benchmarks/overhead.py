@@ -107,13 +107,13 @@ def _at_depth(depth: int, fn: Callable[[], Any]) -> Any:
 
 
 def pairs_in_this_process(make: Callable[[], tuple[torch.nn.Module, tuple[Any, ...]]], pairs: int,
-                          seed: int) -> list[tuple[float, float, float, float, int]]:
-    """Interleaved (inductor cpu, instrumented cpu, inductor wall, instrumented wall, depth) pairs;
-    each pair compiled from its own random call depth (see :func:`measure`)."""
+                          seed: int) -> tuple[int, list[tuple[float, float, float, float, int]]]:
+    """(post-grad nodes, interleaved (inductor cpu, instrumented cpu, inductor wall, instrumented
+    wall, depth) pairs); each pair compiled from its own random call depth (see :func:`measure`)."""
     import random
 
     rng = random.Random(seed)
-    post_grad_nodes(make)  # warms up both paths (header compile, imports)
+    nodes = post_grad_nodes(make)  # also warms up both paths (header compile, imports)
     compile_seconds("inductor", make)
     rows = []
     for i in range(pairs):
@@ -122,13 +122,13 @@ def pairs_in_this_process(make: Callable[[], tuple[torch.nn.Module, tuple[Any, .
         times = _at_depth(depth, lambda: {backend: compile_seconds(backend, make) for backend in order})
         rows.append((times["inductor"][0], times["instrumented"][0], times["inductor"][1], times["instrumented"][1],
                      depth))
-    return rows
+    return nodes, rows
 
 
 def _child(name: str, blocks: int, pairs: int, seed: int) -> int:
     make = workload_maker(name, blocks)
-    rows = pairs_in_this_process(make, pairs, seed)
-    print("RESULT " + json.dumps({"rows": rows, "nodes": post_grad_nodes(make)}), flush=True)
+    nodes, rows = pairs_in_this_process(make, pairs, seed)
+    print("RESULT " + json.dumps({"rows": rows, "nodes": nodes}), flush=True)
     return 0
 
 

@@ -130,13 +130,14 @@ class MinifyState:
         g = f" (G: {granularity})" if granularity else ""
         self.emit(f"Strategy: {name}{g} {self.current.describe()}")
 
-    def _cached(self, candidate: Candidate) -> Optional[Outcome]:
-        """The outcome already known for ``candidate`` (judged, or over budget), or None."""
+    def _cached(self, candidate: Candidate, scheduled: int = 0) -> Optional[Outcome]:
+        """The outcome already known for ``candidate`` (judged, or over budget counting the
+        ``scheduled`` candidates of its batch before it), or None."""
         key = self.slicer.key(candidate)
         if key in self.cache:
             self.cache_hits += 1
             return self.cache[key]
-        if self.candidates_checked >= self.max_candidates:
+        if self.candidates_checked + scheduled >= self.max_candidates:
             return Outcome.invalid("candidate budget spent")
         return None
 
@@ -157,24 +158,32 @@ class MinifyState:
             key = self.slicer.key(candidate)
             if key in waits:
                 continue
-            known = self._cached(candidate)
+            known = self._cached(candidate, scheduled=len(fresh))
             if known is not None:
                 waits[key] = lambda known=known: known
                 continue
-            self.candidates_checked += 1
-            self.compiles += 1
             fresh.append((key, candidate))
-        if len(fresh) == 1:  # judged here, when asked for
+        if len(fresh) == 1:  # judged here, when asked for (never, if an earlier one fails)
             key, candidate = fresh[0]
-            waits[key] = self._recording(candidate, lambda: self.run(candidate, 0))
+            waits[key] = self._recording(candidate, lambda: self._count_and_run(candidate, 0))
         elif fresh:
             executor = ThreadPoolExecutor(len(fresh), thread_name_prefix="minifier-batch")
             for slot, (key, candidate) in enumerate(fresh):
+                self._count()
                 future = executor.submit(self.run, candidate, slot)
                 self.running[slot] = future
                 waits[key] = self._recording(candidate, future.result)
             executor.shutdown(wait=False)
         return [waits[self.slicer.key(c)] for c in candidates]
+
+    def _count(self) -> None:
+        """One more candidate judged (and compiled): counted when its judgement starts."""
+        self.candidates_checked += 1
+        self.compiles += 1
+
+    def _count_and_run(self, candidate: Candidate, slot: int) -> Outcome:
+        self._count()
+        return self.run(candidate, slot)
 
     def _recording(self, candidate: Candidate, wait: Callable[[], Outcome]) -> Callable[[], Outcome]:
         done: list[Outcome] = []
@@ -188,7 +197,7 @@ class MinifyState:
 
     def _abandon_running(self) -> None:
         """Stop the side-by-side judgements still running (their answers are no longer wanted):
-        their workers are killed and replaced on next use; finished ones stay recorded."""
+        their workers are killed and replaced on next use. No answer of theirs is recorded."""
         for slot, future in list(self.running.items()):
             if not future.done():
                 self.cancel(slot)

@@ -159,9 +159,10 @@ _state = threading.local()
 
 def thread_state() -> threading.local:
     """The thread-local the functions below read (``recorder``, ``emission``, ``fx_stack``), for the
-    one hook hot enough that a function call per read shows in the compile time: ``writeline``,
-    which runs for every line Inductor writes. It only reads; everything else goes through the
-    functions below."""
+    hooks hot enough that a function call per access shows in the compile time: ``writeline``
+    (every line Inductor writes) reads it, and LoopBody's ``run_node`` (every op of every kernel)
+    reads it and sets and restores ``emission`` as :func:`set_emission` would. Everything else
+    goes through the functions below."""
     return _state
 
 
