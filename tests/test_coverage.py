@@ -141,3 +141,26 @@ def test_several_functions_and_two_threads_do_not_mix():
     assert "exp" in exp_graph.ir_pre_fusion and "erf" not in exp_graph.ir_pre_fusion
     assert "erf" in erf_graph.ir_pre_fusion and "exp" not in erf_graph.ir_pre_fusion
     assert exp_graph.thread_name == "exp-thread" and erf_graph.thread_name == "erf-thread"
+
+
+def test_a_model_of_torch_modules_only_is_sourced_to_each_module_forward():
+    """Dynamo records no frame inside torch/nn/modules, so an nn.Sequential of torch's own modules
+    has no user frame at all: its lines are sourced to each module's forward, told apart by module."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4), torch.nn.Tanh())
+    x = torch.randn(4, 8)
+    torch._dynamo.reset()
+    with ib.capture() as session:
+        out = torch.compile(model, backend="instrumented")(x)
+    torch.testing.assert_close(out, model(x))
+    (graph,) = session.graphs
+    assert not any(n.meta.get("stack_trace") for n in graph.dynamo_graph.graph.nodes), "Dynamo recorded a frame"
+    coverage = ib.line_coverage([graph])
+    assert coverage.statements and coverage.sourced_percent == 100.0, coverage.unsourced_nodes
+    functions = {line.source.function for k in graph.kernels for line in k.lines if line.source is not None}
+    assert {"ReLU.forward", "Tanh.forward"} <= functions, functions
+    for line in (line for k in graph.kernels for line in k.lines if line.source is not None):
+        assert "torch/nn/modules/" in line.source.file.replace("\\", "/")
+        assert line.source.code.startswith("def forward"), line.source
+    modules = {graph.nodes[name].module for name in ("relu", "tanh") if name in graph.nodes}
+    assert len(modules) == 2 and all(m for m in modules), modules

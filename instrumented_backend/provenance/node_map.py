@@ -13,10 +13,18 @@ takes that of the value it consumes or of its first user (``attribution="data_fl
 inputs are listed with ``attribution="input"``, no Dynamo node and no source; ``first_use`` names
 the line of their first user (the code Inductor writes for an input, e.g. a weight's layout copy,
 serves that line).
+
+A node with no frame anywhere (Dynamo leaves out frames inside ``torch/nn/modules``, so a model
+made only of torch's own modules, an ``nn.Sequential`` of them, has none) takes the ``forward`` of
+the innermost module it was traced in as its source (``BatchNorm2d.forward`` in
+``torch/nn/modules/batchnorm.py``); ``module`` tells two such modules apart.
 """
 
 from __future__ import annotations
 
+import functools
+import inspect
+import linecache
 import os
 import re
 from typing import Any, Optional, Sequence
@@ -27,7 +35,7 @@ from ..deferred import Deferred, resolve
 from ..records import NodeProvenance, SourceLocation
 from .rewrites import ReplacedNode, RewriteLog, chain_roots
 
-__all__ = ["parse_stack_trace", "build_node_map", "seq_nr_index"]
+__all__ = ["parse_stack_trace", "module_source", "build_node_map", "seq_nr_index"]
 
 _FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<function>[^\n]+)\n(?P<code>[^\n]*)')
 
@@ -80,6 +88,31 @@ def _module_path(node: torch.fx.Node) -> str:
         return ""
     path, _ = list(stack.values())[-1]
     return str(path)
+
+
+@functools.lru_cache(maxsize=256)
+def _forward_location(module_class: type) -> Optional[SourceLocation]:
+    forward = getattr(module_class, "forward", None)
+    code = getattr(forward, "__code__", None)
+    if code is None:
+        return None
+    try:
+        file = inspect.getsourcefile(forward) or code.co_filename
+    except TypeError:
+        file = code.co_filename
+    line = code.co_firstlineno
+    text = linecache.getline(code.co_filename, line).strip()
+    return SourceLocation(file=file, line=line, code=text, function=f"{module_class.__name__}.forward")
+
+
+def module_source(node: torch.fx.Node) -> Optional[SourceLocation]:
+    """The ``forward`` of the innermost ``nn.Module`` ``node`` was traced in, or None: the source
+    of a node Dynamo recorded no frame for (every frame was inside ``torch/nn/modules``)."""
+    stack = node.meta.get("nn_module_stack") or {}
+    if not stack:
+        return None
+    _, module_class = list(stack.values())[-1]
+    return _forward_location(module_class) if isinstance(module_class, type) else None
 
 
 def seq_nr_index(post_grad: Any, node_map: dict[str, NodeProvenance]) -> dict[int, NodeProvenance]:
@@ -183,6 +216,12 @@ def build_node_map(post_grad: Any, post_grad_code: "str | Deferred[str]", dynamo
             source = parse_stack_trace(dynamo_nodes[roots[0]].meta.get("stack_trace"))
         found[node.name] = (roots, source, attribution)
     _fill_from_data_flow(post_grad, found)
+    for node in post_grad.graph.nodes:
+        entry = found.get(node.name)
+        if entry is not None and entry[1] is None:  # no frame anywhere: the module's forward
+            roots = entry[0]
+            location = module_source(dynamo_nodes[roots[0]]) if roots and roots[0] in dynamo_nodes else None
+            found[node.name] = (roots, location or module_source(node), entry[2])
 
     result: dict[str, NodeProvenance] = {}
     for node in post_grad.graph.nodes:

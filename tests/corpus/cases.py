@@ -257,6 +257,16 @@ def _mobilenet() -> Workload:
     return Workload(TinyMobileNet().eval(), [(torch.randn(2, 3, 16, 16),)])
 
 
+@case("sequential_bn_train")
+def _sequential_bn_train() -> Workload:
+    """Only torch's own modules: Dynamo records no user frame for any node (it leaves out frames
+    inside torch/nn/modules), so every source line is a module's ``forward``."""
+    model = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(), nn.MaxPool2d(2),
+                          nn.Conv2d(8, 16, 3, groups=2), nn.BatchNorm2d(16), nn.SiLU(), nn.AdaptiveAvgPool2d(1),
+                          nn.Flatten(), nn.Linear(16, 4)).train()
+    return Workload(model, [(torch.randn(4, 3, 16, 16),)], train=True, loss=_mean_loss)
+
+
 # -- Hugging Face transformers (small configs, random weights) ----------------------------------
 
 _TINY = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64)
@@ -329,3 +339,34 @@ def _vit() -> Workload:
 
     config = ViTConfig(image_size=32, patch_size=8, num_channels=3, num_labels=10, **_TINY)
     return Workload(ViTForImageClassification(config).eval(), [(torch.randn(2, 3, 32, 32),)])
+
+
+@case("opt")
+def _opt() -> Workload:
+    return _language_model("OPTConfig", "OPTForCausalLM", False, vocab_size=128, max_position_embeddings=64,
+                           hidden_size=32, num_hidden_layers=2, ffn_dim=64, num_attention_heads=2,
+                           word_embed_proj_dim=32)
+
+
+@case("mistral_train", nondeterministic=_ATOMIC_EMBEDDING)
+def _mistral_train() -> Workload:
+    return _language_model("MistralConfig", "MistralForCausalLM", True, vocab_size=128, max_position_embeddings=64,
+                           num_key_value_heads=1, sliding_window=8, **_TINY)
+
+
+@case("convnext")
+def _convnext() -> Workload:
+    from transformers import ConvNextConfig, ConvNextForImageClassification
+
+    config = ConvNextConfig(num_channels=3, num_stages=2, hidden_sizes=[8, 16], depths=[1, 1], num_labels=5)
+    return Workload(ConvNextForImageClassification(config).eval(), [(torch.randn(2, 3, 32, 32),)])
+
+
+@case("gpt2_dynamic")
+def _gpt2_dynamic() -> Workload:
+    """Three sequence lengths under ``dynamic=True``: symbolic sizes through a whole model."""
+    import transformers
+
+    model = transformers.GPT2LMHeadModel(transformers.GPT2Config(**_GPT2)).eval()
+    return Workload(model, [(_tokens(length=8),), (_tokens(length=12),), (_tokens(length=20),)],
+                    compile_kwargs={"dynamic": True})
