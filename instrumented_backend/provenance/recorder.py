@@ -72,14 +72,15 @@ class LineRecorder:
       in Inductor's buffers (the object is kept alive, so its id is never reused meanwhile);
     * texts: ``text -> origin per physical line`` for each buffer text ``getvalue()`` returned
       with at least one tagged line, so a text written back into a buffer keeps its tags;
-    * pending: ``stripped line -> origins`` of the lines tagged since the last kernel was defined,
-      for kernel sources Inductor assembles by string formatting rather than from one buffer.
+    * fresh: the lines emitted (not moved) since the last kernel was defined, with their tags,
+      for kernel sources Inductor assembles by string formatting rather than from one buffer
+      (read line by line only for such a source: most kernels are one buffer's known text).
     """
 
     def __init__(self) -> None:
         self._entries: dict[int, tuple[Any, LineTag]] = {}
         self._texts: dict[str, list[Optional[Origin]]] = {}
-        self._pending: dict[str, list[Origin]] = {}
+        self._fresh: list[tuple[Any, LineTag]] = []
         self.kernels: dict[str, list[TaggedKernel]] = {}
         self.problems: list[str] = []
         # Buffers the wrapper names -> FX nodes lowered into them; the graph's input names.
@@ -104,15 +105,12 @@ class LineRecorder:
     def tag_entry(self, entry: Any, tag: LineTag, *, fresh: bool = False) -> None:
         """Tag a line object Inductor appended to a buffer.
 
-        ``fresh`` says the line was just emitted (not moved from another buffer): its lines then
-        also join the pending table that kernel sources built by formatting are matched against.
+        ``fresh`` says the line was just emitted (not moved from another buffer): it then also
+        joins the lines that kernel sources built by formatting are matched against.
         """
         self._entries[id(entry)] = (entry, tag)
         if fresh:
-            text = entry if isinstance(entry, str) else getattr(entry, "line", "")
-            for line, origin in zip(text.split("\n"), tag):
-                if origin is not None and line.strip():
-                    self._pending.setdefault(line.strip(), []).append(origin)
+            self._fresh.append((entry, tag))
 
     def register_text(self, text: str, origins: Sequence[Optional[Origin]]) -> None:
         """Remember the origin of each physical line of ``text`` (a buffer's ``getvalue()``)."""
@@ -125,11 +123,12 @@ class LineRecorder:
         rendered by formatting) each line takes the origin of a line of the same text tagged
         since the previous kernel, in order. Either way the pending table starts afresh.
         """
-        pending, self._pending = self._pending, {}
+        fresh, self._fresh = self._fresh, []
         known = self._texts.get(source)
         lines = source.split("\n")
         if known is not None and len(known) == len(lines):
             return [[origin] if origin is not None else [] for origin in known]
+        pending = _by_stripped_line(fresh)
         used: dict[str, int] = {}
         result: list[list[Origin]] = []
         for line in lines:
@@ -151,7 +150,20 @@ class LineRecorder:
         and the tables hold every line object Inductor wrote (the record may be read much later)."""
         self._entries.clear()
         self._texts.clear()
-        self._pending.clear()
+        self._fresh.clear()
+
+
+def _by_stripped_line(fresh: Sequence[tuple[Any, LineTag]]) -> dict[str, list[Origin]]:
+    """``stripped line -> origins``, in order, of the tagged physical lines of emitted entries."""
+    pending: dict[str, list[Origin]] = {}
+    for entry, tag in fresh:
+        text = entry if isinstance(entry, str) else getattr(entry, "line", "")
+        if not isinstance(text, str):
+            continue
+        for line, origin in zip(text.split("\n"), tag):
+            if origin is not None and line.strip():
+                pending.setdefault(line.strip(), []).append(origin)
+    return pending
 
 
 _state = threading.local()

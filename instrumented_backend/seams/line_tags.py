@@ -155,12 +155,24 @@ def install() -> None:
         recorder = getattr(state, "recorder", None)
         if recorder is None:
             return original_writeline(self, line)
-        # The common case, inlined (this runs for every line Inductor writes): a one-line string
-        # written outside any node's emission and never tagged before gets no tag.
-        if type(line) is str and getattr(state, "emission", None) is None and "\n" not in line:
-            hit = recorder._entries.get(id(line))
+        # The common cases, inlined (this runs for every line Inductor writes): a one-line string
+        # never tagged before gets no tag outside a node's emission, and the emission's origin
+        # inside one (what _tag_for and tag_entry(fresh=True) would do, without the calls).
+        if type(line) is str and "\n" not in line:
+            entries = recorder._entries
+            hit = entries.get(id(line))
             if hit is None or hit[0] is not line:
-                return original_writeline(self, line)
+                origin = getattr(state, "emission", None)
+                if origin is None or not line.strip():
+                    return original_writeline(self, line)
+                lines = self._lines
+                before = len(lines)
+                original_writeline(self, line)
+                if self._lines is lines and len(lines) == before + 1:
+                    entry, tag = lines[-1], (origin,)
+                    entries[id(entry)] = (entry, tag)
+                    recorder._fresh.append((entry, tag))
+                return None
         tag, fresh = _tag_for(line, recorder, state)
         if tag is None:
             return original_writeline(self, line)
