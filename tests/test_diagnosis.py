@@ -166,3 +166,24 @@ def test_first_divergence_in_a_larger_graph_with_a_bad_exp():
     lines = report.key_lines
     assert lines and all(line.source.line == first + 3 for line in lines)  # the softmax line
     assert any("exp()" in line.text or "std::exp" in line.text for line in lines)
+
+
+def dropout_then_tanh(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    h = F.dropout(x * 3, p=0.5, training=True) @ w
+    return torch.tanh(h) + h
+
+
+def test_dropout_draws_eagers_numbers_in_every_layer_and_in_the_buffer_replay():
+    """Random ops are compared under eager's RNG everywhere: a dropout neither makes the
+    decompositions layer look broken nor becomes the "first diverging buffer" of another bug."""
+    torch.manual_seed(0)
+    x = (torch.randn(64, 32), torch.randn(32, 32))
+    layers = ib.find_failing_layer(dropout_then_tanh, *x, layers=("eager", "aot_eager_decomp_partition"))
+    assert layers.first_failing is None, layers.render()
+    with ib.faults.bad_lowering("tanh", "std::tanh({x}) * decltype({x})(1.5)",
+                                vectorized="{x}.tanh() * decltype({x})(1.5)"):
+        report = ib.find_first_divergence(dropout_then_tanh, *x)
+    assert report.found and report.culprit_target == "aten.tanh.default", report.render()
+    assert any(c.passed for c in report.checked), report.render()  # the dropout's buffers matched eager
+    line = inspect.getsourcelines(dropout_then_tanh)[1] + 2
+    assert report.key_lines and all(k.source.line == line for k in report.key_lines)

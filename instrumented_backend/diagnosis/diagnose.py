@@ -32,7 +32,7 @@ from ..records import KernelLine, to_plain
 from .accuracy import AccuracyReport, clone_inputs, compare_outputs, eager_is_nondeterministic, to_fp64
 from .compile_error import CompileErrorReport, find_cpp_compile_error
 from .divergence import DivergenceReport, divergence_in_graph, find_first_divergence
-from .layers import LayerReport, LayerResult, find_failing_layer
+from .layers import LayerReport, LayerResult, find_failing_layer, same_random_numbers
 
 if TYPE_CHECKING:
     from ..graphs import GraphCapture
@@ -195,7 +195,8 @@ def _training_layers(fn: Callable[..., Any], inputs: Sequence[Any], seed: int, t
         started = time.perf_counter()
         options = {"options": {"fallback_random": True}} if backend == "inductor" else {}
         try:
-            outputs, grads = _judge_training(fn, torch.compile(fn, backend=backend, **options), inputs, seed, tol)
+            with same_random_numbers():
+                outputs, grads = _judge_training(fn, torch.compile(fn, backend=backend, **options), inputs, seed, tol)
         except Exception as exc:  # noqa: BLE001 - a failing layer is a finding
             report.layers.append(LayerResult(backend, "error", _error_text(exc), time.perf_counter() - started))
             continue

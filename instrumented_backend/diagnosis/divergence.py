@@ -215,8 +215,10 @@ def _load_module(source: str, name: str) -> types.ModuleType:
     return module
 
 
-def collect_buffers(graph: GraphCapture, args: list[Any]) -> dict[str, torch.Tensor]:
-    """Run a hooked copy of ``graph``'s output code on ``args``; return {FX node: buffer value}."""
+def collect_buffers(graph: GraphCapture, args: list[Any], seed: int = 0) -> dict[str, torch.Tensor]:
+    """Run a hooked copy of ``graph``'s output code on ``args``, the RNG seeded to ``seed`` as for
+    the eager run it is compared with (dropout draws the same numbers: the graph is compiled with
+    ``fallback_random``); return {FX node: buffer value}."""
     module = _load_module(hooked_output_code(graph), f"ib_hooked_{graph.index}")
     buffers: dict[str, torch.Tensor] = {}
 
@@ -224,8 +226,8 @@ def collect_buffers(graph: GraphCapture, args: list[Any]) -> dict[str, torch.Ten
         if isinstance(value, torch.Tensor) and name not in buffers:
             buffers[name] = value.detach().clone()
 
-    with torch.no_grad(), intermediate_hook(keep):
-        module.call(clone_inputs(args))
+    with intermediate_hook(keep):
+        run_seeded(lambda *call_args: module.call(list(call_args)), args, seed)
     return buffers
 
 
@@ -292,7 +294,7 @@ def divergence_in_graph(graph: GraphCapture, args: list[Any], report: Divergence
         report.note = f"graph {graph.label}: its {len(placeholders)} inputs are not the call's {len(args)} arguments"
         return False
     eager = _eager_values(graph.post_grad_graph, args, seed)
-    for name, value in collect_buffers(graph, args).items():
+    for name, value in collect_buffers(graph, args, seed).items():
         expected = eager.get(name)
         if not isinstance(expected, torch.Tensor) or expected.shape != value.shape:
             continue

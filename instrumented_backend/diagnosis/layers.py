@@ -26,7 +26,7 @@ from .accuracy import (
 )
 from .compile_error import find_cpp_compile_error, parse_compiler_output
 
-__all__ = ["LAYERS", "LayerResult", "LayerReport", "find_failing_layer"]
+__all__ = ["LAYERS", "LayerResult", "LayerReport", "find_failing_layer", "same_random_numbers"]
 
 LAYERS = ("eager", "aot_eager", "aot_eager_decomp_partition", "inductor", "instrumented")
 
@@ -99,6 +99,18 @@ def _error_summary(exc: BaseException) -> str:
     return first
 
 
+def same_random_numbers() -> contextlib.AbstractContextManager[None]:
+    """Inductor's ``fallback_random`` for every layer, so random ops draw what eager draws.
+
+    Inductor's decompositions replace ``native_dropout``, ``rand_like`` and friends with faster
+    random code unless ``fallback_random`` is set, and ``aot_eager_decomp_partition`` uses those
+    same decompositions: without the switch a dropout there draws other numbers than eager's
+    and the layer looks broken when nothing is."""
+    from ..seams.inductor_options import inductor_config_patch
+
+    return inductor_config_patch({"fallback_random": True})
+
+
 def _judge(backend: str, fn: Callable[..., Any], inputs: tuple[Any, ...], eager: Any, fp64: Any,
            tol: Optional[float], seed: int, options: Optional[dict[str, Any]]) -> LayerResult:
     torch.compiler.reset()
@@ -107,8 +119,9 @@ def _judge(backend: str, fn: Callable[..., Any], inputs: tuple[Any, ...], eager:
     if backend in ("inductor", "instrumented"):
         kwargs["options"] = {"fallback_random": True, **(options or {})}
     try:
-        compiled = torch.compile(fn, backend=backend, **kwargs)
-        result = run_seeded(compiled, inputs, seed)
+        with same_random_numbers():
+            compiled = torch.compile(fn, backend=backend, **kwargs)
+            result = run_seeded(compiled, inputs, seed)
     except Exception as exc:  # noqa: BLE001 - a failing layer is a finding, not a crash
         return LayerResult(backend, "error", _error_summary(exc), time.perf_counter() - started)
     report = compare_outputs(result, eager, fp64, tol=tol, backend=backend)
