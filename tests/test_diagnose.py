@@ -111,6 +111,55 @@ def test_the_command_diagnoses_the_tutorial_script_unchanged(tmp_path):
     assert f"run it: python found/repros/{repro.name}" in proc.stdout
 
 
+_KEYWORD_SCRIPT = """\
+import torch
+
+
+class Scaled(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.linspace(0.5, 1.5, 8))
+
+    def forward(self, x, *, floor, mode="neg"):
+        a = torch.neg(x) if mode == "neg" else x
+        return torch.maximum(a * self.w, floor)
+
+
+step = torch.compile(Scaled())
+with torch.no_grad():
+    print(step(x=torch.randn(4, 8), floor=torch.zeros(8), mode="neg").shape)
+"""
+
+
+def test_the_command_replays_keyword_arguments(tmp_path):
+    """Models are mostly called by keyword (``model(input_ids=ids)``): tensors passed by keyword
+    are inputs like positional ones, and the other keyword arguments are passed as given."""
+    script = tmp_path / "keywords.py"
+    script.write_text(_KEYWORD_SCRIPT)
+    proc = _cli("--fault", "doubling_neg", "--no-minify", str(script), cwd=tmp_path)
+    output = proc.stdout + proc.stderr
+    assert proc.returncode == 1, output
+    assert "keyword arguments x, floor" in output and "skipped" not in output
+    assert "culprit: neg" in output and 'a = torch.neg(x) if mode == "neg" else x' in output
+
+
+def test_keyword_call_makes_tensor_keywords_inputs_and_keeps_the_parameters():
+    from instrumented_backend.diagnosis.diagnose import keyword_call
+
+    module = torch.nn.Linear(3, 2)
+    fn, inputs = keyword_call(module, (), {"input": torch.ones(1, 3)})
+    assert len(inputs) == 1 and list(fn.parameters()) == list(module.parameters())
+    torch.testing.assert_close(fn(*inputs), module(torch.ones(1, 3)))
+
+    def scaled(x, *, by, times=1):
+        return x * by * times
+
+    fn, inputs = keyword_call(scaled, (torch.ones(2),), {"by": torch.full((2,), 3.0), "times": 2})
+    assert len(inputs) == 2 and torch.equal(fn(*inputs), torch.full((2,), 6.0))
+    with pytest.raises(TypeError, match="kwargs must be a dict"):
+        ib.diagnose(scaled, torch.ones(2), kwargs=[("by", 1)])
+
+
 @pytest.mark.parametrize("verdict", ["passed", "inaccurate"])
 def test_a_diagnosis_renders_and_serializes_without_a_compile(verdict):
     result = ib.Diagnosis(target="f", verdict=verdict, graphs=["#0 0/0 inference"])

@@ -7,9 +7,11 @@ compiled callable to record its first call), which both run the user's script wi
 
 from __future__ import annotations
 
+import builtins
+import contextlib
 import functools
-import runpy
 import sys
+import types
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
@@ -19,19 +21,39 @@ import torch
 __all__ = ["redirect_torch_compile", "run_as_main", "CompiledCall", "record_compiled_calls"]
 
 
-def run_as_main(script: Path, argv: Sequence[str] = ()) -> int:
+def run_as_main(script: Path, argv: Sequence[str] = (), *, keep: Optional[contextlib.ExitStack] = None) -> int:
     """Run ``script`` as ``__main__`` with ``sys.argv = [script, *argv]`` and its folder first on
     ``sys.path``, as ``python script.py`` would; returns its exit status (``sys.exit(...)`` in the
-    script ends the script, not the caller). Both are restored afterwards."""
+    script ends the script, not the caller). ``sys.argv`` and ``sys.path`` are restored afterwards.
+
+    The script runs in a module of its own, installed as ``sys.modules["__main__"]``. Without
+    ``keep`` the caller's ``__main__`` is back on return; with ``keep`` it comes back when that
+    exit stack closes: until then, code the script defined still finds its globals by module name
+    (Dynamo guards a function it inlines through ``sys.modules[fn.__module__]``), so what the
+    script compiled can be compiled again after it ended."""
+    module = types.ModuleType("__main__")
+    module.__dict__.update(__file__=str(script), __builtins__=builtins, __cached__=None, __package__=None)
+    code = compile(script.read_bytes(), str(script), "exec")
+    previous_main = sys.modules.get("__main__")
     old_argv, old_path0 = sys.argv, sys.path[0]
+
+    def restore_main() -> None:
+        if previous_main is not None:
+            sys.modules["__main__"] = previous_main
+
+    sys.modules["__main__"] = module
     sys.argv = [str(script), *argv]
     sys.path[0] = str(script.resolve().parent)
     try:
-        runpy.run_path(str(script), run_name="__main__")
+        exec(code, module.__dict__)
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     finally:
         sys.argv, sys.path[0] = old_argv, old_path0
+        if keep is None:
+            restore_main()
+        else:
+            keep.callback(restore_main)
     return 0
 
 OnCompiled = Callable[[Any, Any, dict[str, Any]], Any]

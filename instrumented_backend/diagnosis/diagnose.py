@@ -18,6 +18,7 @@ In order, stopping at what is known:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 import time
@@ -37,7 +38,7 @@ from .layers import LayerReport, LayerResult, find_failing_layer, same_random_nu
 if TYPE_CHECKING:
     from ..graphs import GraphCapture
 
-__all__ = ["Diagnosis", "DiagnosisStep", "diagnose", "diagnose_script", "VERDICTS"]
+__all__ = ["Diagnosis", "DiagnosisStep", "diagnose", "diagnose_script", "keyword_call", "KeywordCall", "VERDICTS"]
 
 VERDICTS = ("passed", "nondeterministic", "compile_error", "runtime_error", "inaccurate", "wrong_gradient")
 _TRAINING_LAYERS = ("eager", "aot_eager", "aot_eager_decomp_partition", "inductor")
@@ -221,18 +222,57 @@ def _minify(graph: torch.fx.GraphModule, args: Sequence[Any], check: Any, hints:
     return str(result.repro_path or ""), result.summary()
 
 
-def diagnose(fn: Callable[..., Any], *inputs: Any, train: bool = False, out_dir: "str | Path" = "diagnosis",
-             minify: bool = True, bisect: bool = False, tol: Optional[float] = None, seed: int = 0,
-             progress: Optional[bool] = None, name: str = "") -> Diagnosis:
-    """Find what goes wrong when ``fn(*inputs)`` is compiled, down to the culprit line and a repro.
+class KeywordCall(torch.nn.Module):
+    """``target(*args, **kwargs)`` as a call with positional arguments only.
 
-    ``train=True`` judges a training step too: gradients of every trainable parameter and
-    floating input. Writes ``diagnosis.txt``, ``diagnosis.json`` and ``report.html`` under
-    ``out_dir`` (the minifier's repro under ``out_dir/repros``). Returns a :class:`Diagnosis`;
-    ``found`` says whether a bug was found.
+    Keyword arguments that hold tensors become trailing positional inputs (cloned, compared, made
+    float64 for the referee and differentiated like every input); the others are passed as given.
+    A module ``target`` is a submodule, so its parameters are this module's."""
+
+    def __init__(self, target: Callable[..., Any], positional: int, tensor_keys: Sequence[str],
+                 constants: dict[str, Any]) -> None:
+        super().__init__()
+        self.target = target
+        self.positional = positional
+        self.tensor_keys = tuple(tensor_keys)
+        self.constants = dict(constants)
+
+    def forward(self, *args: Any) -> Any:
+        keyword = dict(zip(self.tensor_keys, args[self.positional:]))
+        return self.target(*args[:self.positional], **self.constants, **keyword)
+
+
+def keyword_call(fn: Callable[..., Any], inputs: Sequence[Any],
+                 kwargs: dict[str, Any]) -> tuple[Callable[..., Any], tuple[Any, ...]]:
+    """``(callable, positional inputs)`` that make the call ``fn(*inputs, **kwargs)``."""
+    if not kwargs:
+        return fn, tuple(inputs)
+    tensor_keys = [k for k, v in kwargs.items()
+                   if any(isinstance(leaf, torch.Tensor) for leaf in pytree.tree_leaves(v))]
+    constants = {k: v for k, v in kwargs.items() if k not in tensor_keys}
+    wrapped = KeywordCall(fn, len(inputs), tensor_keys, constants)
+    return wrapped, (*inputs, *(kwargs[k] for k in tensor_keys))
+
+
+def diagnose(fn: Callable[..., Any], *inputs: Any, kwargs: Optional[dict[str, Any]] = None, train: bool = False,
+             out_dir: "str | Path" = "diagnosis", minify: bool = True, bisect: bool = False,
+             tol: Optional[float] = None, seed: int = 0, progress: Optional[bool] = None,
+             name: str = "") -> Diagnosis:
+    """Find what goes wrong when ``fn(*inputs, **kwargs)`` is compiled, down to the culprit line and a repro.
+
+    ``kwargs`` are keyword arguments of the call (``model(input_ids=ids)``: ``kwargs={"input_ids":
+    ids}``); those holding tensors are inputs like the positional ones. ``train=True`` judges a
+    training step too: gradients of every trainable parameter and floating input. Writes
+    ``diagnosis.txt``, ``diagnosis.json`` and ``report.html`` under ``out_dir`` (the minifier's
+    repro under ``out_dir/repros``). Returns a :class:`Diagnosis`; ``found`` says whether a bug was
+    found.
     """
     if not callable(fn):
         raise TypeError(f"diagnose needs a function or module, got {type(fn).__name__}")
+    if kwargs is not None and not isinstance(kwargs, dict):
+        raise TypeError(f"diagnose: kwargs must be a dict of keyword arguments, got {type(kwargs).__name__}")
+    name = name or getattr(fn, "__qualname__", type(fn).__name__)
+    fn, inputs = keyword_call(fn, inputs, kwargs or {})
     from ..capture.backend import instrumented, keep_call_args
     from ..capture.registry import capture
 
@@ -377,7 +417,8 @@ def _trains(call: Any) -> bool:
         return False
     if isinstance(call.target, torch.nn.Module) and any(p.requires_grad for p in call.target.parameters()):
         return True
-    return any(isinstance(a, torch.Tensor) and a.requires_grad for a in pytree.tree_leaves(list(call.args)))
+    leaves = pytree.tree_leaves([list(call.args), dict(call.kwargs)])
+    return any(isinstance(a, torch.Tensor) and a.requires_grad for a in leaves)
 
 
 def diagnose_script(script: "str | Path", argv: Sequence[str] = (), *, out_dir: "str | Path" = "diagnosis",
@@ -395,30 +436,29 @@ def diagnose_script(script: "str | Path", argv: Sequence[str] = (), *, out_dir: 
     if not script.is_file():
         raise FileNotFoundError(f"no such script: {script}")
     calls: list[CompiledCall] = []
-    undo = record_compiled_calls(calls)
-    try:
-        status = run_as_main(script, argv)
-        raised = "" if status == 0 else f"the script exited with status {status}"
-    except Exception as exc:  # noqa: BLE001 - what the diagnosis is about
-        raised = _error_text(exc)
-    finally:
-        undo()
-    if raised:
-        say(f"instrumented_backend diagnose: {raised}; diagnosing what it compiled")
-    results = []
-    for index, call in enumerate(calls):
-        if call.kwargs:
-            say(f"instrumented_backend diagnose: [{index}] {call.name}: keyword arguments are not replayed; skipped")
-            continue
-        train = _trains(call)
-        say(f"instrumented_backend diagnose: [{index}] {call.name} ({len(call.args)} args, "
-            f"{'training step' if train else 'inference'})")
-        target_out = Path(out_dir) if len(calls) == 1 else Path(out_dir) / f"{index}_{call.name}"
-        result = diagnose(call.target, *call.args, train=train, out_dir=target_out, minify=minify,
-                          progress=progress, name=call.name)
-        results.append(result)
-        if result.found:
-            break
+    results: list[Diagnosis] = []
+    with contextlib.ExitStack() as script_main:  # the script's __main__ stays until its targets are diagnosed
+        undo = record_compiled_calls(calls)
+        try:
+            status = run_as_main(script, argv, keep=script_main)
+            raised = "" if status == 0 else f"the script exited with status {status}"
+        except Exception as exc:  # noqa: BLE001 - what the diagnosis is about
+            raised = _error_text(exc)
+        finally:
+            undo()
+        if raised:
+            say(f"instrumented_backend diagnose: {raised}; diagnosing what it compiled")
+        for index, call in enumerate(calls):
+            train = _trains(call)
+            keywords = f", keyword arguments {', '.join(call.kwargs)}" if call.kwargs else ""
+            say(f"instrumented_backend diagnose: [{index}] {call.name} ({len(call.args)} args{keywords}, "
+                f"{'training step' if train else 'inference'})")
+            target_out = Path(out_dir) if len(calls) == 1 else Path(out_dir) / f"{index}_{call.name}"
+            result = diagnose(call.target, *call.args, kwargs=call.kwargs, train=train, out_dir=target_out,
+                              minify=minify, progress=progress, name=call.name)
+            results.append(result)
+            if result.found:
+                break
     if not calls:
         say(f"instrumented_backend diagnose: {script} compiled nothing with torch.compile; nothing to diagnose")
     return results

@@ -9,6 +9,7 @@ target is profiled by :func:`instrumented_backend.profile` on those arguments.
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from pathlib import Path
 from typing import Callable, Optional, Sequence
@@ -28,19 +29,20 @@ def profile_script(script: "str | Path", argv: Sequence[str] = (), *, warmup: in
         raise FileNotFoundError(f"no such script: {script}")
     say = echo or (lambda line: print(line, file=sys.stderr))
     calls: list[CompiledCall] = []
-    undo = record_compiled_calls(calls)
-    try:
-        status = run_as_main(script, argv)
-    finally:
-        undo()
-    if status != 0:
-        raise SystemExit(status)  # the script failed: its status is the command's
-    if not calls:
-        say(f"instrumented_backend profile: {script} called no torch.compile'd function; nothing to profile")
     reports = []
-    for index, call in enumerate(calls):
-        say(f"instrumented_backend profile: [{index}] {call.name} ({len(call.args)} args, "
-            f"{'grad' if call.grad_enabled else 'no_grad'})")
-        reports.append(profile(call.target, *call.args, warmup=warmup, iters=iters, active=active,
-                               no_grad=not call.grad_enabled, options=call.options or None, **call.kwargs))
+    with contextlib.ExitStack() as script_main:  # the script's __main__ stays until its targets are profiled
+        undo = record_compiled_calls(calls)
+        try:
+            status = run_as_main(script, argv, keep=script_main)
+        finally:
+            undo()
+        if status != 0:
+            raise SystemExit(status)  # the script failed: its status is the command's
+        if not calls:
+            say(f"instrumented_backend profile: {script} called no torch.compile'd function; nothing to profile")
+        for index, call in enumerate(calls):
+            say(f"instrumented_backend profile: [{index}] {call.name} ({len(call.args)} args, "
+                f"{'grad' if call.grad_enabled else 'no_grad'})")
+            reports.append(profile(call.target, *call.args, warmup=warmup, iters=iters, active=active,
+                                   no_grad=not call.grad_enabled, options=call.options or None, **call.kwargs))
     return reports
