@@ -256,6 +256,34 @@ def test_check_accuracy_and_the_minifier_judge_apply_one_rule():
     assert verdicts["fp32 doubled"] == [False, True] and verdicts["int differs"] == [True, False]
 
 
+def test_an_output_object_is_compared_through_its_tensors_never_by_identity():
+    """A model's cache object (transformers' DynamicCache keeps its tensors in its layers'
+    attributes) is a fresh object on every run: compared through its tensors, or by type."""
+    import torch
+
+    from instrumented_backend.diagnosis.accuracy import compare_outputs
+
+    class Layer:
+        def __init__(self, keys: torch.Tensor) -> None:
+            self.keys, self.length, self._scratch = keys, keys.shape[0], object()
+
+    class Cache:
+        def __init__(self, keys: torch.Tensor) -> None:
+            self.layers = [Layer(keys), Layer(keys * 2)]
+            self.update = lambda: None  # a per-run callable is not compared
+
+    class Marker:
+        pass
+
+    keys = torch.randn(4, 3)
+    same = compare_outputs({"logits": keys, "cache": Cache(keys.clone())}, {"logits": keys, "cache": Cache(keys)})
+    assert same.passed, same.render()
+    assert [o.path for o in same.outputs] == ["['logits']", "['cache'].layers[0].keys", "['cache'].layers[1].keys"]
+    differs = compare_outputs({"cache": Cache(keys + 1)}, {"cache": Cache(keys)})
+    assert not differs.passed and not differs.outputs[0].passed
+    assert compare_outputs(Marker(), Marker()).passed  # no tensor inside: the same type is the same output
+
+
 def test_every_record_a_user_receives_is_importable_from_the_package():
     import dataclasses
     import typing

@@ -120,9 +120,28 @@ def _compare_tensor(path: str, compiled: torch.Tensor, eager: torch.Tensor, fp64
                             **verdict.as_dict())
 
 
-def _leaves(value: Any) -> list[tuple[str, Any]]:
+_PLAIN = (torch.Tensor, int, float, complex, bool, str, bytes, type(None), torch.dtype, torch.device, torch.Size)
+_OBJECT_DEPTH = 4  # how deep the attributes of an output object (a model's cache) are followed
+
+
+def _leaves(value: Any, prefix: str = "", depth: int = 0) -> list[tuple[str, Any]]:
+    """``(path, leaf)`` of every leaf of an output: pytree containers are flattened, and an object
+    that is neither a container nor a plain value (a Hugging Face ``DynamicCache``, whose tensors
+    sit in its layers' attributes) is compared through the tensors in its public attributes, or,
+    holding none, by its type: never by identity, which no two runs share."""
     leaves, _ = pytree.tree_flatten_with_path(value)
-    return [(pytree.keystr(path) or "output", leaf) for path, leaf in leaves]
+    result: list[tuple[str, Any]] = []
+    for path, leaf in leaves:
+        where = prefix + pytree.keystr(path) or "output"
+        attributes = getattr(leaf, "__dict__", None)
+        if isinstance(leaf, _PLAIN) or not isinstance(attributes, dict):
+            result.append((where, leaf))
+            continue
+        tensors = [] if depth >= _OBJECT_DEPTH else [
+            item for name, attribute in sorted(attributes.items()) if not name.startswith("_")
+            for item in _leaves(attribute, f"{where}.{name}", depth + 1) if isinstance(item[1], torch.Tensor)]
+        result.extend(tensors or [(where, f"<{type(leaf).__qualname__}>")])
+    return result
 
 
 def compare_outputs(compiled: Any, eager: Any, fp64: Any = None, *, tol: Optional[float] = None,
