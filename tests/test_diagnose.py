@@ -143,6 +143,27 @@ def test_the_command_replays_keyword_arguments(tmp_path):
     assert "culprit: neg" in output and 'a = torch.neg(x) if mode == "neg" else x' in output
 
 
+def test_the_command_compiles_as_the_script_did(tmp_path):
+    """A bug only in the scalar kernels the script asked for (``cpp.simdlen=1``): the diagnosis
+    compiles with the script's options in every step, else it would find nothing."""
+    import os
+
+    script = tmp_path / "scalar.py"
+    script.write_text("import torch\n\n\ndef step(x):\n    return torch.tanh(x) * 2 + 1\n\n\n"
+                      "compiled = torch.compile(step, options={'cpp.simdlen': 1}, dynamic=False)\n"
+                      "print(compiled(torch.randn(64, 32)).sum())\n")
+    with ib.faults.bad_lowering("tanh", "std::tanh({x}) * decltype({x})(1.5)", vectorized="{x}.tanh()"):
+        fault_env = os.environ[ib.faults.ENV_VAR]
+    proc = subprocess.run([sys.executable, "-m", "instrumented_backend", "diagnose", "--no-minify", str(script)],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=900,
+                          env={**os.environ, ib.faults.ENV_VAR: fault_env})
+    output = proc.stdout + proc.stderr
+    assert proc.returncode == 1, output
+    assert "every step compiles as torch.compile(..., dynamic=False, options={'cpp.simdlen': 1}) did" in output
+    assert "first failing layer: inductor" in output and "culprit: tanh" in output
+    assert "std::tanh(tmp0) * decltype(tmp0)(1.5)" in output  # the scalar kernel line
+
+
 def test_keyword_call_makes_tensor_keywords_inputs_and_keeps_the_parameters():
     from instrumented_backend.diagnosis.diagnose import keyword_call
 

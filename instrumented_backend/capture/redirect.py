@@ -97,6 +97,8 @@ class CompiledCall:
     grad_enabled: bool
     name: str = ""
     options: dict[str, Any] = field(default_factory=dict)
+    # The torch.compile arguments it was compiled with that change what is compiled.
+    compile_kwargs: dict[str, Any] = field(default_factory=dict)
 
 
 def _detached(value: Any) -> Any:
@@ -105,8 +107,11 @@ def _detached(value: Any) -> Any:
 
 def record_compiled_calls(calls: list[CompiledCall]) -> Callable[[], None]:
     """Redirect torch.compile to the instrumented backend and record first calls into ``calls``; returns the undo."""
-    def recording(target: Any, options: dict[str, Any], call: Callable[..., Any]) -> Callable[..., Any]:
+    def recording(target: Any, compile_kwargs: dict[str, Any], call: Callable[..., Any]) -> Callable[..., Any]:
         seen: list[bool] = []
+        options = dict(compile_kwargs.get("options") or {})
+        settings = {k: compile_kwargs[k] for k in ("dynamic", "mode", "options", "fullgraph")
+                    if compile_kwargs.get(k) is not None and (k == "dynamic" or compile_kwargs[k])}
 
         @functools.wraps(call)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -114,15 +119,15 @@ def record_compiled_calls(calls: list[CompiledCall]) -> Callable[[], None]:
                 seen.append(True)
                 calls.append(CompiledCall(target, tuple(_detached(a) for a in args),
                                           {k: _detached(v) for k, v in kwargs.items()}, torch.is_grad_enabled(),
-                                          getattr(target, "__qualname__", type(target).__name__), options))
+                                          getattr(target, "__qualname__", type(target).__name__), options,
+                                          settings))
             return call(*args, **kwargs)
         return wrapper
 
     def on_compiled(target: Any, compiled: Any, compile_kwargs: dict[str, Any]) -> Any:
-        options = dict(compile_kwargs.get("options") or {})
         if isinstance(compiled, torch.nn.Module) and hasattr(compiled, "_orig_mod"):
-            compiled.forward = recording(compiled._orig_mod, options, compiled.forward)
+            compiled.forward = recording(compiled._orig_mod, compile_kwargs, compiled.forward)
             return compiled
-        return recording(target, options, compiled)
+        return recording(target, compile_kwargs, compiled)
 
     return redirect_torch_compile(on_compiled)

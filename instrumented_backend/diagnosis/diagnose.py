@@ -73,6 +73,7 @@ class Diagnosis:
     steps: list[DiagnosisStep] = field(default_factory=list)
     seconds: float = 0.0
     compile_seconds: float = 0.0  # the instrumented compile of the target alone
+    compiled_with: dict[str, Any] = field(default_factory=dict)  # torch.compile's dynamic/mode/options/fullgraph
 
     @property
     def found(self) -> bool:
@@ -99,6 +100,9 @@ class Diagnosis:
                 "inaccurate": "the compiled outputs are wrong", "wrong_gradient": "the compiled gradients are wrong"}
         out = [f"diagnose {self.target}{' (training step)' if self.train else ''}: {head[self.verdict]}",
                f"graphs checked: {', '.join(self.graphs) or 'none'}"]
+        if self.compiled_with:
+            settings = ", ".join(f"{k}={v!r}" for k, v in self.compiled_with.items())
+            out.append(f"every step compiles as torch.compile(..., {settings}) did")
         if self.error:
             out.append(f"error: {self.error}")
         if self.compile_error is not None:
@@ -189,15 +193,33 @@ def _compile_error_report(exc: BaseException) -> Optional[CompileErrorReport]:
     return getattr(inner, "report", None)
 
 
-def _training_layers(fn: Callable[..., Any], inputs: Sequence[Any], seed: int, tol: Optional[float]) -> LayerReport:
+COMPILE_KEYS = ("dynamic", "mode", "options", "fullgraph")  # the torch.compile arguments diagnose repeats
+
+
+def _compile_settings(compile_kwargs: Optional[dict[str, Any]]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(Inductor config patches, Dynamo's torch.compile keywords) for ``compile_kwargs``, the
+    arguments the target was compiled with; ValueError names an argument diagnose cannot repeat."""
+    from ..capture.options import parse_options
+
+    given = {k: v for k, v in (compile_kwargs or {}).items() if v is not None}
+    unknown = sorted(set(given) - set(COMPILE_KEYS))
+    if unknown:
+        raise ValueError(f"diagnose: compile_kwargs takes {list(COMPILE_KEYS)}, not {unknown}")
+    patches = parse_options(given.get("mode"), given.get("options")).inductor_patches
+    return patches, {k: given[k] for k in ("dynamic", "fullgraph") if k in given}
+
+
+def _training_layers(fn: Callable[..., Any], inputs: Sequence[Any], seed: int, tol: Optional[float],
+                     patches: dict[str, Any], dynamic: Optional[bool]) -> LayerReport:
     report = LayerReport()
     for backend in _TRAINING_LAYERS:
         torch.compiler.reset()
         started = time.perf_counter()
-        options = {"options": {"fallback_random": True}} if backend == "inductor" else {}
+        options = {"options": {**patches, "fallback_random": True}} if backend == "inductor" else {}
         try:
             with same_random_numbers():
-                outputs, grads = _judge_training(fn, torch.compile(fn, backend=backend, **options), inputs, seed, tol)
+                compiled = torch.compile(fn, backend=backend, dynamic=dynamic, **options)
+                outputs, grads = _judge_training(fn, compiled, inputs, seed, tol)
         except Exception as exc:  # noqa: BLE001 - a failing layer is a finding
             report.layers.append(LayerResult(backend, "error", _error_text(exc), time.perf_counter() - started))
             continue
@@ -210,13 +232,13 @@ def _training_layers(fn: Callable[..., Any], inputs: Sequence[Any], seed: int, t
 
 
 def _minify(graph: torch.fx.GraphModule, args: Sequence[Any], check: Any, hints: Sequence[str],
-            directory: Path) -> tuple[str, str]:
+            directory: Path, patches: dict[str, Any]) -> tuple[str, str]:
     """(repro path, summary) from the minifier; ("", why) when it could not shrink the graph."""
     from minifier import minify
 
     try:
         result = minify(graph, list(args), check=check, hint_nodes=list(hints), repro_dir=str(directory),
-                        echo=lambda line: None)
+                        config=dict(patches) or None, echo=lambda line: None)
     except Exception as exc:  # noqa: BLE001 - the diagnosis stands without a repro
         return "", f"the minifier could not shrink the graph: {_error_text(exc)}"
     return str(result.repro_path or ""), result.summary()
@@ -255,13 +277,15 @@ def keyword_call(fn: Callable[..., Any], inputs: Sequence[Any],
 
 
 def diagnose(fn: Callable[..., Any], *inputs: Any, kwargs: Optional[dict[str, Any]] = None, train: bool = False,
-             out_dir: "str | Path" = "diagnosis", minify: bool = True, bisect: bool = False,
-             tol: Optional[float] = None, seed: int = 0, progress: Optional[bool] = None,
-             name: str = "") -> Diagnosis:
+             compile_kwargs: Optional[dict[str, Any]] = None, out_dir: "str | Path" = "diagnosis",
+             minify: bool = True, bisect: bool = False, tol: Optional[float] = None, seed: int = 0,
+             progress: Optional[bool] = None, name: str = "") -> Diagnosis:
     """Find what goes wrong when ``fn(*inputs, **kwargs)`` is compiled, down to the culprit line and a repro.
 
     ``kwargs`` are keyword arguments of the call (``model(input_ids=ids)``: ``kwargs={"input_ids":
-    ids}``); those holding tensors are inputs like the positional ones. ``train=True`` judges a
+    ids}``); those holding tensors are inputs like the positional ones. ``compile_kwargs`` are the
+    ``torch.compile`` arguments the target is compiled with (``dynamic``, ``mode``, ``options``,
+    ``fullgraph``): every compile of the diagnosis uses them. ``train=True`` judges a
     training step too: gradients of every trainable parameter and floating input. Writes
     ``diagnosis.txt``, ``diagnosis.json`` and ``report.html`` under ``out_dir`` (the minifier's
     repro under ``out_dir/repros``). Returns a :class:`Diagnosis`; ``found`` says whether a bug was
@@ -272,6 +296,8 @@ def diagnose(fn: Callable[..., Any], *inputs: Any, kwargs: Optional[dict[str, An
     if kwargs is not None and not isinstance(kwargs, dict):
         raise TypeError(f"diagnose: kwargs must be a dict of keyword arguments, got {type(kwargs).__name__}")
     name = name or getattr(fn, "__qualname__", type(fn).__name__)
+    patches, dynamo_kwargs = _compile_settings(compile_kwargs)
+    inductor_options = {**patches, "fallback_random": True}
     fn, inputs = keyword_call(fn, inputs, kwargs or {})
     from ..capture.backend import instrumented, keep_call_args
     from ..capture.registry import capture
@@ -279,7 +305,8 @@ def diagnose(fn: Callable[..., Any], *inputs: Any, kwargs: Optional[dict[str, An
     started = time.perf_counter()
     say = _Progress(progress, started)
     out = Path(out_dir)
-    result = Diagnosis(target=name or getattr(fn, "__qualname__", type(fn).__name__), train=train)
+    result = Diagnosis(target=name, train=train,
+                       compiled_with={k: v for k, v in (compile_kwargs or {}).items() if v is not None})
 
     def step(label: str, began: float, summary: str = "") -> None:
         result.steps.append(DiagnosisStep(label, time.perf_counter() - began, summary))
@@ -299,7 +326,7 @@ def diagnose(fn: Callable[..., Any], *inputs: Any, kwargs: Optional[dict[str, An
     def backend(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Callable[..., Any]:
         record: tuple[list[Any], list[Any]] = (clone_inputs(example_inputs), [])
         calls.append(record)  # before compiling: a graph whose compile fails is minified from these
-        compiled = instrumented(gm, example_inputs, options={"fallback_random": True})
+        compiled = instrumented(gm, example_inputs, options=inductor_options)
 
         def run(*args: Any) -> Any:
             if not record[1]:
@@ -310,7 +337,7 @@ def diagnose(fn: Callable[..., Any], *inputs: Any, kwargs: Optional[dict[str, An
 
     torch.compiler.reset()
     with capture() as session, keep_call_args():
-        compiled_fn = torch.compile(fn, backend=backend)
+        compiled_fn = torch.compile(fn, backend=backend, **dynamo_kwargs)
         try:
             if train:
                 result.outputs, result.gradients = _judge_training(fn, compiled_fn, inputs, seed, tol)
@@ -342,8 +369,10 @@ def diagnose(fn: Callable[..., Any], *inputs: Any, kwargs: Optional[dict[str, An
 
     began = time.perf_counter()
     say(f"{result.verdict}: finding the failing layer")
-    result.layers = (_training_layers(fn, inputs, seed, tol) if result.verdict == "wrong_gradient"
-                     else find_failing_layer(fn, *inputs, layers=_TRAINING_LAYERS, tol=tol, seed=seed, bisect=bisect))
+    dynamic = dynamo_kwargs.get("dynamic")
+    result.layers = (_training_layers(fn, inputs, seed, tol, patches, dynamic) if result.verdict == "wrong_gradient"
+                     else find_failing_layer(fn, *inputs, layers=_TRAINING_LAYERS, options=patches, dynamic=dynamic,
+                                             tol=tol, seed=seed, bisect=bisect))
     step("layer", began, result.layers.first_failing or "")
 
     began = time.perf_counter()
@@ -356,7 +385,7 @@ def diagnose(fn: Callable[..., Any], *inputs: Any, kwargs: Optional[dict[str, An
         for position, graph in enumerate(g for g in graphs if g.kind in ("inference", "forward")):
             if graph.call_args is not None and divergence_in_graph(graph, graph.call_args, result.divergence,
                                                                    seed=seed, tol=tol,
-                                                                   narrow_options={"fallback_random": True}):
+                                                                   narrow_options=inductor_options):
                 if position < len(calls) and calls[position][1]:
                     target_graph, args = graph.dynamo_graph, calls[position][1]
                 culprit = result.divergence.culprit
@@ -369,7 +398,7 @@ def diagnose(fn: Callable[..., Any], *inputs: Any, kwargs: Optional[dict[str, An
         result.divergence = DivergenceReport()
         for graph in (g for g in graphs if g.kind == "backward" and g.call_args is not None):
             if divergence_in_graph(graph, graph.call_args, result.divergence, seed=seed, tol=tol,
-                                   narrow_options={"fallback_random": True}):
+                                   narrow_options=inductor_options):
                 target_graph, args = graph.post_grad_graph, graph.call_args
                 hints = [result.divergence.culprit] if result.divergence.culprit else []
                 break
@@ -388,7 +417,7 @@ def diagnose(fn: Callable[..., Any], *inputs: Any, kwargs: Optional[dict[str, An
         say(f"minifying from the culprit ({', '.join(hints) or 'no hint'})")
         check = {"compile_error": CompileFailure(), "runtime_error": RuntimeFailure()}.get(result.verdict,
                                                                                           AccuracyFailure())
-        result.repro_path, result.minifier = _minify(target_graph, args, check, hints, out / "repros")
+        result.repro_path, result.minifier = _minify(target_graph, args, check, hints, out / "repros", patches)
         step("minify", began, result.minifier)
     return _finish(result, out, graphs, started, say)
 
@@ -454,8 +483,9 @@ def diagnose_script(script: "str | Path", argv: Sequence[str] = (), *, out_dir: 
             say(f"instrumented_backend diagnose: [{index}] {call.name} ({len(call.args)} args{keywords}, "
                 f"{'training step' if train else 'inference'})")
             target_out = Path(out_dir) if len(calls) == 1 else Path(out_dir) / f"{index}_{call.name}"
-            result = diagnose(call.target, *call.args, kwargs=call.kwargs, train=train, out_dir=target_out,
-                              minify=minify, progress=progress, name=call.name)
+            result = diagnose(call.target, *call.args, kwargs=call.kwargs, train=train,
+                              compile_kwargs=call.compile_kwargs, out_dir=target_out, minify=minify,
+                              progress=progress, name=call.name)
             results.append(result)
             if result.found:
                 break
