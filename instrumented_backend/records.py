@@ -85,7 +85,8 @@ class NodeProvenance:
     nodes created by pattern-matcher rewrites or decompositions), ``seq_nr`` (fallback for
     backward nodes: the forward op with the same autograd sequence number), ``rewrite`` (a node a
     graph pass made: the node(s) it replaced), ``data_flow`` (last resort: the value it consumes,
-    or its first user), ``input`` (a graph input; no Dynamo node is named; ``first_use`` is
+    or its first user), ``input`` (a graph input) or ``constant`` (a weight an exported program or
+    freezing put in the graph; for both no Dynamo node is named and ``first_use`` is
     the line that first uses it) or ``none``.
     """
 

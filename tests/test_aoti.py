@@ -15,10 +15,11 @@ class _MLP(torch.nn.Module):
     def __init__(self) -> None:
         super().__init__()
         self.fc1, self.fc2 = torch.nn.Linear(16, 32), torch.nn.Linear(32, 8)
+        self.gain = torch.nn.Parameter(torch.linspace(0.5, 1.5, 8))  # a constant a generated kernel loads
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         h = torch.neg(torch.relu(self.fc1(x)))
-        return self.fc2(h)
+        return self.fc2(h) * self.gain
 
 
 def _sources(package: str) -> dict[str, bytes]:
@@ -61,3 +62,8 @@ def test_the_aot_graph_is_captured_with_kernels_and_source_lines(packages):
     launch = [line for line in capture.wrapper_lines if line.number in generated[0].call_lines]
     assert launch and "neg" in launch[0].fx_nodes
     assert "fc1" in capture.dynamo_graph_code  # the exported program's graph stands for the Dynamo graph
+    # The weights are constants in an exported graph (get_attr nodes): a line loading one is
+    # sourced to the line that first uses it, as a graph input's is.
+    coverage = ib.line_coverage([capture])
+    assert coverage.sourced_percent == 100.0, coverage.unsourced_nodes
+    assert capture.nodes["gain"].attribution == "constant" and capture.nodes["gain"].first_use is not None

@@ -10,7 +10,8 @@ without either (the gradient formulas) take the provenance of the forward op wit
 ``attribution="seq_nr"``. Nodes a graph pass made take the provenance of the node(s) they
 replaced, recorded by the rewrite log as the pass ran (``attribution="rewrite"``); what is left
 takes that of the value it consumes or of its first user (``attribution="data_flow"``). Graph
-inputs are listed with ``attribution="input"``, no Dynamo node and no source; ``first_use`` names
+inputs are listed with ``attribution="input"`` (constants an exported program or freezing put in the
+graph, ``get_attr`` nodes, with ``"constant"``), no Dynamo node and no source; ``first_use`` names
 the line of their first user (the code Inductor writes for an input, e.g. a weight's layout copy,
 serves that line).
 
@@ -225,10 +226,11 @@ def build_node_map(post_grad: Any, post_grad_code: "str | Deferred[str]", dynamo
 
     result: dict[str, NodeProvenance] = {}
     for node in post_grad.graph.nodes:
-        if node.op == "placeholder":  # first_use: the line that first uses it (a weight's layout copy)
+        if node.op in ("placeholder", "get_attr"):  # first_use: the line that first uses it (a weight's load)
             users = [found[user.name][1] for user in node.users if user.name in found and found[user.name][1]]
-            result[node.name] = NodeProvenance(name=node.name, target="input", code="", dynamo_nodes=[],
-                                               source=None, module="", attribution="input",
+            kind = "input" if node.op == "placeholder" else "constant"
+            result[node.name] = NodeProvenance(name=node.name, target=kind, code="", dynamo_nodes=[],
+                                               source=None, module="", attribution=kind,
                                                first_use=users[0] if users else None)
         elif node.name in found:
             roots, source, attribution = found[node.name]
