@@ -232,6 +232,9 @@ def to_plain(value: Any) -> Any:
     return value
 
 
-def summarize_inputs(inputs: Sequence[InputInfo]) -> str:
-    """``float32[8, 4]@cpu, int=3`` style summary."""
-    return ", ".join(i.describe() for i in inputs)
+def summarize_inputs(inputs: Sequence[InputInfo], limit: Optional[int] = None) -> str:
+    """``float32[8, 4]@cpu, int=3`` style summary; with ``limit``, the first ``limit`` inputs and
+    how many more there are (a backward graph of a real model takes dozens)."""
+    shown = list(inputs) if limit is None else list(inputs)[:limit]
+    text = ", ".join(i.describe() for i in shown)
+    return text if len(shown) == len(inputs) else f"{text}, ... (+{len(inputs) - len(shown)} more)"

@@ -307,3 +307,14 @@ def test_every_record_a_user_receives_is_importable_from_the_package():
                         stack.append(inner)
     missing = sorted(r.__name__ for r in seen - exported)
     assert not missing, f"returned to users but not exported: {missing}"
+
+
+def test_a_graph_with_dozens_of_inputs_is_summarized_in_tables_and_kept_whole_in_the_report():
+    from instrumented_backend.records import InputInfo, summarize_inputs
+    from instrumented_backend.report.tables import INPUTS_SHOWN
+
+    inputs = [InputInfo("tensor", shape=[str(i), "4"], dtype="float32", device="cpu") for i in range(INPUTS_SHOWN + 4)]
+    short = summarize_inputs(inputs, limit=INPUTS_SHOWN)
+    assert short.endswith(", ... (+4 more)") and short.count("float32[") == INPUTS_SHOWN
+    assert summarize_inputs(inputs).count("float32[") == INPUTS_SHOWN + 4
+    assert summarize_inputs(inputs[:2], limit=INPUTS_SHOWN) == "float32[0, 4]@cpu, float32[1, 4]@cpu"

@@ -15,8 +15,9 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Optional
 
-from ..records import SourceLocation
+from ..records import SourceLocation, summarize_inputs
 from .highlight import highlight_lines
+from .tables import INPUTS_SHOWN
 
 if TYPE_CHECKING:
     from ..graphs import GraphCapture
@@ -229,7 +230,8 @@ def graph_page(graph: "GraphCapture", *, kernel_shares: Optional[dict[str, float
         "status": "failed" if graph.failed else "complete" if graph.complete else "partial",
         "problems": [f"{p.part}: {p.error}" for p in graph.problems],
         "accuracy": _accuracy_word(graph), "compile_seconds": round(graph.compile_seconds, 3),
-        "inputs": ", ".join(i.describe() for i in graph.inputs),
+        "inputs": summarize_inputs(graph.inputs, limit=INPUTS_SHOWN),
+        "inputs_all": summarize_inputs(graph.inputs),
         "graph_break": graph.graph_break_reason, "recompile": graph.recompile_reason,
     }
     return GraphPage(graph.index, graph.label, summary, panes, _relations(graph), kernels, graph_sections(graph))

@@ -23,6 +23,7 @@ GRAPH_HEADERS = [
     "inputs",
     "status",
 ]
+INPUTS_SHOWN = 6  # inputs listed per graph in a table row; the rest are counted
 KERNEL_HEADERS = ["graph", "kernel", "kind", "lines", "output_code lines", "calls"]
 
 
@@ -50,7 +51,7 @@ def graph_rows(graphs: Iterable[GraphCapture]) -> list[list[Any]]:
             g.node_counts.get("aot", ""),
             g.node_counts.get("post_grad", ""),
             _kernel_summary(g),
-            summarize_inputs(g.inputs),
+            summarize_inputs(g.inputs, limit=INPUTS_SHOWN),
             _status(g),
         ]
         for g in graphs

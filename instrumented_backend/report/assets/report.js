@@ -51,6 +51,14 @@
       ].forEach(function (value, column) {
         var cell = el("td", column === 5 ? "status-" + s.status : (column === 6 && value === "FAILED" ? "bad" : ""), value);
         if (column === 9) cell.className = "why";
+        if (column === 8 && s.inputs_all && s.inputs_all !== s.inputs) {  // dozens of inputs: the rest on request
+          cell.textContent = "";
+          var more = el("details", "inputs");
+          more.appendChild(el("summary", "", s.inputs));
+          more.appendChild(el("div", "", s.inputs_all));
+          more.addEventListener("click", function (event) { event.stopPropagation(); });
+          cell.appendChild(more);
+        }
         row.appendChild(cell);
       });
       row.addEventListener("click", function () { select(position); });
