@@ -186,3 +186,24 @@ def test_a_diagnosis_renders_and_serializes_without_a_compile(verdict):
     result = ib.Diagnosis(target="f", verdict=verdict, graphs=["#0 0/0 inference"])
     assert result.found == (verdict != "passed")
     assert result.to_dict()["verdict"] == verdict and "diagnose f" in result.render()
+
+
+def test_a_recorded_first_call_is_a_copy_the_script_cannot_change_later():
+    """Tensors inside lists and dicts are copied too, with requires_grad kept: a script that updates
+    its tensors in place after the first call (a cache, an optimizer step) replays the first call."""
+    from instrumented_backend.capture.redirect import CompiledCall, record_compiled_calls
+
+    calls: list[CompiledCall] = []
+    undo = record_compiled_calls(calls)
+    try:
+        step = torch.compile(lambda xs, scale: (xs[0] + xs[1]) * scale["by"])
+        xs, weight = [torch.ones(4), torch.ones(4)], torch.ones(4, requires_grad=True)
+        step(xs, {"by": weight})
+    finally:
+        undo()
+    xs[0].add_(5)
+    with torch.no_grad():
+        weight.mul_(3)
+    (call,) = calls
+    assert torch.equal(call.args[0][0], torch.ones(4)) and torch.equal(call.args[1]["by"], torch.ones(4))
+    assert call.args[1]["by"].requires_grad and not call.args[0][0].requires_grad

@@ -102,7 +102,11 @@ class CompiledCall:
 
 
 def _detached(value: Any) -> Any:
-    return value.detach().clone() if isinstance(value, torch.Tensor) else value
+    """A copy of every tensor in ``value`` (lists, tuples, dicts of them too; ``requires_grad``
+    kept): what the script does to its tensors after the first call must not change the call
+    that is replayed."""
+    return torch.utils._pytree.tree_map_only(
+        torch.Tensor, lambda t: t.detach().clone().requires_grad_(t.requires_grad), value)
 
 
 def record_compiled_calls(calls: list[CompiledCall]) -> Callable[[], None]:
