@@ -117,7 +117,21 @@ def test_compare_puts_eager_pointwise_ops_beside_the_fused_kernel(pointwise):
     assert set(memory.eager_ops) == {"aten::add", "aten::mul"}
     assert memory.kernels == [pointwise.kernels[0].kernel]
     assert categories["gemm"].eager_us == 0 and categories["gemm"].compiled_us == 0
-    assert sum(c.share_of_saving for c in comparison.categories) == pytest.approx(1.0)
+    shares = [c.share_of_saving for c in comparison.categories]
+    saved = sum(c.eager_us - c.compiled_us for c in comparison.categories)
+    assert sum(shares) == pytest.approx(1.0) if saved > 0 else shares == [None, None, None]
+
+
+def test_shares_of_saving_are_none_when_compiling_saves_nothing():
+    from instrumented_backend.profiling.compare import set_shares_of_saving
+    from instrumented_backend.profiling.records import CategoryComparison
+
+    faster = [CategoryComparison("gemm", 10.0, 6.0), CategoryComparison("overhead", 5.0, 3.0)]
+    set_shares_of_saving(faster)
+    assert [c.share_of_saving for c in faster] == pytest.approx([4 / 6, 2 / 6])
+    slower = [CategoryComparison("gemm", 14.8, 10.4), CategoryComparison("overhead", 18.4, 62.5)]
+    set_shares_of_saving(slower)  # a "share" of -16% and 163% of a loss would read backwards
+    assert [c.share_of_saving for c in slower] == [None, None]
 
 
 def test_a_big_pointwise_graph_is_diagnosed_compute_bound(pointwise):

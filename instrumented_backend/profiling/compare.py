@@ -78,10 +78,16 @@ def compare(report: "ProfileReport") -> Comparison:
                            names(eager_rest), names(compiled_rest)),
         CategoryComparison(OVERHEAD, max(0.0, eager_step - eager_ops_us), max(0.0, compiled_step - report.kernel_us)),
     ]
-    saved = sum(c.eager_us - c.compiled_us for c in categories)
-    for category in categories:
-        category.share_of_saving = (category.eager_us - category.compiled_us) / saved if saved else 0.0
+    set_shares_of_saving(categories)
     lines = [LineComparison(r.source, r.code, r.eager_ops, r.eager_us, r.kernels, r.compiled_us)
              for r in by_source_line(report) if r.eager_ops or r.kernels]
     lines.sort(key=lambda r: -(r.eager_us + r.compiled_us))
     return Comparison(categories=categories, lines=lines)
+
+
+def set_shares_of_saving(categories: list[CategoryComparison]) -> None:
+    """Each category's part of the time compiling saves per step; None for all when it saves
+    nothing (compiled no faster than eager: a "share" of a loss would read backwards)."""
+    saved = sum(c.eager_us - c.compiled_us for c in categories)
+    for category in categories:
+        category.share_of_saving = (category.eager_us - category.compiled_us) / saved if saved > 0 else None

@@ -151,7 +151,7 @@ class CategoryComparison:
     compiled_us: float
     eager_ops: list[str] = field(default_factory=list)
     kernels: list[str] = field(default_factory=list)
-    share_of_saving: float = 0.0
+    share_of_saving: Optional[float] = None  # of the time saved per step; None when compiling saves none
 
     @property
     def speedup(self) -> Optional[float]:

@@ -74,7 +74,7 @@ def render(report: "ProfileReport", *, rows: int = 15) -> str:
                     format_us(c.eager_us),
                     format_us(c.compiled_us),
                     f"{c.speedup:.2f}x" if c.speedup else "",
-                    f"{c.share_of_saving:.0%}",
+                    f"{c.share_of_saving:.0%}" if c.share_of_saving is not None else "-",
                     _short(c.eager_ops, 3),
                     _short(c.kernels, 3),
                 ]
