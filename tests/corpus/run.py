@@ -61,7 +61,10 @@ def run_case(name: str, backend: str) -> dict[str, Any]:
         seconds = time.perf_counter() - start
         record: dict[str, Any] = {"codes": codes, "outputs": outputs, "seconds": seconds}
         if isinstance(workload.model, torch.nn.Module):
-            record["grads"] = [p.grad.clone() if p.grad is not None else None for p in workload.model.parameters()]
+            params = list(workload.model.parameters())
+            record["grads"] = [p.grad.clone() if p.grad is not None else None for p in params]
+            embedding_weights = {id(m.weight) for m in workload.model.modules() if isinstance(m, torch.nn.Embedding)}
+            record["embedding_grads"] = [i for i, p in enumerate(params) if id(p) in embedding_weights]
         if session is not None:
             stack.close()
             record.update(_instrumented_details(session))
