@@ -157,25 +157,20 @@ def install() -> None:
             return original_writeline(self, line)
         # The common cases, inlined (this runs for every line Inductor writes): a one-line string
         # never tagged before gets no tag outside a node's emission, and the emission's origin
-        # inside one (what _tag_for and tag_entry(fresh=True) would do, without the calls).
-        if type(line) is str and "\n" not in line:
-            entries = recorder._entries
-            hit = entries.get(id(line))
-            if hit is None or hit[0] is not line:
-                origin = getattr(state, "emission", None)
-                if origin is None or not line.strip():
-                    return original_writeline(self, line)
-                lines = self._lines
-                before = len(lines)
-                original_writeline(self, line)
-                if self._lines is lines and len(lines) == before + 1:
-                    entry, tag = lines[-1], (origin,)
-                    entries[id(entry)] = (entry, tag)
-                    recorder._fresh.append((entry, tag))
-                return None
-        tag, fresh = _tag_for(line, recorder, state)
-        if tag is None:
-            return original_writeline(self, line)
+        # inside one (what _tag_for would say, without its calls).
+        new_string = type(line) is str and "\n" not in line
+        if new_string:
+            hit = recorder._entries.get(id(line))
+            new_string = hit is None or hit[0] is not line
+        if new_string:
+            origin = getattr(state, "emission", None)
+            if origin is None or not line.strip():
+                return original_writeline(self, line)
+            tag, fresh = (origin,), True
+        else:
+            tag, fresh = _tag_for(line, recorder, state)
+            if tag is None:
+                return original_writeline(self, line)
         lines = self._lines
         before = len(lines)
         original_writeline(self, line)
