@@ -18,7 +18,10 @@ from typing import Any, Callable, Optional, Sequence
 
 import torch
 
-__all__ = ["redirect_torch_compile", "run_as_main", "CompiledCall", "record_compiled_calls"]
+__all__ = ["redirect_torch_compile", "run_as_main", "CompiledCall", "record_compiled_calls", "COMPILE_SETTINGS"]
+
+# The torch.compile arguments that change what is compiled: a replay of a recorded call repeats them.
+COMPILE_SETTINGS = ("dynamic", "mode", "options", "fullgraph")
 
 
 def run_as_main(script: Path, argv: Sequence[str] = (), *, keep: Optional[contextlib.ExitStack] = None) -> int:
@@ -96,9 +99,13 @@ class CompiledCall:
     kwargs: dict[str, Any]
     grad_enabled: bool
     name: str = ""
-    options: dict[str, Any] = field(default_factory=dict)
-    # The torch.compile arguments it was compiled with that change what is compiled.
+    # The torch.compile arguments it was compiled with that change what is compiled (COMPILE_SETTINGS).
     compile_kwargs: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def options(self) -> dict[str, Any]:
+        """The ``options`` it was compiled with."""
+        return dict(self.compile_kwargs.get("options") or {})
 
 
 def _detached(value: Any) -> Any:
@@ -113,8 +120,7 @@ def record_compiled_calls(calls: list[CompiledCall]) -> Callable[[], None]:
     """Redirect torch.compile to the instrumented backend and record first calls into ``calls``; returns the undo."""
     def recording(target: Any, compile_kwargs: dict[str, Any], call: Callable[..., Any]) -> Callable[..., Any]:
         seen: list[bool] = []
-        options = dict(compile_kwargs.get("options") or {})
-        settings = {k: compile_kwargs[k] for k in ("dynamic", "mode", "options", "fullgraph")
+        settings = {k: compile_kwargs[k] for k in COMPILE_SETTINGS
                     if compile_kwargs.get(k) is not None and (k == "dynamic" or compile_kwargs[k])}
 
         @functools.wraps(call)
@@ -123,8 +129,7 @@ def record_compiled_calls(calls: list[CompiledCall]) -> Callable[[], None]:
                 seen.append(True)
                 calls.append(CompiledCall(target, tuple(_detached(a) for a in args),
                                           {k: _detached(v) for k, v in kwargs.items()}, torch.is_grad_enabled(),
-                                          getattr(target, "__qualname__", type(target).__name__), options,
-                                          settings))
+                                          getattr(target, "__qualname__", type(target).__name__), settings))
             return call(*args, **kwargs)
         return wrapper
 

@@ -193,20 +193,21 @@ def _compile_error_report(exc: BaseException) -> Optional[CompileErrorReport]:
     return getattr(inner, "report", None)
 
 
-COMPILE_KEYS = ("dynamic", "mode", "options", "fullgraph")  # the torch.compile arguments diagnose repeats
-
-
-def _compile_settings(compile_kwargs: Optional[dict[str, Any]]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(Inductor config patches, Dynamo's torch.compile keywords) for ``compile_kwargs``, the
-    arguments the target was compiled with; ValueError names an argument diagnose cannot repeat."""
+def _compile_settings(
+    compile_kwargs: Optional[dict[str, Any]],
+) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """(the settings given, their Inductor config patches, Dynamo's torch.compile keywords) for
+    ``compile_kwargs``, the arguments the target was compiled with; ValueError names an argument
+    diagnose cannot repeat."""
     from ..capture.options import parse_options
+    from ..capture.redirect import COMPILE_SETTINGS
 
     given = {k: v for k, v in (compile_kwargs or {}).items() if v is not None}
-    unknown = sorted(set(given) - set(COMPILE_KEYS))
+    unknown = sorted(set(given) - set(COMPILE_SETTINGS))
     if unknown:
-        raise ValueError(f"diagnose: compile_kwargs takes {list(COMPILE_KEYS)}, not {unknown}")
+        raise ValueError(f"diagnose: compile_kwargs takes {list(COMPILE_SETTINGS)}, not {unknown}")
     patches = parse_options(given.get("mode"), given.get("options")).inductor_patches
-    return patches, {k: given[k] for k in ("dynamic", "fullgraph") if k in given}
+    return given, patches, {k: given[k] for k in ("dynamic", "fullgraph") if k in given}
 
 
 def _training_layers(fn: Callable[..., Any], inputs: Sequence[Any], seed: int, tol: Optional[float],
@@ -296,7 +297,7 @@ def diagnose(fn: Callable[..., Any], *inputs: Any, kwargs: Optional[dict[str, An
     if kwargs is not None and not isinstance(kwargs, dict):
         raise TypeError(f"diagnose: kwargs must be a dict of keyword arguments, got {type(kwargs).__name__}")
     name = name or getattr(fn, "__qualname__", type(fn).__name__)
-    patches, dynamo_kwargs = _compile_settings(compile_kwargs)
+    compiled_with, patches, dynamo_kwargs = _compile_settings(compile_kwargs)
     inductor_options = {**patches, "fallback_random": True}
     fn, inputs = keyword_call(fn, inputs, kwargs or {})
     from ..capture.backend import instrumented, keep_call_args
@@ -305,8 +306,7 @@ def diagnose(fn: Callable[..., Any], *inputs: Any, kwargs: Optional[dict[str, An
     started = time.perf_counter()
     say = _Progress(progress, started)
     out = Path(out_dir)
-    result = Diagnosis(target=name, train=train,
-                       compiled_with={k: v for k, v in (compile_kwargs or {}).items() if v is not None})
+    result = Diagnosis(target=name, train=train, compiled_with=compiled_with)
 
     def step(label: str, began: float, summary: str = "") -> None:
         result.steps.append(DiagnosisStep(label, time.perf_counter() - began, summary))

@@ -138,14 +138,13 @@ def _judge(backend: str, fn: Callable[..., Any], inputs: tuple[Any, ...], eager:
 def _bisect(fn: Callable[..., Any], inputs: tuple[Any, ...], eager: Any, fp64: Any, tol: Optional[float],
             seed: int) -> Optional[dict[str, Any]]:
     from ..seams.bisector import bisect
-    from ..seams.inductor_options import inductor_config_patch
 
     def passes() -> bool:
         torch.compiler.reset()
         try:
             # fallback_random as a config patch, not options=: the bisector swaps in the eager and
             # aot_eager backends, which warn about (and ignore) options.
-            with inductor_config_patch({"fallback_random": True}):
+            with same_random_numbers():
                 result = run_seeded(torch.compile(fn, backend="inductor"), inputs, seed)
         except Exception:  # noqa: BLE001
             return False
