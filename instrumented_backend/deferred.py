@@ -13,7 +13,7 @@ from __future__ import annotations
 import threading
 from typing import Any, Callable, Generic, Optional, TypeVar
 
-__all__ = ["Deferred", "DeferredField", "resolve"]
+__all__ = ["Deferred", "DeferredField", "resolve", "stored"]
 
 T = TypeVar("T")
 _MISSING = object()
@@ -66,6 +66,12 @@ def resolve(value: Any) -> Any:
     return value.get() if isinstance(value, Deferred) else value
 
 
+def stored(obj: Any, name: str) -> Any:
+    """What the :class:`DeferredField` ``name`` of ``obj`` holds now, a Deferred not resolved
+    (for a question such as "is anything there" that must not compute the value)."""
+    return obj.__dict__[f"_deferred_{name}"]
+
+
 class _FromFactory:
     """The class-level default of a field with a factory; ``__set__`` swaps in a fresh value."""
 
@@ -83,7 +89,8 @@ class DeferredField:
 
     Declare it as the field's default: ``code: str = DeferredField("")``, or
     ``kernels: list = DeferredField(factory=list)`` for a fresh mutable value per instance;
-    ``DeferredField()`` with neither leaves the field required. Dataclasses call ``__set__``
+    ``DeferredField()`` with neither leaves the field required; inside ``field(default=...)`` when
+    the field needs ``repr=False`` or ``compare=False``. Dataclasses call ``__set__``
     from ``__init__`` and read the default through ``__get__(None, owner)``.
     """
 
@@ -108,6 +115,8 @@ class DeferredField:
         return value
 
     def __set__(self, obj: Any, value: Any) -> None:
+        if value is self:  # declared as ``field(default=DeferredField(...), ...)``: the default is the field
+            value = self._default
         if value is _FROM_FACTORY:
             value = self._factory()  # type: ignore[misc]
         obj.__dict__[self._slot] = value

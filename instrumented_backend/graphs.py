@@ -11,7 +11,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterator, Optional
 
-from .deferred import DeferredField
+from .deferred import DeferredField, stored
 from .io.dump import PathLike, dump_session
 from .records import (
     GRAPH_KINDS,
@@ -85,7 +85,7 @@ class GraphCapture:
     # Set by options={"check_accuracy": ...} on the first call (diagnosis.accuracy.AccuracyReport).
     accuracy: Optional["AccuracyReport"] = field(default=None, repr=False, compare=False)
     # Live objects, in-process only: never serialized, None after load().
-    dynamo_graph: Any = field(default=None, repr=False, compare=False)
+    dynamo_graph: Any = field(default=DeferredField(None), repr=False, compare=False)  # a copy, built on first read
     post_grad_graph: Any = field(default=None, repr=False, compare=False)
     compiled: Any = field(default=None, repr=False, compare=False)
     # The arguments of the compiled graph's first call, kept only inside ``keep_call_args()``
@@ -102,7 +102,7 @@ class GraphCapture:
     @property
     def live(self) -> bool:
         """True while the capture still holds its GraphModules and compiled callable."""
-        return any(v is not None for v in (self.dynamo_graph, self.post_grad_graph, self.compiled))
+        return any(v is not None for v in (stored(self, "dynamo_graph"), self.post_grad_graph, self.compiled))
 
     def release_live_objects(self) -> None:
         """Assemble everything read from the live graphs, then drop the GraphModules and the

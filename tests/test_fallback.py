@@ -76,10 +76,10 @@ def test_instrumentation_breaking_the_compile_retries_plain_inductor(reference, 
 
 
 def test_failure_starting_the_job_falls_back(reference, monkeypatch):
-    def broken_clone(gm):
+    def broken_clone(gm):  # the copy of the Dynamo graph, taken as the job starts
         raise MemoryError("no room for a copy")
 
-    monkeypatch.setattr(backend_module, "clone_graph_module", broken_clone)
+    monkeypatch.setattr(backend_module, "GraphSnapshot", broken_clone)
     result, code, session, messages = _compile_watching(X)
     assert torch.equal(result, reference[0]) and code == reference[1]
     assert len(messages) == 1 and "no room for a copy" in messages[0]

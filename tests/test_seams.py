@@ -182,6 +182,41 @@ def test_graph_copies_generate_their_code_on_first_use():
     torch.testing.assert_close(clone(torch.tensor([-1.0, 2.0])), torch.tensor([1.0, 3.0]))
 
 
+def test_a_graph_snapshot_is_the_graph_as_it_was_when_taken():
+    """The copy is built on first use, from the nodes and attributes as they were at the snapshot."""
+    import copy
+
+    from instrumented_backend.capture.graph_copy import GraphSnapshot
+
+    class Net(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.lin = torch.nn.Linear(3, 3)
+            self.register_buffer("shift", torch.ones(3))
+
+        def forward(self, x):
+            return torch.relu(self.lin(x)) + self.shift
+
+    gm = torch.fx.symbolic_trace(Net())
+    expected = copy.deepcopy(gm.graph).python_code("self").src
+    x = torch.randn(2, 3)
+    want = gm(x)
+    metas = [node.meta for node in gm.graph.nodes]
+    snapshot = GraphSnapshot(gm)
+    for node in list(gm.graph.nodes):  # what a pass does to the original afterwards
+        if node.target is torch.relu:
+            node.replace_all_uses_with(node.args[0])
+            gm.graph.erase_node(node)
+    gm.shift = torch.zeros(3)
+    gm.recompile()
+    copy_ = snapshot.module()
+    assert copy_ is snapshot.module()
+    assert copy_.graph.python_code("self").src == expected
+    assert all(new.meta is not old and new.meta == old for new, old in zip(copy_.graph.nodes, metas))
+    torch.testing.assert_close(copy_(x), want)
+    assert set(dict(copy_.named_buffers())) == {"shift"}
+
+
 def test_the_seam_list_names_every_seam_module_once():
     import pkgutil
 

@@ -34,7 +34,7 @@ from ..seams.ddp_buckets import current_ddp_bucket
 from ..seams.dynamo_reasons import take_graph_break_reason
 from .builder import CaptureBuilder
 from .distributed import RankInfo, current_rank
-from .graph_copy import clone_graph_module, count_nodes, printed_later
+from .graph_copy import GraphSnapshot, count_nodes, printed_later
 from .options import BackendOptions, parse_options
 from .registry import open_sessions, record
 
@@ -71,14 +71,19 @@ class CompileJob:
         except Exception:  # noqa: BLE001
             self.rank = RankInfo()
         self.ddp_bucket = current_ddp_bucket()  # the DDPOptimizer bucket this graph is, or None
-        self.dynamo_graph = clone_graph_module(gm)
-        # Printed on first read, from the copy: compile_fx's pre-grad passes mutate gm itself.
-        self.dynamo_graph_code = printed_later(self.dynamo_graph, "dynamo_graph")
+        # compile_fx's pre-grad passes mutate gm itself: the copy is built, and printed, on first read.
+        self.dynamo_graph_copy = GraphSnapshot(gm).deferred()
+        self.dynamo_graph_code = printed_later(self.dynamo_graph_copy, "dynamo_graph")
         self.dynamo_node_count = count_nodes(gm)
         self.sessions = open_sessions()
         self.rewrites = rewrites.RewriteLog()  # what the pre-grad and joint-graph passes replaced
         # Set when the forward graph is captured (assembled on first read); the lazy backward falls back on it.
         self.forward_by_seq_nr: Any = {}
+
+    @property
+    def dynamo_graph(self) -> Optional[torch.fx.GraphModule]:
+        """The copy of the Dynamo graph (None, after one warning, if it could not be built)."""
+        return self.dynamo_graph_copy.get()
 
     def inner_compile(self, gm: torch.fx.GraphModule, example_inputs: Sequence[Any], *args: Any, **kwargs: Any) -> Any:
         """Drop-in ``inner_compile`` for ``compile_fx``: compile one AOT graph and capture it."""

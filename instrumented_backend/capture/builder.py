@@ -25,7 +25,7 @@ from ..seams import ir_format
 from ..seams.compile_entry import current_compile_id, graph_kind
 from ..seams.dynamo_reasons import recompile_reason
 from ..seams.output_code import read_generated_code, runnable_graph_text
-from .graph_copy import clone_graph_module, count_nodes, printed_later
+from .graph_copy import GraphSnapshot, count_nodes, printed_later
 
 __all__ = ["CaptureBuilder", "describe_inputs"]
 
@@ -74,12 +74,17 @@ class CaptureBuilder:
         self.rewrites = RewriteLog()  # what this graph's post-grad passes replaced
         self.ir_text_memo = ir_format.IrTextMemo()  # shared by the pre- and post-fusion logs
         # compile_fx_inner mutates aot_graph into the post-grad graph: keep the original.
-        self.original_graph = clone_graph_module(aot_graph)
+        self.original_graph_copy = GraphSnapshot(aot_graph)
         self.aot_graph = aot_graph
         self.example_inputs = list(example_inputs)
         self.aot_node_count = count_nodes(aot_graph)
         self.inputs = self.guard("inputs", lambda: describe_inputs(example_inputs)) or []
         self._started = time.perf_counter()
+
+    @property
+    def original_graph(self) -> torch.fx.GraphModule:
+        """The AOT graph as it came to ``compile_fx_inner`` (a copy, built on first read)."""
+        return self.original_graph_copy.module()
 
     def guard(self, part: str, step: Callable[[], Any]) -> Any:
         """Run one capturing step; on failure record a problem and return None."""
@@ -124,7 +129,7 @@ class CaptureBuilder:
             recorder=self.recorder,
             post_grad=post_grad,
             post_grad_code=post_grad_code,
-            dynamo_graph=self.job.dynamo_graph,
+            dynamo_graph=self.job.dynamo_graph_copy,
             rewrites=(self.rewrites, self.job.rewrites),
             forward_by_seq_nr=self.job.forward_by_seq_nr if self.kind == "backward" else None,
             index_seq_nr=self.kind == "forward",
@@ -166,7 +171,7 @@ class CaptureBuilder:
             compile_error="" if error is None else f"{type(error).__name__}: {error}",
             thread_name=threading.current_thread().name,
             torch_version=torch.__version__,
-            dynamo_graph=self.job.dynamo_graph,
+            dynamo_graph=self.job.dynamo_graph_copy,
             post_grad_graph=post_grad,
             compiled=compiled,
         )

@@ -3,13 +3,19 @@
 ``compile_fx`` and ``compile_fx_inner`` take ownership of the graph they are given and mutate
 it (pre-grad and post-grad passes). We keep a copy of the graph structure, sharing parameters
 and buffers with the original, both as the record of what Dynamo/AOTAutograd produced and as
-the input of a plain-Inductor retry when instrumentation fails. The copies generate their Python
-code on first use (most are never run or printed), see :mod:`.seams.lazy_graph`.
+the input of a plain-Inductor retry when instrumentation fails.
+
+Most copies are never read, so a compile takes only a :class:`GraphSnapshot`: each node's
+fields by reference (FX never edits a node's ``args``/``kwargs`` in place: they are immutable
+containers, replaced on every change) and a shallow copy of its ``meta``, which is what
+``copy.deepcopy(graph)`` copies, at a tenth of its cost. The GraphModule is built from it on first
+use, and generates its Python code on first use after that (see :mod:`.seams.lazy_graph`).
 """
 
 from __future__ import annotations
 
 import copy
+from typing import Any, Optional
 
 import torch.fx
 
@@ -17,7 +23,63 @@ from ..deferred import Deferred
 from ..fail_soft import warn_once
 from ..seams.lazy_graph import lazy_graph_module
 
-__all__ = ["clone_graph_module", "count_nodes", "printed_later"]
+__all__ = ["GraphSnapshot", "clone_graph_module", "count_nodes", "printed_later"]
+
+# The nodes whose targets GraphModule(root, graph) copies from the root module.
+_ATTRIBUTE_OPS = ("get_attr", "call_module")
+
+
+class GraphSnapshot:
+    """An FX GraphModule as it is now, made into a GraphModule (:meth:`module`) on first use.
+
+    The module's attributes (what ``get_attr``/``call_module`` nodes name) are copied from the
+    original now, so later changes to the original module do not reach the copy either.
+    """
+
+    def __init__(self, gm: torch.fx.GraphModule) -> None:
+        graph = gm.graph
+        self._nodes = [(n, n.op, n.target, n._args, n._kwargs, n.name, n.type, copy.copy(n.meta))
+                       for n in graph.nodes]
+        self._codegen = copy.deepcopy(graph._codegen)
+        self._tracer_cls = graph._tracer_cls
+        attributes = torch.fx.Graph(tracer_cls=graph._tracer_cls)  # only the nodes naming attributes
+        for node in graph.nodes:
+            if node.op in _ATTRIBUTE_OPS:
+                attributes.create_node(node.op, node.target, (), {}, node.name)
+        self._module: Optional[torch.fx.GraphModule] = lazy_graph_module(
+            gm, attributes, class_name=type(gm).__name__)
+        self._module.meta = dict(getattr(gm, "meta", {}) or {})
+        self._module.shape_env = getattr(gm, "shape_env", None)
+        self._built = Deferred(self._build, fallback=None, on_error=self._failed)
+
+    def module(self) -> torch.fx.GraphModule:
+        """The copy (built on the first call; the same object on every call)."""
+        module = self._built.get()
+        if module is None:
+            raise RuntimeError("the graph copy could not be built (see the warning)")
+        return module
+
+    def deferred(self) -> Deferred[Any]:
+        """The copy as a :class:`Deferred` (None, with one warning, if it cannot be built)."""
+        return self._built
+
+    def _build(self) -> torch.fx.GraphModule:
+        graph = torch.fx.Graph(tracer_cls=self._tracer_cls)
+        env: dict[torch.fx.Node, torch.fx.Node] = {}
+        lookup = env.__getitem__
+        for old, op, target, args, kwargs, name, type_expr, meta in self._nodes:
+            node = graph.create_node(op, target, torch.fx.map_arg(args, lookup), torch.fx.map_arg(kwargs, lookup),
+                                     name, type_expr)
+            node.meta = meta
+            env[old] = node
+        graph._codegen = self._codegen
+        module, self._module, self._nodes = self._module, None, []
+        module.graph = graph  # type: ignore[union-attr]
+        return module  # type: ignore[return-value]
+
+    @staticmethod
+    def _failed(exc: BaseException) -> None:
+        warn_once("graph_copy", f"could not build the copy of a graph ({exc!r}); it reads as None")
 
 
 def clone_graph_module(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
@@ -25,11 +87,7 @@ def clone_graph_module(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
 
     Its Python code is generated on first use (``forward``, ``.code``, ``print_readable``).
     """
-    graph = copy.deepcopy(gm.graph)
-    clone = lazy_graph_module(gm, graph, class_name=type(gm).__name__)
-    clone.meta = dict(getattr(gm, "meta", {}) or {})
-    clone.shape_env = getattr(gm, "shape_env", None)
-    return clone
+    return GraphSnapshot(gm).module()
 
 
 def count_nodes(gm: torch.fx.GraphModule) -> int:
@@ -37,13 +95,17 @@ def count_nodes(gm: torch.fx.GraphModule) -> int:
     return len(gm.graph.nodes)
 
 
-def printed_later(gm: torch.fx.GraphModule, part: str) -> Deferred[str]:
+def printed_later(gm: "torch.fx.GraphModule | Deferred[Any]", part: str) -> Deferred[str]:
     """``gm.print_readable(print_output=False)``, printed on first read (see :mod:`.deferred`).
 
-    ``gm`` must no longer change. If printing fails, the text is empty and one warning names
-    ``part``; the compiled program is not affected.
+    ``gm`` (or what the Deferred gives) must no longer change. If printing fails, the text is
+    empty and one warning names ``part``; the compiled program is not affected.
     """
     def failed(exc: BaseException) -> None:
         warn_once(f"part:{part}", f"could not print the {part} ({exc!r}); its text is empty")
 
-    return Deferred(lambda: gm.print_readable(print_output=False), fallback="", on_error=failed)
+    def printed() -> str:
+        module = gm.get() if isinstance(gm, Deferred) else gm
+        return module.print_readable(print_output=False)
+
+    return Deferred(printed, fallback="", on_error=failed)

@@ -77,7 +77,7 @@ def map_lines(
     guard("kernel_traffic", lambda: attach_traffic(result.kernels, recorder.traffic))
     if post_grad is not None:
         result.nodes = guard("node_map", lambda: build_node_map(
-            post_grad, post_grad_code, dynamo_graph, resolve(forward_by_seq_nr), rewrites)) or {}
+            post_grad, post_grad_code, resolve(dynamo_graph), resolve(forward_by_seq_nr), rewrites)) or {}
         if index_seq_nr:
             result.seq_nr_index = guard("node_map", lambda: seq_nr_index(post_grad, result.nodes)) or {}
     lost = guard("line_map", lambda: attach_lines(result.kernels, recorder, result.nodes))

@@ -28,6 +28,8 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Optional, Sequence
 
+from ..thread_state import thread_local
+
 __all__ = ["Origin", "origin_of", "LineRecorder", "LineTag", "active_recorder", "activate", "push_fx_origin",
            "pop_fx_origin", "current_fx_origin", "set_emission", "current_emission"]
 
@@ -102,7 +104,7 @@ class LineRecorder:
         """Origins per physical line of a buffer text ``getvalue()`` returned, or None."""
         return self._texts.get(text)
 
-    def tag_entry(self, entry: Any, tag: LineTag, *, fresh: bool = False) -> None:
+    def tag_entry(self, entry: Any, tag: LineTag, fresh: bool = False) -> None:
         """Tag a line object Inductor appended to a buffer.
 
         ``fresh`` says the line was just emitted (not moved from another buffer): it then also
@@ -166,7 +168,7 @@ def _by_stripped_line(fresh: Sequence[tuple[Any, LineTag]]) -> dict[str, list[Or
     return pending
 
 
-_state = threading.local()
+_state = thread_local("LineTagState", recorder=None, emission=None, fx_stack=None)
 
 
 def thread_state() -> threading.local:
@@ -180,12 +182,12 @@ def thread_state() -> threading.local:
 
 def active_recorder() -> Optional[LineRecorder]:
     """The recorder of the instrumented compile running on this thread, or None."""
-    return getattr(_state, "recorder", None)
+    return _state.recorder
 
 
 def activate(recorder: Optional[LineRecorder]) -> Optional[LineRecorder]:
     """Make ``recorder`` this thread's active recorder; returns the previous one."""
-    previous = getattr(_state, "recorder", None)
+    previous = _state.recorder
     _state.recorder = recorder
     if recorder is None:
         _state.fx_stack = []
@@ -197,7 +199,7 @@ def pause() -> Optional[LineRecorder]:
     """Stop tagging lines on this thread (fx origin and emission kept); returns the recorder for
     :func:`resume`. For text we write ourselves with Inductor's buffers (the IR logs), whose
     thousands of lines no kernel ever contains."""
-    recorder = getattr(_state, "recorder", None)
+    recorder = _state.recorder
     _state.recorder = None
     return recorder
 
@@ -212,7 +214,7 @@ def resume(recorder: Optional[LineRecorder]) -> None:
 
 def push_fx_origin(node_name: Optional[str]) -> None:
     """Push ``node_name`` as the FX node producing whatever IR ops are created until the pop."""
-    stack = getattr(_state, "fx_stack", None)
+    stack = _state.fx_stack
     if stack is None:
         stack = _state.fx_stack = []
     stack.append(node_name)
@@ -225,17 +227,17 @@ def pop_fx_origin() -> None:
 
 def current_fx_origin() -> Optional[str]:
     """The innermost FX node currently being lowered/traced, or None."""
-    stack = getattr(_state, "fx_stack", None)
+    stack = _state.fx_stack
     return stack[-1] if stack else None
 
 
 def set_emission(origin: Optional[Origin]) -> Optional[Origin]:
     """Mark lines written from now on with ``origin``; returns the previous one, to restore."""
-    previous = getattr(_state, "emission", None)
+    previous = _state.emission
     _state.emission = origin
     return previous
 
 
 def current_emission() -> Optional[Origin]:
     """The origin to mark emitted lines with, or None outside a LoopBody node's codegen."""
-    return getattr(_state, "emission", None)
+    return _state.emission

@@ -11,9 +11,10 @@ the node(s) it replaced, taken before the replaced node is erased. The node map 
 
 from __future__ import annotations
 
-import threading
 from dataclasses import dataclass, field
 from typing import Any, Optional
+
+from ..thread_state import thread_local
 
 __all__ = ["ReplacedNode", "RewriteLog", "active_log", "activate_log", "chain_roots"]
 
@@ -70,16 +71,16 @@ class RewriteLog:
         return self.replaced.get(name, [])
 
 
-_state = threading.local()
+_state = thread_local("RewriteLogState", log=None)
 
 
 def active_log() -> Optional[RewriteLog]:
     """The log the graph passes running on this thread record into, or None."""
-    return getattr(_state, "log", None)
+    return _state.log
 
 
 def activate_log(log: Optional[RewriteLog]) -> Optional[RewriteLog]:
     """Make ``log`` this thread's active log; returns the previous one, to restore."""
-    previous = getattr(_state, "log", None)
+    previous = _state.log
     _state.log = log
     return previous

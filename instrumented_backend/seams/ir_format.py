@@ -29,16 +29,16 @@ from __future__ import annotations
 import inspect
 import operator
 import re
-import threading
 from typing import Any, Callable, Optional
 
 import torch.fx
 
+from ..thread_state import thread_local
 from . import SeamMoved, install_once
 
 __all__ = ["install", "format_ir", "IrTextMemo", "check"]
 
-_state = threading.local()
+_state = thread_local("IrFormatState", memo=None)
 
 # What LoopBodyBlock.debug_str does, which _fast_block_debug_str reproduces.
 _BLOCK_DEBUG_STR_SOURCE = (
@@ -70,7 +70,7 @@ def format_ir(nodes: Any, memo: Optional[IrTextMemo] = None) -> str:
     from torch._inductor.debug import DebugFormatter
 
     install()
-    previous = getattr(_state, "memo", None)
+    previous = _state.memo
     _state.memo = memo if memo is not None else IrTextMemo()
     try:
         return DebugFormatter._write_ir(nodes)
@@ -80,7 +80,7 @@ def format_ir(nodes: Any, memo: Optional[IrTextMemo] = None) -> str:
 
 def _memoised_text(original: Callable[[Any], str]) -> Callable[[Any], str]:
     def text(self: Any) -> str:
-        memo = getattr(_state, "memo", None)
+        memo = _state.memo
         if memo is None:
             return original(self)
         hit = memo.immutable_text.get(id(self))
@@ -114,7 +114,7 @@ def _same_objects(old: list[Any], new: list[Any]) -> bool:
 
 def _fast_block_debug_str(original: Callable[..., str]) -> Callable[..., str]:
     def debug_str(self: Any, name: str = "block") -> str:
-        memo = getattr(_state, "memo", None)
+        memo = _state.memo
         if memo is None:
             return original(self, name)
         fingerprint = _graph_fingerprint(self.graph)

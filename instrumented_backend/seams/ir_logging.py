@@ -9,9 +9,9 @@ listener active on the current thread (which formats them with :mod:`.ir_format`
 from __future__ import annotations
 
 import inspect
-import threading
 from typing import Any, Callable, Optional
 
+from ..thread_state import thread_local
 from . import SeamMoved, install_once
 
 __all__ = ["install", "set_listener", "check"]
@@ -19,20 +19,20 @@ __all__ = ["install", "set_listener", "check"]
 # listener(stage, nodes) with stage in {"pre_fusion", "post_fusion"}
 IrListener = Callable[[str, Any], None]
 
-_state = threading.local()
+_state = thread_local("IrListenerState", listener=None)
 _originals: dict[str, Callable[..., Any]] = {}
 
 
 def set_listener(listener: Optional[IrListener]) -> Optional[IrListener]:
     """Set this thread's IR listener; return the previous one."""
-    previous = getattr(_state, "listener", None)
+    previous = _state.listener
     _state.listener = listener
     return previous
 
 
 def _make_wrapper(stage: str, original: Callable[..., Any]) -> Callable[..., Any]:
     def wrapper(nodes: Any) -> Any:
-        listener = getattr(_state, "listener", None)
+        listener = _state.listener
         if listener is not None:
             listener(stage, nodes)  # listeners are fail-soft by contract
         return original(nodes)

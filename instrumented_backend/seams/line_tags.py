@@ -66,7 +66,7 @@ def _tag_for(line: Any, recorder: provenance.LineRecorder, state: Any) -> tuple[
     text = entry_text(line)
     if text is None or not text.strip():
         return None, False
-    origin = getattr(state, "emission", None)
+    origin = state.emission
     if "\n" in text:  # a buffer's text written back whole: its own tags win, line by line
         known = recorder.text_tag(text)
         if known is not None:
@@ -152,21 +152,18 @@ def install() -> None:
     state = provenance.thread_state()  # read directly: writeline runs for every line Inductor writes
 
     def writeline(self: Any, line: Any) -> None:
-        recorder = getattr(state, "recorder", None)
+        recorder = state.recorder
         if recorder is None:
             return original_writeline(self, line)
-        # The common cases, inlined (this runs for every line Inductor writes): a one-line string
-        # never tagged before gets no tag outside a node's emission, and the emission's origin
-        # inside one (what _tag_for would say, without its calls).
-        new_string = type(line) is str and "\n" not in line
-        if new_string:
+        if type(line) is str and "\n" not in line:  # the common case, inlined: what _tag_for says
             hit = recorder._entries.get(id(line))
-            new_string = hit is None or hit[0] is not line
-        if new_string:
-            origin = getattr(state, "emission", None)
-            if origin is None or not line.strip():
-                return original_writeline(self, line)
-            tag, fresh = (origin,), True
+            if hit is not None and hit[0] is line:
+                tag, fresh = hit[1], False  # a line moved from another buffer keeps its tag
+            else:
+                origin = state.emission  # a new line: the emitting node's origin, if any
+                if origin is None:
+                    return original_writeline(self, line)
+                tag, fresh = (origin,), True
         else:
             tag, fresh = _tag_for(line, recorder, state)
             if tag is None:
@@ -174,11 +171,13 @@ def install() -> None:
         lines = self._lines
         before = len(lines)
         original_writeline(self, line)
-        if self._lines is lines and len(lines) == before + 1:
-            recorder.tag_entry(lines[-1], tag, fresh=fresh)
+        if len(lines) == before + 1 and self._lines is lines:
+            entry = lines[-1]
+            if entry != "":  # a blank line is written as the one shared "": never tagged
+                recorder.tag_entry(entry, tag, fresh)
 
     def splice(self: Any, other_code: Any, strip: bool = False) -> None:
-        recorder = getattr(state, "recorder", None)
+        recorder = state.recorder
         if recorder is None:
             return original_splice(self, other_code, strip)
         if isinstance(other_code, IndentedBuffer):
@@ -197,7 +196,7 @@ def install() -> None:
 
     def getvaluewithlinemap(self: Any) -> Any:
         result = original_getvalue(self)
-        recorder = getattr(state, "recorder", None)
+        recorder = state.recorder
         if recorder is not None:
             try:
                 origins = _text_origins(self, recorder)

@@ -66,13 +66,13 @@ def install() -> None:
     state = provenance.thread_state()  # read directly: run_node runs for every op of every kernel
 
     def run_node(self: Any, n: Any) -> Any:
-        if getattr(state, "recorder", None) is None or n.op not in ("call_method", "call_module"):
+        if state.recorder is None or n.op not in ("call_method", "call_module"):
             return original_run_node(self, n)
         meta = n.meta
         origin = meta.get(_ORIGIN)
         if origin is None:  # a body's node runs once per kernel it is generated into: look it up once
             origin = meta[_ORIGIN] = provenance.origin_of(_ir_op(n), meta.get(STAMP))
-        previous = getattr(state, "emission", None)
+        previous = state.emission
         state.emission = origin
         try:
             return original_run_node(self, n)
