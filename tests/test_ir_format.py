@@ -132,3 +132,57 @@ def test_a_block_edited_in_place_is_formatted_again():
     finally:
         ir_format._state.memo = None
     assert third == original(block, "body") and "-0.0" in third
+
+
+def test_a_scheduler_node_text_is_reused_only_while_what_it_prints_is_unchanged():
+    """Post-fusion, a node's pre-fusion text is reused; a node edited in place (as fusion's loop
+    reordering and dependency pruning do) is formatted again, byte-identical to Inductor's."""
+    from torch._inductor.debug import DebugFormatter
+    from torch._inductor.scheduler import SchedulerNode
+
+    ir_logging.install()
+    ir_format.install()
+    memo = ir_format.IrTextMemo()
+    results: dict[str, bool] = {}
+
+    def node_text(node):
+        ir_format._state.memo = memo
+        try:
+            return node.debug_str()
+        finally:
+            ir_format._state.memo = None
+
+    def listener(stage, nodes):
+        ir_format.format_ir(nodes, memo)
+        if stage != "post_fusion":
+            return
+        snodes = [n for node in nodes for n in (getattr(node, "snodes", None) or [node]) if type(n) is SchedulerNode]
+        texts = {id(n): memo.node_text[id(n)][2] for n in snodes}
+        results["reused"] = bool(snodes) and all(node_text(n) is texts[id(n)] for n in snodes)  # the very same str
+        victim = snodes[0]
+        victim.min_input_distance += 7  # edited in place
+        victim.unmet_dependencies.add(next(iter(victim.read_writes.reads)))
+        results["identical after edits"] = ir_format.format_ir(nodes, memo) == DebugFormatter._write_ir(nodes)
+        results["edited one formatted again"] = node_text(victim) is not texts[id(victim)]
+
+    torch._dynamo.reset()
+    previous = ir_logging.set_listener(listener)
+    try:
+        compiled = torch.compile(busy_graph, backend="inductor", options={"fx_graph_cache": False})
+        with autograd_cache_disabled(), torch.no_grad():
+            compiled(torch.randn(6, 16), torch.randn(16, 16))
+    finally:
+        ir_logging.set_listener(previous)
+        torch._dynamo.reset()
+    assert results == {"reused": True, "identical after edits": True, "edited one formatted again": True}
+
+
+def test_a_scheduler_node_printing_something_new_is_reported(monkeypatch):
+    from torch._inductor.scheduler import BaseSchedulerNode
+
+    def debug_str(self):
+        return f"{self.get_name()} {self.last_usage}"
+
+    monkeypatch.setattr(BaseSchedulerNode, "debug_str", debug_str)
+    with pytest.raises(SeamMoved, match=r"BaseSchedulerNode.debug_str now prints \['last_usage'\]"):
+        ir_format.check()

@@ -17,6 +17,10 @@ three things dominate it, all of which we make cheaper without changing a byte o
   as ``GraphModule.recompile`` does (and without making the throw-away module the graph's owner),
   and the post-fusion log reuses the text of a block whose graph is provably unchanged since the
   pre-fusion log (:class:`IrTextMemo`).
+* the post-fusion log prints every scheduler node fused into a kernel again, as the pre-fusion log
+  did: a ``SchedulerNode``'s text is reused when everything it is printed from is the very same
+  objects, container contents included (its dependencies, sizes, loop body and blocks, output
+  buffers and their users, the layouts printed), and formatted afresh otherwise.
 
 The patches are installed once and act only on a thread that is inside :func:`format_ir`;
 everywhere else they delegate to the originals. ``check()`` reads the source of the Inductor and
@@ -46,6 +50,18 @@ _BLOCK_DEBUG_STR_SOURCE = (
     'code.strip().replace("def forward(", f"def {name}(")',
 )
 _SEMICOLON_SUFFIX = re.compile(r";[^\n]*")
+# What the scheduler's debug text reads of each object, per function: the node fingerprint covers
+# exactly these (check() fails if Inductor starts printing anything else).
+_NODE_TEXT_READS = {
+    ("scheduler", "BaseSchedulerNode.debug_str"): {"debug_str_extra", "get_name", "get_outputs", "max_input_distance",
+                                                   "min_input_distance", "read_writes", "unmet_dependencies"},
+    ("scheduler", "BaseSchedulerNode.get_outputs"): {"outputs"},
+    ("scheduler", "BaseSchedulerNode._debug_str_for_device"): {"debug_device_str"},
+    ("scheduler", "SchedulerBuffer.debug_str"): {"get_aliases", "get_mutations", "get_name", "node", "users"},
+    ("scheduler", "SchedulerNode.debug_str_extra"): {"_body", "_debug_str_for_device", "_sizes", "get_name", "group",
+                                                     "node", "read_writes"},
+    ("loop_body", "LoopBody.debug_str"): {"var_ranges", "indexing_exprs", "root_block", "subblocks"},
+}
 # Printed thousands of times (every node's reads and writes, sorted by their text, then pprinted).
 _DEPENDENCY_CLASSES = ("MemoryDep", "StarDep", "WeakDep", "IndexExprDep")
 
@@ -63,6 +79,7 @@ class IrTextMemo:
     def __init__(self) -> None:
         self.immutable_text: dict[int, tuple[Any, str]] = {}
         self.block_text: dict[tuple[int, str], tuple[Any, Any, str]] = {}
+        self.node_text: dict[int, tuple[Any, Any, str]] = {}
 
 
 def format_ir(nodes: Any, memo: Optional[IrTextMemo] = None) -> str:
@@ -135,17 +152,98 @@ def _fast_block_debug_str(original: Callable[..., str]) -> Callable[..., str]:
     return debug_str
 
 
+def _frozen(value: Any) -> Any:
+    """``value`` with its lists, tuples and dicts turned into tuples of their (frozen) items, so a
+    container edited in place compares different; anything else stands for itself (by identity)."""
+    kind = type(value)
+    if kind is list or kind is tuple:
+        return tuple(_frozen(item) for item in value)
+    if kind is dict:
+        return tuple((key, _frozen(item)) for key, item in value.items())
+    return value
+
+
+def _same_frozen(old: Any, new: Any) -> bool:
+    """True if two :func:`_frozen` values hold the very same objects in the same places."""
+    if type(old) is tuple:
+        return type(new) is tuple and len(old) == len(new) and all(map(_same_frozen, old, new))
+    return old is new
+
+
+class _NotMemoisable(Exception):
+    """A scheduler node prints something the fingerprint does not cover: format it every time."""
+
+
+def _layout_fingerprint(layout: Any) -> Any:
+    from torch._inductor.ir import Layout, NoneLayout
+
+    kind = type(layout)
+    if kind is not NoneLayout and getattr(kind, "__str__", None) is not Layout.__str__:
+        raise _NotMemoisable(kind.__name__)
+    return (kind, _frozen(vars(layout)))
+
+
+def _node_fingerprint(node: Any) -> tuple[Any, ...]:
+    """Every object a ``SchedulerNode``'s debug text is printed from (see ``BaseSchedulerNode.debug_str``,
+    ``SchedulerBuffer.debug_str``, ``SchedulerNode.debug_str_extra``), containers frozen."""
+    from torch._inductor.dependencies import WeakDep
+    from torch._inductor.virtualized import V
+
+    read_writes, body = node.read_writes, node._body
+    fingerprint: list[Any] = [
+        node.node, node.get_name(), read_writes, tuple(read_writes.reads), tuple(read_writes.writes),
+        tuple(node.unmet_dependencies), node.min_input_distance, node.max_input_distance,
+        node.group, _frozen(node._sizes), vars(node).get("debug_device_str"), body,
+    ]
+    for output in node.get_outputs():
+        fingerprint += (output, output.node, _layout_fingerprint(output.node.layout),
+                        tuple((user.node, user.can_inplace, user.is_weak) for user in output.users),
+                        tuple(output.get_aliases()), tuple(output.get_mutations()))
+    for dep in read_writes.reads_and_writes():
+        if not isinstance(dep, WeakDep):
+            buffer = V.graph.get_buffer(dep.name)
+            fingerprint += (buffer, _layout_fingerprint(getattr(buffer, "layout", None)))
+    if body is not None:
+        fingerprint += (_frozen(dict(body.var_ranges)), _frozen(dict(body.indexing_exprs)))
+        for block in (body.root_block, *body.subblocks.values()):
+            fingerprint += (block, *_graph_fingerprint(block.graph))
+        fingerprint.append(tuple(body.subblocks))
+    return tuple(fingerprint)
+
+
+def _memoised_node_text(original: Callable[[Any], str], node_class: type) -> Callable[[Any], str]:
+    def debug_str(self: Any) -> str:
+        memo = _state.memo
+        if memo is None or type(self) is not node_class:
+            return original(self)
+        try:
+            fingerprint = _node_fingerprint(self)
+        except _NotMemoisable:
+            return original(self)
+        hit = memo.node_text.get(id(self))
+        if hit is not None and hit[0] is self and _same_frozen(hit[1], fingerprint):
+            return hit[2]
+        text = original(self)
+        memo.node_text[id(self)] = (self, fingerprint, text)
+        return text
+
+    debug_str.__wrapped__ = original  # type: ignore[attr-defined]
+    return debug_str
+
+
 @install_once
 def install() -> None:
-    """Patch sympy's printing entry points and LoopBodyBlock.debug_str once per process."""
+    """Patch sympy's printing entry points, LoopBodyBlock.debug_str and SchedulerNode.debug_str once per process."""
     from sympy.core._print_helpers import Printable
     from torch._inductor.loop_body import LoopBodyBlock
+    from torch._inductor.scheduler import SchedulerNode
 
     original_str = Printable.__str__
     same_repr = Printable.__repr__ is original_str
     Printable.__str__ = _memoised_text(original_str)  # type: ignore[method-assign]
     Printable.__repr__ = Printable.__str__ if same_repr else _memoised_text(Printable.__repr__)  # type: ignore[method-assign]
     LoopBodyBlock.debug_str = _fast_block_debug_str(LoopBodyBlock.debug_str)  # type: ignore[method-assign]
+    SchedulerNode.debug_str = _memoised_node_text(SchedulerNode.debug_str, SchedulerNode)  # type: ignore[method-assign]
     for dependency in _frozen_dependency_classes():
         dependency.__repr__ = _memoised_text(dependency.__repr__)  # type: ignore[method-assign]
 
@@ -193,6 +291,24 @@ def check() -> None:
         raise SeamMoved("ir_format: the scheduler's dependency classes "
                         f"{sorted(set(_DEPENDENCY_CLASSES) - found)} are gone or no longer frozen dataclasses "
                         "with their own __repr__ (their text is memoised by identity)")
+    _check_node_text_reads()
     printable_str = inspect.unwrap(Printable.__str__)
     if "sstr(self" not in inspect.getsource(printable_str):
         raise SeamMoved("ir_format: sympy's Printable.__str__ no longer prints with sstr(self, ...)")
+
+
+def _check_node_text_reads() -> None:
+    import importlib
+
+    for (module_name, qualname), covered in _NODE_TEXT_READS.items():
+        module = importlib.import_module(f"torch._inductor.{module_name}")
+        owner, _, attr = qualname.partition(".")
+        function = inspect.unwrap(getattr(getattr(module, owner, None), attr, None) or (lambda: None))
+        try:
+            source = inspect.getsource(function)
+        except (OSError, TypeError) as exc:
+            raise SeamMoved(f"ir_format: {qualname} is gone or unreadable ({exc})") from exc
+        read = set(re.findall(r"self\.(\w+)", source))
+        if not read <= covered:
+            raise SeamMoved(f"ir_format: {qualname} now prints {sorted(read - covered)} too, which the scheduler-node "
+                            "text memo does not fingerprint")
