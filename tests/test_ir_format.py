@@ -186,3 +186,33 @@ def test_a_scheduler_node_printing_something_new_is_reported(monkeypatch):
     monkeypatch.setattr(BaseSchedulerNode, "debug_str", debug_str)
     with pytest.raises(SeamMoved, match=r"BaseSchedulerNode.debug_str now prints \['last_usage'\]"):
         ir_format.check()
+
+
+def test_block_code_writes_fx_text_and_leaves_other_shapes_to_fx():
+    from instrumented_backend.seams import fx_block_code
+
+    for graph in fx_block_code._probe_graphs():
+        ours = fx_block_code.block_code(graph)
+        fx = graph.python_code(root_module="self").src.strip()
+        assert ours is not None and ours.split("\n") == [line.split(";  ")[0] for line in fx.split("\n")]
+    graph = torch.fx.Graph()
+    x = graph.placeholder("ops")
+    graph.output(graph.call_function(torch.neg, (x,)))  # not a LoopBody shape: FX formats it
+    assert fx_block_code.block_code(graph) is None
+
+
+def test_a_changed_fx_code_generator_is_reported(monkeypatch):
+    """FX writing keyword arguments as ``k=v`` one day (it writes ``k = v``) is caught by check()."""
+    import dataclasses
+
+    from instrumented_backend.seams import fx_block_code
+
+    original = torch.fx.Graph.python_code
+
+    def python_code(self, *args, **kwargs):
+        code = original(self, *args, **kwargs)
+        return dataclasses.replace(code, src=code.src.replace(" = torch.float16", "=torch.float16"))
+
+    monkeypatch.setattr(torch.fx.Graph, "python_code", python_code)
+    with pytest.raises(SeamMoved, match="fx_block_code: FX now writes a LoopBody block differently"):
+        fx_block_code.check()

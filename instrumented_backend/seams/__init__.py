@@ -69,6 +69,7 @@ SEAMS: dict[str, bool] = {
     "compile_entry": False,
     "cpp_overrides": False,
     "dynamo_reasons": False,
+    "fx_block_code": False,  # used by ir_format
     "ddp_buckets": False,  # installed when the backend module loads: DDPOptimizer calls it mid-run
     "errors": False,
     "fake_mode": False,

@@ -14,7 +14,8 @@ three things dominate it, all of which we make cheaper without changing a byte o
   immutable fields, so their ``repr`` is memoised by identity the same way;
 * ``LoopBodyBlock.debug_str`` builds and ``exec``-compiles a throw-away ``GraphModule`` only to
   read its ``.code``: while we format, it takes the same text from ``Graph.python_code``, exactly
-  as ``GraphModule.recompile`` does (and without making the throw-away module the graph's owner),
+  as ``GraphModule.recompile`` does (and without making the throw-away module the graph's owner;
+  for the usual block shapes, written directly by :mod:`.fx_block_code`),
   and the post-fusion log reuses the text of a block whose graph is provably unchanged since the
   pre-fusion log (:class:`IrTextMemo`).
 * the post-fusion log prints every scheduler node fused into a kernel again, as the pre-fusion log
@@ -38,7 +39,7 @@ from typing import Any, Callable, Optional
 import torch.fx
 
 from ..thread_state import thread_local
-from . import SeamMoved, install_once
+from . import SeamMoved, fx_block_code, install_once
 
 __all__ = ["install", "format_ir", "IrTextMemo", "check"]
 
@@ -141,10 +142,11 @@ def _fast_block_debug_str(original: Callable[..., str]) -> Callable[..., str]:
             return hit[2]
         from torch.fx.experimental import _config as fx_experimental_config
 
-        code = self.graph.python_code(
-            root_module="self", record_func=fx_experimental_config.enrich_profiler_metadata
-        ).src
-        text = _SEMICOLON_SUFFIX.sub("", code.strip().replace("def forward(", f"def {name}("))
+        record_func = fx_experimental_config.enrich_profiler_metadata
+        code = None if record_func else fx_block_code.block_code(self.graph)  # FX's text, written directly
+        if code is None:
+            code = self.graph.python_code(root_module="self", record_func=record_func).src.strip()
+        text = _SEMICOLON_SUFFIX.sub("", code.replace("def forward(", f"def {name}("))
         memo.block_text[key] = (self, fingerprint, text)
         return text
 
