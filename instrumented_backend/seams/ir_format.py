@@ -154,63 +154,87 @@ def _fast_block_debug_str(original: Callable[..., str]) -> Callable[..., str]:
     return debug_str
 
 
-def _frozen(value: Any) -> Any:
-    """``value`` with its lists, tuples and dicts turned into tuples of their (frozen) items, so a
-    container edited in place compares different; anything else stands for itself (by identity)."""
+# Brackets around a container's items in a flat fingerprint, so that an edit in place shows.
+_OPEN, _OPEN_DICT, _CLOSE = object(), object(), object()
+
+
+def _add(fingerprint: list[Any], value: Any) -> None:
+    """Append ``value`` to a flat fingerprint: a list, tuple or dict as its items between brackets,
+    anything else as itself (fingerprints are compared object by object, by identity)."""
     kind = type(value)
     if kind is list or kind is tuple:
-        return tuple(_frozen(item) for item in value)
-    if kind is dict:
-        return tuple((key, _frozen(item)) for key, item in value.items())
-    return value
+        fingerprint.append(_OPEN)
+        for item in value:
+            _add(fingerprint, item)
+        fingerprint.append(_CLOSE)
+    elif kind is dict:
+        fingerprint.append(_OPEN_DICT)
+        for key, item in value.items():
+            fingerprint.append(key)
+            _add(fingerprint, item)
+        fingerprint.append(_CLOSE)
+    else:
+        fingerprint.append(value)
 
 
-def _same_frozen(old: Any, new: Any) -> bool:
-    """True if two :func:`_frozen` values hold the very same objects in the same places."""
-    if type(old) is tuple:
-        return type(new) is tuple and len(old) == len(new) and all(map(_same_frozen, old, new))
-    return old is new
+def _add_items(fingerprint: list[Any], items: Any) -> None:
+    """Append the items of a container of immutable objects (a set of dependencies) between brackets."""
+    fingerprint.append(_OPEN)
+    fingerprint.extend(items)
+    fingerprint.append(_CLOSE)
 
 
 class _NotMemoisable(Exception):
     """A scheduler node prints something the fingerprint does not cover: format it every time."""
 
 
-def _layout_fingerprint(layout: Any) -> Any:
+def _add_layout(fingerprint: list[Any], layout: Any) -> None:
     from torch._inductor.ir import Layout, NoneLayout
 
     kind = type(layout)
     if kind is not NoneLayout and getattr(kind, "__str__", None) is not Layout.__str__:
         raise _NotMemoisable(kind.__name__)
-    return (kind, _frozen(vars(layout)))
+    fingerprint.append(kind)
+    _add(fingerprint, vars(layout))
 
 
-def _node_fingerprint(node: Any) -> tuple[Any, ...]:
+def _node_fingerprint(node: Any) -> list[Any]:
     """Every object a ``SchedulerNode``'s debug text is printed from (see ``BaseSchedulerNode.debug_str``,
-    ``SchedulerBuffer.debug_str``, ``SchedulerNode.debug_str_extra``), containers frozen."""
+    ``SchedulerBuffer.debug_str``, ``SchedulerNode.debug_str_extra``), in one flat list, containers as
+    their items between brackets: two fingerprints holding the very same objects mean the same text."""
     from torch._inductor.dependencies import WeakDep
     from torch._inductor.virtualized import V
 
     read_writes, body = node.read_writes, node._body
-    fingerprint: list[Any] = [
-        node.node, node.get_name(), read_writes, tuple(read_writes.reads), tuple(read_writes.writes),
-        tuple(node.unmet_dependencies), node.min_input_distance, node.max_input_distance,
-        node.group, _frozen(node._sizes), vars(node).get("debug_device_str"), body,
-    ]
+    fingerprint: list[Any] = [node.node, node.get_name(), read_writes]
+    _add_items(fingerprint, read_writes.reads)
+    _add_items(fingerprint, read_writes.writes)
+    _add_items(fingerprint, node.unmet_dependencies)
+    fingerprint += (node.min_input_distance, node.max_input_distance, vars(node).get("debug_device_str"), body)
+    _add(fingerprint, node.group)
+    _add(fingerprint, node._sizes)
+    fingerprint.append(_OPEN)
     for output in node.get_outputs():
-        fingerprint += (output, output.node, _layout_fingerprint(output.node.layout),
-                        tuple((user.node, user.can_inplace, user.is_weak) for user in output.users),
-                        tuple(output.get_aliases()), tuple(output.get_mutations()))
+        fingerprint += (output, output.node)
+        _add_layout(fingerprint, output.node.layout)
+        _add_items(fingerprint, [part for user in output.users for part in (user.node, user.can_inplace, user.is_weak)])
+        _add_items(fingerprint, output.get_aliases())
+        _add_items(fingerprint, output.get_mutations())
+    fingerprint += (_CLOSE, _OPEN)
     for dep in read_writes.reads_and_writes():
         if not isinstance(dep, WeakDep):
             buffer = V.graph.get_buffer(dep.name)
-            fingerprint += (buffer, _layout_fingerprint(getattr(buffer, "layout", None)))
+            fingerprint.append(buffer)
+            _add_layout(fingerprint, getattr(buffer, "layout", None))
+    fingerprint.append(_CLOSE)
     if body is not None:
-        fingerprint += (_frozen(dict(body.var_ranges)), _frozen(dict(body.indexing_exprs)))
+        _add(fingerprint, dict(body.var_ranges))
+        _add(fingerprint, dict(body.indexing_exprs))
         for block in (body.root_block, *body.subblocks.values()):
-            fingerprint += (block, *_graph_fingerprint(block.graph))
-        fingerprint.append(tuple(body.subblocks))
-    return tuple(fingerprint)
+            fingerprint.append(block)
+            _add_items(fingerprint, _graph_fingerprint(block.graph))
+        _add_items(fingerprint, body.subblocks)
+    return fingerprint
 
 
 def _memoised_node_text(original: Callable[[Any], str], node_class: type) -> Callable[[Any], str]:
@@ -223,7 +247,7 @@ def _memoised_node_text(original: Callable[[Any], str], node_class: type) -> Cal
         except _NotMemoisable:
             return original(self)
         hit = memo.node_text.get(id(self))
-        if hit is not None and hit[0] is self and _same_frozen(hit[1], fingerprint):
+        if hit is not None and hit[0] is self and _same_objects(hit[1], fingerprint):
             return hit[2]
         text = original(self)
         memo.node_text[id(self)] = (self, fingerprint, text)
