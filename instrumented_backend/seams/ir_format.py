@@ -156,6 +156,7 @@ def _fast_block_debug_str(original: Callable[..., str]) -> Callable[..., str]:
 
 # Brackets around a container's items in a flat fingerprint, so that an edit in place shows.
 _OPEN, _OPEN_DICT, _CLOSE = object(), object(), object()
+_CONTAINERS = frozenset({list, tuple, dict})
 
 
 def _add(fingerprint: list[Any], value: Any) -> None:
@@ -165,13 +166,19 @@ def _add(fingerprint: list[Any], value: Any) -> None:
     if kind is list or kind is tuple:
         fingerprint.append(_OPEN)
         for item in value:
-            _add(fingerprint, item)
+            if type(item) in _CONTAINERS:
+                _add(fingerprint, item)
+            else:
+                fingerprint.append(item)
         fingerprint.append(_CLOSE)
     elif kind is dict:
         fingerprint.append(_OPEN_DICT)
         for key, item in value.items():
             fingerprint.append(key)
-            _add(fingerprint, item)
+            if type(item) in _CONTAINERS:
+                _add(fingerprint, item)
+            else:
+                fingerprint.append(item)
         fingerprint.append(_CLOSE)
     else:
         fingerprint.append(value)
