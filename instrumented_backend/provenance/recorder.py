@@ -100,6 +100,15 @@ class LineRecorder:
         hit = self._entries.get(id(entry))
         return hit[1] if hit is not None and hit[0] is entry else None
 
+    def entry_tags(self, entries: Sequence[Any]) -> list[Optional[LineTag]]:
+        """:meth:`entry_tag` of each line object of a buffer (one call for a whole buffer)."""
+        get = self._entries.get
+        tags: list[Optional[LineTag]] = []
+        for entry in entries:
+            hit = get(id(entry))
+            tags.append(hit[1] if hit is not None and hit[0] is entry else None)
+        return tags
+
     def text_tag(self, text: str) -> Optional[list[Optional[Origin]]]:
         """Origins per physical line of a buffer text ``getvalue()`` returned, or None."""
         return self._texts.get(text)

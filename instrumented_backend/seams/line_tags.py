@@ -79,23 +79,27 @@ def _tag_for(line: Any, recorder: provenance.LineRecorder, state: Any) -> tuple[
 def _text_origins(buffer: Any, recorder: provenance.LineRecorder) -> Optional[list[Optional[provenance.Origin]]]:
     """The origin of each physical line of ``buffer.getvalue()``, or None if none is tagged."""
     deferred, context = _inductor_line_types()
+    entries = buffer._lines
+    tags = recorder.entry_tags(entries)
+    if not any(tags):
+        return None
     origins: list[Optional[provenance.Origin]] = []
-    tagged = False
-    for entry in buffer._lines:
-        if isinstance(entry, context):
+    for entry, tag in zip(entries, tags):
+        if type(entry) is str:
+            text: Any = entry
+        elif isinstance(entry, context):
             continue
-        text = entry() if isinstance(entry, deferred) else entry
-        if text is None:
-            continue
-        count = provenance.physical_lines(text)
-        tag = recorder.entry_tag(entry)
+        else:
+            text = entry() if isinstance(entry, deferred) else entry
+            if text is None:
+                continue
+        count = text.count("\n") + 1  # provenance.physical_lines, inlined: once per line of every kernel
         if tag is None:
             origins.extend([None] * count)
+        elif count == 1:
+            origins.append(tag[0])
         else:
-            tagged = True
             origins.extend(tag[i] if i < len(tag) else tag[-1] for i in range(count))
-    if not tagged:
-        return None
     origins.append(None)  # getvalue ends every entry with a newline
     return origins
 
@@ -181,7 +185,7 @@ def install() -> None:
         if recorder is None:
             return original_splice(self, other_code, strip)
         if isinstance(other_code, IndentedBuffer):
-            carried = [recorder.entry_tag(entry) for entry in other_code._lines]
+            carried = recorder.entry_tags(other_code._lines)
         else:
             known = recorder.text_tag(other_code) if isinstance(other_code, str) else None
             carried = _spliced_text_tags(other_code, strip, known) if known is not None else []
