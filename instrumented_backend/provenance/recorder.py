@@ -28,7 +28,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Optional, Sequence
 
-from ..thread_state import thread_local
+from .thread_state import thread_local
 
 __all__ = ["Origin", "origin_of", "LineRecorder", "LineTag", "active_recorder", "activate", "push_fx_origin",
            "pop_fx_origin", "current_fx_origin", "set_emission", "current_emission"]

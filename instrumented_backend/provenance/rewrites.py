@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from ..thread_state import thread_local
+from .thread_state import thread_local
 
 __all__ = ["ReplacedNode", "RewriteLog", "active_log", "activate_log", "chain_roots"]
 

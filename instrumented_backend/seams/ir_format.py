@@ -38,7 +38,7 @@ from typing import Any, Callable, Optional
 
 import torch.fx
 
-from ..thread_state import thread_local
+from ..provenance.thread_state import thread_local
 from . import SeamMoved, fx_block_code, install_once
 
 __all__ = ["install", "format_ir", "IrTextMemo", "check"]

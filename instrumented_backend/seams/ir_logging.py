@@ -11,7 +11,7 @@ from __future__ import annotations
 import inspect
 from typing import Any, Callable, Optional
 
-from ..thread_state import thread_local
+from ..provenance.thread_state import thread_local
 from . import SeamMoved, install_once
 
 __all__ = ["install", "set_listener", "check"]
