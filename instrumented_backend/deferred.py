@@ -69,7 +69,12 @@ def resolve(value: Any) -> Any:
 def stored(obj: Any, name: str) -> Any:
     """What the :class:`DeferredField` ``name`` of ``obj`` holds now, a Deferred not resolved
     (for a question such as "is anything there" that must not compute the value)."""
-    return obj.__dict__[f"_deferred_{name}"]
+    return obj.__dict__[_slot_name(name)]
+
+
+def _slot_name(field_name: str) -> str:
+    """Where a :class:`DeferredField` keeps its value in the instance's ``__dict__``."""
+    return f"_deferred_{field_name}"
 
 
 class _FromFactory:
@@ -102,7 +107,7 @@ class DeferredField:
         self._slot = ""
 
     def __set_name__(self, owner: type, name: str) -> None:
-        self._slot = f"_deferred_{name}"
+        self._slot = _slot_name(name)
 
     def __get__(self, obj: Any, owner: Optional[type] = None) -> Any:
         if obj is None:

@@ -173,10 +173,10 @@ def test_a_moved_lazy_graph_module_is_reported(monkeypatch):
 
 
 def test_graph_copies_generate_their_code_on_first_use():
-    from instrumented_backend.capture.graph_copy import clone_graph_module
+    from instrumented_backend.capture.graph_copy import GraphSnapshot
 
     gm = torch.fx.symbolic_trace(lambda x: torch.relu(x) + 1)
-    clone = clone_graph_module(gm)
+    clone = GraphSnapshot(gm).module()
     assert type(clone)._needs_recompile()  # no code generated yet
     assert clone.code == gm.code  # generated on first use, the same code
     torch.testing.assert_close(clone(torch.tensor([-1.0, 2.0])), torch.tensor([1.0, 3.0]))

@@ -23,7 +23,7 @@ from ..deferred import Deferred
 from ..fail_soft import warn_once
 from ..seams.lazy_graph import lazy_graph_module
 
-__all__ = ["GraphSnapshot", "clone_graph_module", "count_nodes", "printed_later"]
+__all__ = ["GraphSnapshot", "count_nodes", "printed_later"]
 
 # The nodes whose targets GraphModule(root, graph) copies from the root module.
 _ATTRIBUTE_OPS = ("get_attr", "call_module")
@@ -80,14 +80,6 @@ class GraphSnapshot:
     @staticmethod
     def _failed(exc: BaseException) -> None:
         warn_once("graph_copy", f"could not build the copy of a graph ({exc!r}); it reads as None")
-
-
-def clone_graph_module(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
-    """A new GraphModule with a copied graph (node meta shallow-copied), sharing submodules and tensors.
-
-    Its Python code is generated on first use (``forward``, ``.code``, ``print_readable``).
-    """
-    return GraphSnapshot(gm).module()
 
 
 def count_nodes(gm: torch.fx.GraphModule) -> int:

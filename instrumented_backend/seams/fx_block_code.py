@@ -23,13 +23,13 @@ import torch.fx
 
 from . import SeamMoved
 
-__all__ = ["block_code", "check"]
+__all__ = ["block_code", "check", "DELETIONS"]
 
 # Argument types whose text FX writes as their repr (its _get_repr's last case): exact types only,
 # so a subclass FX treats specially (an Enum, a NamedTuple) is left to FX.
 _PLAIN = frozenset({str, int, float, bool, type(None), torch.dtype})
 _COUNTER = re.compile(r"# COUNTER: (\d+)")  # FX drops lines that look like its node counters
-_DELETIONS = re.compile(r";[^\n]*")  # what LoopBodyBlock.debug_str cuts off every line
+DELETIONS = re.compile(r";[^\n]*")  # the ``;  x = None`` suffixes LoopBodyBlock.debug_str cuts off every line
 # Environment switches that change FX's output: left to FX when set.
 _FX_SWITCHES = ("FX_GRAPH_SHOW_META",)
 
@@ -136,7 +136,7 @@ def check() -> None:
     for graph in _probe_graphs():
         ours = block_code(graph)
         fx = graph.python_code(root_module="self").src.strip()
-        if ours is None or _DELETIONS.sub("", ours) != _DELETIONS.sub("", fx):
+        if ours is None or DELETIONS.sub("", ours) != DELETIONS.sub("", fx):
             raise SeamMoved("fx_block_code: FX now writes a LoopBody block differently:\n"
                             f"FX:\n{fx}\nours:\n{ours}")
 

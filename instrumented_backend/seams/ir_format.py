@@ -50,7 +50,6 @@ _BLOCK_DEBUG_STR_SOURCE = (
     "torch.fx.GraphModule(self.body.submodules, self.graph).code",
     'code.strip().replace("def forward(", f"def {name}(")',
 )
-_SEMICOLON_SUFFIX = re.compile(r";[^\n]*")
 # What the scheduler's debug text reads of each object, per function: the node fingerprint covers
 # exactly these (check() fails if Inductor starts printing anything else).
 _NODE_TEXT_READS = {
@@ -74,7 +73,9 @@ class IrTextMemo:
     objects and scheduler dependencies are immutable, so their text is reused by identity (the
     object is kept, so its id is not reused); a loop body block's text is reused only if its
     graph still has the very same nodes with the very same names, targets, argument tuples and
-    types (fusion normally builds new bodies rather than editing old ones, but nothing is assumed).
+    types (fusion normally builds new bodies rather than editing old ones, but nothing is assumed);
+    a ``SchedulerNode``'s text likewise, only while :func:`_node_fingerprint` finds the very same
+    objects (fusion does edit some nodes in place: those are formatted again).
     """
 
     def __init__(self) -> None:
@@ -146,7 +147,7 @@ def _fast_block_debug_str(original: Callable[..., str]) -> Callable[..., str]:
         code = None if record_func else fx_block_code.block_code(self.graph)  # FX's text, written directly
         if code is None:
             code = self.graph.python_code(root_module="self", record_func=record_func).src.strip()
-        text = _SEMICOLON_SUFFIX.sub("", code.replace("def forward(", f"def {name}("))
+        text = fx_block_code.DELETIONS.sub("", code.replace("def forward(", f"def {name}("))
         memo.block_text[key] = (self, fingerprint, text)
         return text
 
