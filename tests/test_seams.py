@@ -217,6 +217,15 @@ def test_a_graph_snapshot_is_the_graph_as_it_was_when_taken():
     assert set(dict(copy_.named_buffers())) == {"shift"}
 
 
+def test_a_node_that_no_longer_keeps_its_arguments_is_reported_by_the_snapshot_seam(monkeypatch):
+    from instrumented_backend.seams import graph_structure
+
+    graph_structure.check()
+    monkeypatch.setattr(torch.fx.Node, "args", property(lambda self: tuple(list(self._args))))
+    with pytest.raises(SeamMoved, match="graph_structure: torch.fx.Node no longer keeps its args"):
+        graph_structure.check()
+
+
 def test_the_seam_list_names_every_seam_module_once():
     import pkgutil
 

@@ -6,21 +6,20 @@ and buffers with the original, both as the record of what Dynamo/AOTAutograd pro
 the input of a plain-Inductor retry when instrumentation fails.
 
 Most copies are never read, so a compile takes only a :class:`GraphSnapshot`: each node's
-fields by reference (FX never edits a node's ``args``/``kwargs`` in place: they are immutable
-containers, replaced on every change) and a shallow copy of its ``meta``, which is what
-``copy.deepcopy(graph)`` copies, at a tenth of its cost. The GraphModule is built from it on first
+fields by reference and a shallow copy of its ``meta`` (:mod:`..seams.graph_structure`), which is
+what ``copy.deepcopy(graph)`` copies, at a tenth of its cost. The GraphModule is built from it on first
 use, and generates its Python code on first use after that (see :mod:`.seams.lazy_graph`).
 """
 
 from __future__ import annotations
 
-import copy
 from typing import Any, Optional
 
 import torch.fx
 
 from ..deferred import Deferred
 from ..fail_soft import warn_once
+from ..seams import graph_structure
 from ..seams.lazy_graph import lazy_graph_module
 
 __all__ = ["GraphSnapshot", "count_nodes", "printed_later"]
@@ -38,11 +37,8 @@ class GraphSnapshot:
 
     def __init__(self, gm: torch.fx.GraphModule) -> None:
         graph = gm.graph
-        self._nodes = [(n, n.op, n.target, n._args, n._kwargs, n.name, n.type, copy.copy(n.meta))
-                       for n in graph.nodes]
-        self._codegen = copy.deepcopy(graph._codegen)
-        self._tracer_cls = graph._tracer_cls
-        attributes = torch.fx.Graph(tracer_cls=graph._tracer_cls)  # only the nodes naming attributes
+        self._structure: Optional[graph_structure.GraphStructure] = graph_structure.take(graph)
+        attributes = torch.fx.Graph(tracer_cls=self._structure.tracer_cls)  # only the nodes naming attributes
         for node in graph.nodes:
             if node.op in _ATTRIBUTE_OPS:
                 attributes.create_node(node.op, node.target, (), {}, node.name)
@@ -64,16 +60,8 @@ class GraphSnapshot:
         return self._built
 
     def _build(self) -> torch.fx.GraphModule:
-        graph = torch.fx.Graph(tracer_cls=self._tracer_cls)
-        env: dict[torch.fx.Node, torch.fx.Node] = {}
-        lookup = env.__getitem__
-        for old, op, target, args, kwargs, name, type_expr, meta in self._nodes:
-            node = graph.create_node(op, target, torch.fx.map_arg(args, lookup), torch.fx.map_arg(kwargs, lookup),
-                                     name, type_expr)
-            node.meta = meta
-            env[old] = node
-        graph._codegen = self._codegen
-        module, self._module, self._nodes = self._module, None, []
+        graph = graph_structure.rebuild(self._structure)  # type: ignore[arg-type]
+        module, self._module, self._structure = self._module, None, None
         module.graph = graph  # type: ignore[union-attr]
         return module  # type: ignore[return-value]
 

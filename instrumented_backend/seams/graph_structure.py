@@ -1,0 +1,67 @@
+"""Seam: the private fields of ``torch.fx`` a graph snapshot reads and restores.
+
+A snapshot of an FX graph (see :mod:`..capture.graph_copy`) keeps each node's ``_args`` and
+``_kwargs`` by reference (FX keeps them as immutable containers and replaces them on every change,
+so holding them is a copy), and the graph's ``_codegen`` and ``_tracer_cls``, which
+``copy.deepcopy(graph)`` carries over. :func:`rebuild` makes a new graph from them, as
+``Graph.__deepcopy__`` would have at the time of the snapshot.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from typing import Any
+
+import torch.fx
+
+from . import SeamMoved
+
+__all__ = ["GraphStructure", "take", "rebuild", "check"]
+
+
+@dataclass
+class GraphStructure:
+    """A graph's nodes (each: the node, op, target, args, kwargs, name, type, a copy of its meta)
+    and its code-generation settings, as they were when taken."""
+
+    nodes: list[tuple[Any, ...]]
+    codegen: Any
+    tracer_cls: Any
+
+
+def take(graph: torch.fx.Graph) -> GraphStructure:
+    """The structure of ``graph`` now (meta shallow-copied, as ``Graph.__deepcopy__`` does)."""
+    nodes = [(n, n.op, n.target, n._args, n._kwargs, n.name, n.type, copy.copy(n.meta)) for n in graph.nodes]
+    return GraphStructure(nodes, copy.deepcopy(graph._codegen), graph._tracer_cls)
+
+
+def rebuild(structure: GraphStructure) -> torch.fx.Graph:
+    """A new graph with the nodes of ``structure`` (arguments pointing at the new nodes)."""
+    graph = torch.fx.Graph(tracer_cls=structure.tracer_cls)
+    env: dict[torch.fx.Node, torch.fx.Node] = {}
+    lookup = env.__getitem__
+    for old, op, target, args, kwargs, name, type_expr, meta in structure.nodes:
+        node = graph.create_node(op, target, torch.fx.map_arg(args, lookup), torch.fx.map_arg(kwargs, lookup),
+                                 name, type_expr)
+        node.meta = meta
+        env[old] = node
+    graph._codegen = structure.codegen
+    return graph
+
+
+def check() -> None:
+    """Raise SeamMoved unless the fields read here hold what a snapshot needs."""
+    graph = torch.fx.Graph()
+    x = graph.placeholder("x")
+    neg = graph.call_function(torch.neg, (x,), {"out": None})
+    graph.output((neg,))
+    if getattr(neg, "_args", None) is not neg.args or getattr(neg, "_kwargs", None) is not neg.kwargs:
+        raise SeamMoved("graph_structure: torch.fx.Node no longer keeps its args/kwargs in _args/_kwargs")
+    for attr in ("_codegen", "_tracer_cls"):
+        if not hasattr(graph, attr):
+            raise SeamMoved(f"graph_structure: torch.fx.Graph no longer has {attr}")
+    expected = copy.deepcopy(graph).python_code("self").src
+    rebuilt = rebuild(take(graph)).python_code("self").src
+    if rebuilt != expected:
+        raise SeamMoved(f"graph_structure: a rebuilt graph no longer reads like a deep copy:\n{rebuilt}\n{expected}")
