@@ -392,3 +392,67 @@ def test_an_outcome_line_gives_the_detail_when_the_signature_is_only_the_kind():
     assert describe(accuracy) == "output 0: max abs err 2.1 at [3, 1]"
     error = outcome("compile_error", "CppCompileError: no matching function", "long log")
     assert describe(error) == "CppCompileError: no matching function"
+
+
+def _linked_with(library: str) -> str:
+    """Which linker wrote ``library``: "gold", "lld" or "bfd" (from the notes each leaves)."""
+    import subprocess
+
+    notes = subprocess.run(["readelf", "-n", "-p", ".comment", library], capture_output=True, text=True).stdout
+    if "gold" in notes:
+        return "gold"
+    if "LLD" in notes:
+        return "lld"
+    return "bfd"
+
+
+def test_workers_link_kernels_with_a_faster_linker_the_machine_has(tmp_path, monkeypatch):
+    """A worker's compiler calls find ``ld`` in a directory where it is lld or gold (through the
+    driver's COMPILER_PATH, Inductor's command line untouched); a shared library then links and
+    is written by that linker. Without one, or when asked, the default linker stays."""
+    import os
+    import shutil
+    import subprocess
+
+    from minifier.workers import linker
+
+    if shutil.which("g++") is None or shutil.which("readelf") is None:
+        pytest.skip("needs g++ and readelf")
+    available = [name for name in linker.FAST_LINKERS if shutil.which(name)]
+    monkeypatch.delenv("COMPILER_PATH", raising=False)
+    monkeypatch.delenv("MINIFIER_DEFAULT_LINKER", raising=False)
+    directory = linker.use_fast_linker()
+    if not available:
+        assert directory is None and "COMPILER_PATH" not in os.environ
+        return
+    assert directory is not None and os.environ["COMPILER_PATH"].split(os.pathsep)[0] == directory
+    assert os.path.realpath(os.path.join(directory, "ld")) == os.path.realpath(shutil.which(available[0]))
+    source = tmp_path / "kernel.cpp"
+    source.write_text('extern "C" float kernel(float x) { return -x; }\n')
+    subprocess.run(["g++", str(source), "-shared", "-fPIC", "-o", str(tmp_path / "kernel.so")], check=True)
+    assert _linked_with(str(tmp_path / "kernel.so")) == available[0].split(".")[1]
+
+    monkeypatch.delenv("COMPILER_PATH")
+    monkeypatch.setenv("MINIFIER_DEFAULT_LINKER", "1")
+    assert linker.use_fast_linker() is None and "COMPILER_PATH" not in os.environ
+    monkeypatch.delenv("MINIFIER_DEFAULT_LINKER")
+    which = shutil.which
+    monkeypatch.setattr(shutil, "which", lambda name: None if name in linker.FAST_LINKERS else which(name))
+    assert linker.fast_linker_directory(str(tmp_path / "linkers")) is None
+
+
+def test_a_linker_that_cannot_build_a_shared_library_is_not_used(tmp_path, monkeypatch):
+    """A fast linker that fails the check (a broken install) leaves the default in place."""
+    import shutil
+
+    from minifier.workers import linker
+
+    if shutil.which("g++") is None:
+        pytest.skip("needs g++")
+    broken = tmp_path / "ld.gold"
+    broken.write_text("#!/bin/sh\nexit 1\n")
+    broken.chmod(0o755)
+    monkeypatch.setattr(linker, "FAST_LINKERS", ("ld.gold",))
+    which = shutil.which
+    monkeypatch.setattr(shutil, "which", lambda name: str(broken) if name == "ld.gold" else which(name))
+    assert linker.fast_linker_directory(str(tmp_path / "linkers")) is None

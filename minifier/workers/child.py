@@ -57,23 +57,28 @@ def write_message(stream: BinaryIO, message: Any) -> None:
     send_encoded(stream, encode_message(message))
 
 
-def _warm(judge: Any, *, run: bool) -> None:
-    """Compile a trivial graph so Inductor's first-compile costs are paid now. ``run=False`` (a
-    zygote) compiles without running it and without Inductor's compile threads: a process that
-    has run OpenMP code or started threads must not fork."""
+def _warm(judge: Any, *, run: bool, build: bool) -> None:
+    """Pay Inductor's first-compile costs now. ``build``: compile a graph with a C++ kernel (the
+    compiler's first-use costs too, about a second); else a graph of one library call (tens of
+    milliseconds, no kernel to build: Inductor's lazy imports and wrapper code generation).
+    ``run=False`` (a zygote) compiles without running and without Inductor's compile threads: a
+    process that has run OpenMP code or started threads must not fork."""
     import torch
 
     from minifier._seams import compile_without_threads
 
     class Tiny(torch.nn.Module):
         def forward(self, x: torch.Tensor) -> tuple[torch.Tensor]:
-            return (torch.ops.aten.add.Tensor(x, 1),)
+            if build:
+                return (torch.ops.aten.add.Tensor(x, 1),)
+            return (torch.ops.aten.mm.default(x, x),)
 
     gm = torch.fx.symbolic_trace(Tiny())
+    example = [torch.zeros(4, 4)]
     if run:
-        judge(gm, [torch.zeros(4)], {"level": "aten", "want": "compile"})
+        judge(gm, example, {"level": "aten", "want": "compile"})
     else:
-        compile_without_threads(gm, [torch.empty(4)])
+        compile_without_threads(gm, example)
 
 
 def serve(requests: BinaryIO, replies: BinaryIO) -> int:
@@ -163,6 +168,10 @@ def main() -> int:
     if setup.get("nice"):
         os.nice(setup["nice"])  # started ahead of need: only idle cycles (forked workers inherit it)
     start = time.perf_counter()
+    from minifier.workers.linker import use_fast_linker
+
+    linker = threading.Thread(target=use_fast_linker, name="minifier-linker-check", daemon=True)
+    linker.start()  # a compiler call of its own: it runs while torch imports
     from minifier._seams import keep_fork_safe, start_cpu_isa_probe
 
     if control is not None:
@@ -179,12 +188,12 @@ def main() -> int:
 
     if probe is not None:
         probe.join()
+    linker.join()
 
-    if setup.get("warm", True):
-        try:
-            _warm(judge, run=control is None)
-        except Exception as exc:  # noqa: BLE001 - a cold worker still works
-            print(f"minifier worker: warm-up failed: {exc!r}", file=sys.stderr)
+    try:  # a worker needed at once only gets the light warm-up: its first candidate builds anyway
+        _warm(judge, run=control is None, build=setup.get("warm", True))
+    except Exception as exc:  # noqa: BLE001 - a cold worker still works
+        print(f"minifier worker: warm-up failed: {exc!r}", file=sys.stderr)
     write_message(replies, {"ready": True, "seconds": time.perf_counter() - start, "pid": os.getpid()})
     if control is None:
         return serve(requests, replies)

@@ -44,11 +44,13 @@ _PACKAGE_ROOT = str(Path(__file__).resolve().parent.parent)
 class WorkerSetup:
     """What a worker needs before judging: modules to import and environment variables.
 
-    ``warm`` says whether a new worker compiles a trivial graph before it reports ready. That
-    pays Inductor's first-compile costs early, which helps a worker started ahead of need
-    (:func:`prewarm`) and only delays one that is needed at once (it then pays them on its first
-    candidate anyway), so ``minify`` starts its workers cold. It is not part of a worker's
-    identity: a warm worker serves a cold setup.
+    ``warm`` says whether a new worker builds a trivial C++ kernel before it reports ready. That
+    pays Inductor's and the compiler's first-use costs early, which helps a worker started ahead
+    of need (:func:`prewarm`) and only delays one that is needed at once (it then pays them on its
+    first candidate anyway), so ``minify`` starts its workers cold: they only compile a graph
+    with no kernel to build (Inductor's lazy imports, tens of milliseconds). It is not part of a
+    worker's identity: a warm worker serves a cold setup. Every worker links kernels with a
+    faster linker when the machine has one (:mod:`.linker`).
     """
 
     imports: tuple[str, ...] = ()
