@@ -18,9 +18,10 @@ import torch.fx
 from ._seams import inside_compile, is_aten_op
 from .checks import Failure
 from .context import current_context
-from .graph import Candidate, GraphSlicer, record_values
+from .graph import Candidate, GraphSlicer, InvalidCandidate, record_values
 from .judge import ACCURACY, NONDETERMINISTIC, judge
 from .outcome import Outcome
+from .speculation import Pending, cancel, speculate
 from .strategies import CLOSING, FIRST_DIVERGENCE, OPENING, STRATEGIES, divergence_probe
 from .workers import WorkerSetup, pool
 
@@ -125,6 +126,7 @@ class MinifyState:
     parallel: int = 1  # candidates judged side by side (worker processes)
     cancel: Callable[[int], None] = lambda slot: None  # stop the judgement running in a worker slot
     running: dict[int, "Future[Outcome]"] = dataclasses.field(default_factory=dict)
+    pending: Pending = dataclasses.field(default_factory=dict)  # judged speculatively, by candidate key
 
     def announce(self, name: str, granularity: Optional[int]) -> None:
         g = f" (G: {granularity})" if granularity else ""
@@ -154,9 +156,15 @@ class MinifyState:
         Known outcomes come from the cache."""
         waits: dict[str, Callable[[], Outcome]] = {}
         fresh: list[tuple[str, Candidate]] = []
+        self.settle_pending(keep={self.slicer.key(c) for c in candidates})
         for candidate in candidates:
             key = self.slicer.key(candidate)
             if key in waits:
+                continue
+            if key in self.pending:  # judged (or being judged) speculatively: read, not judged again
+                slot, future = self.pending.pop(key)
+                self.running.setdefault(slot, future)
+                waits[key] = self._recording(candidate, future.result)
                 continue
             known = self._cached(candidate, scheduled=len(fresh))
             if known is not None:
@@ -175,6 +183,16 @@ class MinifyState:
                 waits[key] = self._recording(candidate, future.result)
             executor.shutdown(wait=False)
         return [waits[self.slicer.key(c)] for c in candidates]
+
+    def settle_pending(self, keep: set[str] = frozenset()) -> None:
+        """Speculative judgements not in ``keep``: a finished one's answer joins the cache, a
+        running one is cancelled (its worker slot is about to be needed)."""
+        for key in [k for k in self.pending if k not in keep]:
+            slot, future = self.pending.pop(key)
+            if future.done() and future.exception() is None:
+                self.cache.setdefault(key, future.result())
+            else:
+                cancel({key: (slot, future)}, self.cancel)
 
     def _count(self) -> None:
         """One more candidate judged (and compiled): counted when its judgement starts."""
@@ -340,9 +358,16 @@ class _Run:
         """Compile and run ``candidate`` (in a worker when isolated) and classify what happened."""
         gm, args = self.slicer.build(candidate)
         spec = self.spec_for(candidate, args)
+        if slot >= self.workers:  # a speculative slot: its worker runs at the lowest CPU priority
+            spec["nice"] = 19
         if not self.isolate:
             return Outcome.from_wire(judge(gm, args, spec))
         return Outcome.from_wire(pool.judge(self.setup, gm, args, spec, self.timeout or 600.0, slot=slot))
+
+    def speculative_slots(self) -> range:
+        """Worker slots for speculative judgements: one per worker beyond the first (the probe's),
+        numbered after the search's own slots so a search batch never waits behind one."""
+        return range(self.workers, 2 * self.workers - 1) if self.isolate else range(0)
 
     def discard(self, slot: int) -> None:
         """Kill the worker judging in ``slot`` (its answer is no longer wanted); not a crash."""
@@ -417,15 +442,31 @@ def _open(module: torch.fx.GraphModule, inputs: Sequence[Any], *, check: Failure
                 workers=workers if isolate else 1)
 
 
-def _confirm(run: _Run, chosen: Sequence[str], hint_nodes: tuple[str, ...]) -> tuple[Outcome, dict[str, Outcome]]:
+def _single_nodes(slicer: GraphSlicer, full: Candidate) -> list[Candidate]:
+    """Each node of ``full`` alone (its inputs frozen), in graph order: what the first-divergence
+    strategy isolates after the probe."""
+    singles = []
+    for name in slicer.sort(full.nodes):
+        try:
+            candidate = slicer.make({name})
+        except InvalidCandidate:
+            continue
+        if candidate != full:
+            singles.append(candidate)
+    return singles
+
+
+def _confirm(run: _Run, chosen: Sequence[str],
+             hint_nodes: tuple[str, ...]) -> tuple[Outcome, dict[str, Outcome], Pending]:
     """Phase 2: confirm that the original fails as the check says.
 
     For an accuracy search that opens with the first-divergence probe, the probe is compiled first:
     it computes every value of the original graph, the original's outputs included, so when those
     disagree with eager it confirms the failure and names the diverging nodes in one compile (the
-    original alone is compiled only when it does not). Returns the original's outcome and the
-    judgements made (the probe's and the original's, for the search's cache); raises NotFailingError when
-    the original does not fail as the check says.
+    original alone is compiled only when it does not). Meanwhile spare workers judge single nodes
+    on a small graph (:mod:`.speculation`). Returns the original's outcome, the judgements made
+    (the probe's and the original's, for the search's cache) and the speculative ones; raises
+    NotFailingError when the original does not fail as the check says.
     """
     full = run.slicer.full()
     run.emit(f"Started off with {len(full.nodes)} nodes ({len(full.inputs)} inputs, {run.level} level, "
@@ -434,32 +475,44 @@ def _confirm(run: _Run, chosen: Sequence[str], hint_nodes: tuple[str, ...]) -> t
         run.emit(f"Carried into every candidate and the repro: {run.context.description or 'no fault'}; "
                  f"Inductor config {dict(run.context.config) or '{}'}")
     known: dict[str, Outcome] = {}
+    pending: Pending = {}
     original = None
     probe = divergence_probe(run.slicer, run.check, full) if FIRST_DIVERGENCE in chosen and not hint_nodes else None
     if probe is not None:
-        known[run.slicer.key(probe)] = seen = run.judge(probe)
+        speculation = speculate(_single_nodes(run.slicer, full), slots=run.speculative_slots(), nodes=len(full.nodes),
+                                judge=run.judge, key=run.slicer.key)
+        try:
+            known[run.slicer.key(probe)] = seen = run.judge(probe)
+        finally:
+            pending = speculation.stop() if speculation is not None else {}
         original = _original_seen_in_probe(full, probe, seen)
         if original is not None:
             run.emit("Confirmed by the every-node probe (the original graph with every value an output), "
                      "which also names the diverging nodes")
     if original is None:
+        cancel(pending, run.discard)  # the probe did not show the failure: its guesses are moot
+        pending = {}
         known[run.slicer.key(full)] = original = run.judge(full)
     if run.timeout is None:
         run.timeout = max(60.0, 5 * original.seconds)
+    if original.kind == NONDETERMINISTIC or not run.check.accepts_original(original):
+        cancel(pending, run.discard)  # nothing will be searched
     if original.kind == NONDETERMINISTIC:
         run.emit("The graph is nondeterministic: two seeded eager runs differ, so an accuracy failure cannot be "
                  "pinned. Not minified.")
-        return original, known
+        return original, known, {}
     if not run.check.accepts_original(original):
         detail = original.signature or original.message[:300]
         raise NotFailingError(f"minify: the graph does not fail as {run.check.describe()} expects: it gives "
                               f"{original.kind!r}{': ' + detail if detail else ''}{_undecomposed_hint(original)}")
     detail = "; ".join(original.details) if original.is_accuracy else original.signature
     run.emit(f"Original failure: {original.kind}: {detail}")
-    return original, known
+    if pending:
+        run.emit(f"Judged alongside the probe, in case the search needs them: {len(pending)} single-node candidates")
+    return original, known, pending
 
 
-def _search(run: _Run, original: Outcome, known: dict[str, Outcome], *, chosen: Sequence[str],
+def _search(run: _Run, original: Outcome, known: dict[str, Outcome], pending: Pending, *, chosen: Sequence[str],
             hint_nodes: tuple[str, ...], max_candidates: int) -> MinifyState:
     """Phase 3: the opening strategies once, the loop strategies until none helps, the closing ones once."""
     full, slicer = run.slicer.full(), run.slicer
@@ -470,7 +523,8 @@ def _search(run: _Run, original: Outcome, known: dict[str, Outcome], *, chosen: 
                         max_candidates=max_candidates, parallel=run.workers, cancel=run.discard)
     state.cache.update(known)
     state.cache[slicer.key(full)] = original  # judged, or seen in the probe
-    state.compiles = state.candidates_checked = len(known)
+    state.pending = pending
+    state.compiles = state.candidates_checked = len(known) + len(pending)
 
     def apply(names: Sequence[str]) -> bool:
         improved = False
@@ -482,6 +536,9 @@ def _search(run: _Run, original: Outcome, known: dict[str, Outcome], *, chosen: 
         return improved
 
     apply([s for s in OPENING if s in chosen])
+    state.settle_pending()  # the opening strategies were the ones speculation worked for
+    for slot in run.speculative_slots():
+        run.discard(slot)  # idle, low-priority workers: not needed again
     while apply([s for s in chosen if s not in OPENING and s not in CLOSING]):
         pass
     apply([s for s in CLOSING if s in chosen])
@@ -560,10 +617,11 @@ def minify(
     run = _open(module, inputs, check=check, level=level, isolate=isolate, timeout=timeout, config=config,
                 dynamic=dynamic, seed=seed, progress=progress, echo=echo, started=started, workers=workers)
     try:
-        original, known = _confirm(run, chosen, hint_nodes)
+        original, known, pending = _confirm(run, chosen, hint_nodes)
         if original.kind == NONDETERMINISTIC:
             return run.result("nondeterministic", run.slicer.full(), original, original)
-        state = _search(run, original, known, chosen=chosen, hint_nodes=hint_nodes, max_candidates=max_candidates)
+        state = _search(run, original, known, pending, chosen=chosen, hint_nodes=hint_nodes,
+                        max_candidates=max_candidates)
         return _finish(run, state, repro_dir)
     finally:
         run.live.close()

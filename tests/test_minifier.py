@@ -163,12 +163,41 @@ class TestDoublingNeg:
         monkeypatch.setattr(pool, "judge", judge)
         x, y = torch.randn(32, 8), torch.randn(32, 8)
         lines = []
-        result = minify(aten_graph(fn, x, y), [x, y], check=AccuracyFailure(), repro_dir=out, echo=lines.append)
+        result = minify(aten_graph(fn, x, y), [x, y], check=AccuracyFailure(), repro_dir=out, echo=lines.append,
+                        workers=1)  # one worker: no speculative judgements beside the probe
         assert OPS(result) == ["aten.neg.default"] and result.reproduced and result.compiles <= 4
         assert outputs[0] == (result.start_nodes, result.start_nodes)  # first the probe: every node an output
         assert (result.start_nodes, 1) not in outputs  # the original alone: never compiled
         assert result.original.is_accuracy and result.original.failing == (0,)  # the original's own output
         assert any(line.startswith("Confirmed by the every-node probe") for line in lines)
+
+    def test_spare_workers_judge_single_nodes_while_the_probe_compiles(self, out, monkeypatch):
+        """On a small graph a second worker judges single nodes, in graph order, while the probe
+        compiles; the search then reads the isolated neg's answer instead of compiling it again,
+        and ends where the one-worker search ends."""
+        from minifier.workers import pool
+
+        judged, real_judge = [], pool.judge
+
+        def judge(setup, module, inputs, spec, timeout, slot=0):
+            targets = [str(n.target) for n in module.graph.nodes if n.op == "call_function"]
+            judged.append((slot, targets))
+            return real_judge(setup, module, inputs, spec, timeout, slot=slot)
+
+        monkeypatch.setattr(pool, "judge", judge)
+        torch.manual_seed(0)
+        x1, x2 = torch.randn(1, 8), torch.randn(256, 8)
+        lines = []
+        result = minify(aten_graph(tutorial, x1, x2), [x1, x2], check=AccuracyFailure(), repro_dir=out,
+                        echo=lines.append, workers=2)
+        assert OPS(result) == ["aten.neg.default"] and result.reproduced
+        assert any(line.startswith("Judged alongside the probe") for line in lines)
+        neg_alone = [slot for slot, targets in judged if targets == ["aten.neg.default"]]
+        assert neg_alone == [2, 0]  # once speculatively (the worker slot after the search's two), once re-checked
+        monkeypatch.setattr(pool, "judge", real_judge)
+        alone = minify(aten_graph(tutorial, x1, x2), [x1, x2], check=AccuracyFailure(), repro_dir=out,
+                       echo=lambda line: None, workers=1)
+        assert OPS(alone) == OPS(result) and alone.final_nodes == result.final_nodes
 
     def test_a_failure_the_probe_does_not_show_is_confirmed_on_the_original(self, out, monkeypatch):
         """When the every-node probe's outputs agree with eager (a fusion-dependent bug would), the

@@ -456,3 +456,53 @@ def test_a_linker_that_cannot_build_a_shared_library_is_not_used(tmp_path, monke
     which = shutil.which
     monkeypatch.setattr(shutil, "which", lambda name: str(broken) if name == "ld.gold" else which(name))
     assert linker.fast_linker_directory(str(tmp_path / "linkers")) is None
+
+
+def test_speculative_answers_are_read_not_rejudged_and_the_unneeded_are_cancelled(sliced):
+    """Judgements started beside the probe: the one the search asks for is read from them (not
+    judged again, not counted twice); a running one it does not ask for is cancelled when its
+    slot is needed, a finished one joins the cache."""
+    import threading
+
+    from minifier.speculation import speculate
+
+    _, _, slicer = sliced
+    order = slicer.sort(slicer.full().nodes)
+    singles = [slicer.make({name}) for name in order[:3]]
+    release, judged, cancelled = threading.Event(), [], []
+
+    def judge(candidate, slot):
+        judged.append((slicer.sort(candidate.nodes), slot))
+        if candidate == singles[1]:
+            release.wait(timeout=30)  # still running when the search moves on
+            return _outcome("crash", "signal SIGKILL")
+        return _outcome("compile_error", "Boom: x") if candidate == singles[0] else _outcome("pass")
+
+    assert speculate(singles, slots=range(0), nodes=3, judge=judge, key=slicer.key) is None  # no spare worker
+    assert speculate(singles, slots=[5], nodes=99, judge=judge, key=slicer.key) is None  # too big a graph to guess
+
+    speculation = speculate(singles, slots=[5], nodes=3, judge=judge, key=slicer.key)
+    deadline = threading.Event()
+    while len(speculation.pending) < 2 and not deadline.wait(0.01):
+        pass
+    pending = speculation.stop()
+    assert set(pending) == {slicer.key(singles[0]), slicer.key(singles[1])}
+
+    def run(candidate, slot=0):
+        judged.append((slicer.sort(candidate.nodes), slot))
+        return _outcome("compile_error", "Boom: x")
+
+    def cancel(slot):
+        cancelled.append(slot)
+        release.set()
+
+    full = slicer.full()
+    state = MinifyState(slicer=slicer, check=CompileFailure(), original=run(full), current=full,
+                        current_outcome=run(full), related=set(slicer.order), hint_nodes=(), run=run,
+                        emit=lambda line: None, progress=lambda text: None, parallel=1, cancel=cancel,
+                        pending=pending)
+    judged.clear()
+    assert state.first_failing([singles[0]]) == 0  # read from the speculation
+    assert judged == [] and state.candidates_checked == 0
+    assert cancelled == [5]  # the running one was not asked for: its worker is stopped
+    assert state.pending == {}
