@@ -217,6 +217,24 @@ def test_a_graph_snapshot_is_the_graph_as_it_was_when_taken():
     assert set(dict(copy_.named_buffers())) == {"shift"}
 
 
+def test_an_unbuilt_snapshot_keeps_neither_the_original_nodes_nor_their_graph_alive():
+    """A capture keeps its snapshots: they must not pin the graph Inductor compiled (its nodes,
+    the Graph, the GraphModule and what hangs off them), only the node fields they copy."""
+    import gc
+    import weakref
+
+    from instrumented_backend.capture.graph_copy import GraphSnapshot
+
+    gm = torch.fx.symbolic_trace(torch.nn.Sequential(torch.nn.Linear(3, 3), torch.nn.ReLU()))
+    expected = gm.graph.python_code("self").src
+    snapshot = GraphSnapshot(gm)
+    graph, node = weakref.ref(gm.graph), weakref.ref(next(iter(gm.graph.nodes)))
+    del gm
+    gc.collect()
+    assert graph() is None and node() is None
+    assert snapshot.module().graph.python_code("self").src == expected
+
+
 def test_a_node_that_no_longer_keeps_its_arguments_is_reported_by_the_snapshot_seam(monkeypatch):
     from instrumented_backend.seams import graph_structure
 

@@ -1,8 +1,9 @@
 """Seam: the private fields of ``torch.fx`` a graph snapshot reads and restores.
 
 A snapshot of an FX graph (see :mod:`..capture.graph_copy`) keeps each node's ``_args`` and
-``_kwargs`` by reference (FX keeps them as immutable containers and replaces them on every change,
-so holding them is a copy), and the graph's ``_codegen`` and ``_tracer_cls``, which
+``_kwargs`` (FX keeps them as immutable containers and replaces them on every change, so holding
+them is a copy; a node that reads others, ``_input_nodes``, has them rewritten with positions for
+nodes), and the graph's ``_codegen`` and ``_tracer_cls``, which
 ``copy.deepcopy(graph)`` carries over. :func:`rebuild` makes a new graph from them, as
 ``Graph.__deepcopy__`` would have at the time of the snapshot.
 """
@@ -14,16 +15,24 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch.fx
+from torch.fx.node import map_aggregate
 
 from . import SeamMoved
 
 __all__ = ["GraphStructure", "take", "rebuild", "check"]
 
 
+class _Slot(int):
+    """A node's position in a snapshot, standing for the node in the snapshot's arguments (so a
+    snapshot keeps no node of the original graph, nor through them the graph and its module)."""
+
+    __slots__ = ()
+
+
 @dataclass
 class GraphStructure:
-    """A graph's nodes (each: the node, op, target, args, kwargs, name, type, a copy of its meta)
-    and its code-generation settings, as they were when taken."""
+    """A graph's nodes (each: op, target, args, kwargs, name, type, a copy of its meta; other
+    nodes in the arguments by position) and its code-generation settings, as they were when taken."""
 
     nodes: list[tuple[Any, ...]]
     codegen: Any
@@ -32,20 +41,31 @@ class GraphStructure:
 
 def take(graph: torch.fx.Graph) -> GraphStructure:
     """The structure of ``graph`` now (meta shallow-copied, as ``Graph.__deepcopy__`` does)."""
-    nodes = [(n, n.op, n.target, n._args, n._kwargs, n.name, n.type, copy.copy(n.meta)) for n in graph.nodes]
+    position: dict[torch.fx.Node, _Slot] = {}
+    slot = position.__getitem__
+    nodes = []
+    for index, n in enumerate(graph.nodes):
+        position[n] = _Slot(index)
+        args, kwargs = n._args, n._kwargs
+        if n._input_nodes:  # arguments naming other nodes: by position
+            args, kwargs = torch.fx.map_arg(args, slot), torch.fx.map_arg(kwargs, slot)
+        nodes.append((n.op, n.target, args, kwargs, n.name, n.type, copy.copy(n.meta)))
     return GraphStructure(nodes, copy.deepcopy(graph._codegen), graph._tracer_cls)
 
 
 def rebuild(structure: GraphStructure) -> torch.fx.Graph:
     """A new graph with the nodes of ``structure`` (arguments pointing at the new nodes)."""
     graph = torch.fx.Graph(tracer_cls=structure.tracer_cls)
-    env: dict[torch.fx.Node, torch.fx.Node] = {}
-    lookup = env.__getitem__
-    for old, op, target, args, kwargs, name, type_expr, meta in structure.nodes:
-        node = graph.create_node(op, target, torch.fx.map_arg(args, lookup), torch.fx.map_arg(kwargs, lookup),
+    new: list[torch.fx.Node] = []
+
+    def node_at(value: Any) -> Any:
+        return new[value] if type(value) is _Slot else value
+
+    for op, target, args, kwargs, name, type_expr, meta in structure.nodes:
+        node = graph.create_node(op, target, map_aggregate(args, node_at), map_aggregate(kwargs, node_at),
                                  name, type_expr)
         node.meta = meta
-        env[old] = node
+        new.append(node)
     graph._codegen = structure.codegen
     return graph
 
@@ -58,6 +78,8 @@ def check() -> None:
     graph.output((neg,))
     if getattr(neg, "_args", None) is not neg.args or getattr(neg, "_kwargs", None) is not neg.kwargs:
         raise SeamMoved("graph_structure: torch.fx.Node no longer keeps its args/kwargs in _args/_kwargs")
+    if list(getattr(neg, "_input_nodes", {})) != [x] or getattr(x, "_input_nodes", None):
+        raise SeamMoved("graph_structure: torch.fx.Node no longer lists the nodes it reads in _input_nodes")
     for attr in ("_codegen", "_tracer_cls"):
         if not hasattr(graph, attr):
             raise SeamMoved(f"graph_structure: torch.fx.Graph no longer has {attr}")
