@@ -599,7 +599,9 @@ def minify(
     ``workers`` candidates are judged side by side, each in its own worker process (default:
     :func:`default_workers`, one per core up to four; always one with ``isolate=False``): the
     bisections judge that many cut points per round and delta debugging that many chunks, so
-    the search takes fewer rounds and ends at the same graph the one-worker search would.
+    the search takes fewer rounds and ends at the same graph the one-worker search would. On a
+    graph of at most 8 nodes the workers beyond the first also judge single nodes, at the lowest CPU
+    priority, while the first compiles the every-node probe (:mod:`minifier.speculation`).
     The log is echoed through ``echo`` (default: stderr). Writes a repro script to
     ``repro_dir`` (default ``./minifier_repros``) and names it in the last log line.
 
