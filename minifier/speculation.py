@@ -43,11 +43,6 @@ class Speculation:
         for thread in self._threads:
             thread.start()
 
-    @property
-    def started(self) -> int:
-        """Judgements started (each one compile)."""
-        return len(self.pending)
-
     def _next(self, slot: int) -> Optional[tuple[Candidate, "Future[Outcome]"]]:
         with self._lock:
             if self._stopped or not self._queue:
