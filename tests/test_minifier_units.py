@@ -506,3 +506,20 @@ def test_speculative_answers_are_read_not_rejudged_and_the_unneeded_are_cancelle
     assert judged == [] and state.candidates_checked == 0
     assert cancelled == [5]  # the running one was not asked for: its worker is stopped
     assert state.pending == {}
+
+
+def test_a_linker_directory_others_can_write_to_is_not_used(tmp_path):
+    """The ``ld`` a worker's compiler runs comes from a directory only this user can write."""
+    import shutil
+
+    from minifier.workers import linker
+
+    available = [name for name in linker.FAST_LINKERS if shutil.which(name)]
+    if not available or shutil.which("g++") is None:
+        pytest.skip("needs g++ and lld or gold")
+    shared = tmp_path / "linkers"
+    shared.mkdir(mode=0o777)
+    shared.chmod(0o777)
+    assert linker.fast_linker_directory(str(shared)) is None
+    shared.chmod(0o700)
+    assert linker.fast_linker_directory(str(shared)) == str(shared / available[0])

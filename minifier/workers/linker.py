@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 import subprocess
 import tempfile
 from pathlib import Path
@@ -52,12 +53,25 @@ def _links(compiler: str, directory: str, workdir: str) -> bool:
     return done.returncode == 0
 
 
+def _private_directory(path: str) -> bool:
+    """Make ``path`` a directory only this user can write to, or say it is not one (another user
+    could swap the ``ld`` in a shared temporary directory between the check and the compile)."""
+    try:
+        os.mkdir(path, 0o700)
+    except FileExistsError:
+        pass
+    status = os.lstat(path)
+    owner = getattr(os, "getuid", lambda: status.st_uid)()
+    return stat.S_ISDIR(status.st_mode) and status.st_uid == owner and not status.st_mode & 0o022
+
+
 def _linker_directory(root: str, name: str, linker: str) -> Optional[str]:
     """``root/name``, holding ``ld`` linked to ``linker`` (made once, shared by every worker)."""
     directory = os.path.join(root, name)
     link = os.path.join(directory, "ld")
     try:
-        os.makedirs(directory, exist_ok=True)
+        if not (_private_directory(root) and _private_directory(directory)):
+            return None
         if os.path.realpath(link) != os.path.realpath(linker):
             staged = f"{link}.{os.getpid()}"
             os.symlink(linker, staged)
