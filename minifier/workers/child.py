@@ -89,7 +89,7 @@ def serve(requests: BinaryIO, replies: BinaryIO) -> int:
         request = read_message(requests)
         if request is None:
             return 0
-        if request["spec"].get("nice"):  # a speculative judgement: only idle cycles (for this worker's life)
+        if request["spec"].get("nice") and hasattr(os, "setpriority"):  # speculative: only idle cycles, from now on
             os.setpriority(os.PRIO_PROCESS, 0, max(os.getpriority(os.PRIO_PROCESS, 0), request["spec"]["nice"]))
         try:
             result = judge(request["module"], request["inputs"], request["spec"])
