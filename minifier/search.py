@@ -189,10 +189,10 @@ class MinifyState:
         running one is cancelled (its worker slot is about to be needed)."""
         for key in [k for k in self.pending if k not in keep]:
             slot, future = self.pending.pop(key)
-            if future.done() and future.exception() is None:
+            if not future.done():
+                self.cancel(slot)
+            elif future.exception() is None:
                 self.cache.setdefault(key, future.result())
-            else:
-                cancel({key: (slot, future)}, self.cancel)
 
     def _count(self) -> None:
         """One more candidate judged (and compiled): counted when its judgement starts."""
@@ -495,13 +495,13 @@ def _confirm(run: _Run, chosen: Sequence[str],
         known[run.slicer.key(full)] = original = run.judge(full)
     if run.timeout is None:
         run.timeout = max(60.0, 5 * original.seconds)
-    if original.kind == NONDETERMINISTIC or not run.check.accepts_original(original):
-        cancel(pending, run.discard)  # nothing will be searched
     if original.kind == NONDETERMINISTIC:
+        cancel(pending, run.discard)  # nothing will be searched
         run.emit("The graph is nondeterministic: two seeded eager runs differ, so an accuracy failure cannot be "
                  "pinned. Not minified.")
         return original, known, {}
     if not run.check.accepts_original(original):
+        cancel(pending, run.discard)
         detail = original.signature or original.message[:300]
         raise NotFailingError(f"minify: the graph does not fail as {run.check.describe()} expects: it gives "
                               f"{original.kind!r}{': ' + detail if detail else ''}{_undecomposed_hint(original)}")

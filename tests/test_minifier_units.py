@@ -129,6 +129,15 @@ def test_an_accuracy_check_never_counts_an_error_or_an_unrelated_output():
     assert matches(_wire("accuracy", "accuracy", [0]), _wire("accuracy", "accuracy", [0]))
 
 
+def _state(slicer, run, **fields):
+    """A compile-error search over the whole of ``slicer``'s graph, judged by ``run``."""
+    full = slicer.full()
+    original = run(full)
+    return MinifyState(slicer=slicer, check=CompileFailure(), original=original, current=full,
+                       current_outcome=original, related=set(slicer.order), hint_nodes=(), run=run,
+                       **{"emit": lambda line: None, "progress": lambda text: None, **fields})
+
+
 def _scripted_state(slicer, culprits, emitted, parallel=1, slots=None):
     """A search whose judge 'fails' exactly when every culprit is kept (no compiler involved)."""
     def run(candidate, slot=0):
@@ -137,11 +146,7 @@ def _scripted_state(slicer, culprits, emitted, parallel=1, slots=None):
         failing = culprits <= candidate.nodes
         return _outcome("compile_error", "Boom: x") if failing else _outcome("pass")
 
-    full = slicer.full()
-    original = run(full)
-    return MinifyState(slicer=slicer, check=CompileFailure(), original=original, current=full,
-                       current_outcome=original, related=set(slicer.order), hint_nodes=(), run=run,
-                       emit=emitted.append, progress=lambda text: None, parallel=parallel)
+    return _state(slicer, run, emit=emitted.append, parallel=parallel)
 
 
 @pytest.mark.parametrize("parallel", [1, 2, 3])
@@ -192,11 +197,8 @@ def test_side_by_side_candidates_are_read_in_order_and_a_slower_later_one_is_aba
         cancelled.append(slot)
         released.set()
 
-    full = slicer.full()
-    state = MinifyState(slicer=slicer, check=CompileFailure(), original=run(full), current=full,
-                        current_outcome=run(full), related=set(slicer.order), hint_nodes=(), run=run,
-                        emit=lambda line: None, progress=lambda text: None, parallel=2, cancel=cancel)
-    order = slicer.sort(full.nodes)
+    state = _state(slicer, run, parallel=2, cancel=cancel)
+    order = slicer.sort(slicer.full().nodes)
     first, second = slicer.make(set(order[:2])), slicer.make(set(order[:3]))
     assert state.first_failing([first, second]) == 0
     assert cancelled == [1]
@@ -463,6 +465,7 @@ def test_speculative_answers_are_read_not_rejudged_and_the_unneeded_are_cancelle
     judged again, not counted twice); a running one it does not ask for is cancelled when its
     slot is needed, a finished one joins the cache."""
     import threading
+    import time
 
     from minifier.speculation import speculate
 
@@ -482,9 +485,9 @@ def test_speculative_answers_are_read_not_rejudged_and_the_unneeded_are_cancelle
     assert speculate(singles, slots=[5], nodes=99, judge=judge, key=slicer.key) is None  # too big a graph to guess
 
     speculation = speculate(singles, slots=[5], nodes=3, judge=judge, key=slicer.key)
-    deadline = threading.Event()
-    while len(speculation.pending) < 2 and not deadline.wait(0.01):
-        pass
+    deadline = time.monotonic() + 30
+    while len(speculation.pending) < 2 and time.monotonic() < deadline:
+        time.sleep(0.01)
     pending = speculation.stop()
     assert set(pending) == {slicer.key(singles[0]), slicer.key(singles[1])}
 
@@ -496,11 +499,7 @@ def test_speculative_answers_are_read_not_rejudged_and_the_unneeded_are_cancelle
         cancelled.append(slot)
         release.set()
 
-    full = slicer.full()
-    state = MinifyState(slicer=slicer, check=CompileFailure(), original=run(full), current=full,
-                        current_outcome=run(full), related=set(slicer.order), hint_nodes=(), run=run,
-                        emit=lambda line: None, progress=lambda text: None, parallel=1, cancel=cancel,
-                        pending=pending)
+    state = _state(slicer, run, parallel=1, cancel=cancel, pending=pending)
     judged.clear()
     assert state.first_failing([singles[0]]) == 0  # read from the speculation
     assert judged == [] and state.candidates_checked == 0

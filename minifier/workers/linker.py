@@ -35,6 +35,11 @@ def _compiler() -> str:
     return os.environ.get("CXX") or "g++"
 
 
+def _uid() -> int:
+    """This process's user id (0 where the platform has none)."""
+    return getattr(os, "getuid", lambda: 0)()
+
+
 def _search_path(directory: str) -> str:
     """``COMPILER_PATH`` with ``directory`` searched first."""
     return os.pathsep.join(p for p in (directory, os.environ.get("COMPILER_PATH")) if p)
@@ -61,8 +66,7 @@ def _private_directory(path: str) -> bool:
     except FileExistsError:
         pass
     status = os.lstat(path)
-    owner = getattr(os, "getuid", lambda: status.st_uid)()
-    return stat.S_ISDIR(status.st_mode) and status.st_uid == owner and not status.st_mode & 0o022
+    return stat.S_ISDIR(status.st_mode) and status.st_uid == _uid() and not status.st_mode & 0o022
 
 
 def _linker_directory(root: str, name: str, linker: str) -> Optional[str]:
@@ -88,7 +92,7 @@ def fast_linker_directory(root: Optional[str] = None) -> Optional[str]:
     compiler = shutil.which(_compiler())
     if compiler is None:
         return None
-    root = root or os.path.join(tempfile.gettempdir(), f"minifier-linkers-{getattr(os, 'getuid', lambda: 0)()}")
+    root = root or os.path.join(tempfile.gettempdir(), f"minifier-linkers-{_uid()}")
     for name in FAST_LINKERS:
         linker = shutil.which(name)
         directory = _linker_directory(root, name, linker) if linker else None
