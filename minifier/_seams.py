@@ -50,7 +50,7 @@ def inside_compile() -> bool:
     return TracingContext.try_get() is not None
 
 
-def start_cpu_isa_probe() -> Optional[threading.Thread]:
+def start_cpu_isa_probe(*, remember: bool = False) -> Optional[threading.Thread]:
     """Run Inductor's CPU vector-ISA detection on background threads; join the result before compiling.
 
     A fresh process pays for it on its first C++ compile: each candidate ISA's test library is
@@ -59,6 +59,9 @@ def start_cpu_isa_probe() -> Optional[threading.Thread]:
     ``__bool__`` is cached per ISA object, so the threads never share one), then
     ``valid_vec_isa_list`` (cached for the process) reads those answers. A worker starts this
     while it imports. Returns None when detection cannot be started here.
+
+    With ``remember=True`` a load another worker saw succeed is not repeated
+    (:mod:`minifier.workers.isa_answers`).
     """
     import platform
 
@@ -69,6 +72,10 @@ def start_cpu_isa_probe() -> Optional[threading.Thread]:
         from torch._inductor import cpu_vec_isa
     except ImportError:
         return None
+    if remember:
+        from minifier.workers.isa_answers import remember_loads
+
+        remember_loads(cpu_vec_isa.VecISA, os.path.join(os.path.dirname(torch.__file__), "lib"))
 
     def probe_each() -> None:
         try:
@@ -139,6 +146,8 @@ def import_compiler() -> None:
 
 def check_seams() -> None:
     """Raise :class:`SeamMoved`, naming the API, if one the minifier or its judge uses has moved."""
+    import inspect
+
     import torch._dynamo.utils as dynamo_utils
     import torch._functorch.config as functorch_config
     import torch._inductor.compile_fx as compile_fx_module
@@ -149,6 +158,11 @@ def check_seams() -> None:
         if not hasattr(cpu_vec_isa, name):
             raise SeamMoved(f"torch._inductor.cpu_vec_isa.{name} is gone "
                             "(workers detect the CPU's vector ISA ahead of their first compile)")
+    probe_load = getattr(cpu_vec_isa.VecISA, "_probe_load", None)
+    if not callable(probe_load) or "self._probe_load(output_path)" not in inspect.getsource(
+            cpu_vec_isa.VecISA.check_build) or list(inspect.signature(probe_load).parameters) != ["self", "output_path"]:
+        raise SeamMoved("torch._inductor.cpu_vec_isa.VecISA.check_build no longer loads its test library "
+                        "through _probe_load(output_path) (workers remember its answers)")
     cached = [cpu_vec_isa.valid_vec_isa_list, getattr(cpu_vec_isa.VecISA, "_VecISA__bool__impl", None)]
     cached += [type(isa).__bool__ for isa in cpu_vec_isa.supported_vec_isa_list
                if type(isa).__bool__ is not cpu_vec_isa.VecISA.__bool__]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import operator
+from pathlib import Path
 
 import pytest
 import torch
@@ -522,3 +523,59 @@ def test_a_linker_directory_others_can_write_to_is_not_used(tmp_path):
     assert linker.fast_linker_directory(str(shared)) is None
     shared.chmod(0o700)
     assert linker.fast_linker_directory(str(shared)) == str(shared / available[0])
+
+
+def test_a_vector_isa_load_another_worker_saw_succeed_is_not_repeated(tmp_path, monkeypatch):
+    """Workers remember Inductor's successful test-library loads, keyed by the library's bytes
+    (and the machine, Python and libtorch): a second check of the same library reads the answer,
+    a changed library or a failed load is probed again, and the answer is Inductor's own."""
+    from torch._inductor import cpu_vec_isa
+
+    from minifier.workers import isa_answers
+
+    monkeypatch.delenv("MINIFIER_FRESH_ISA_PROBE", raising=False)
+    loads = []
+    original = cpu_vec_isa.VecISA._probe_load
+
+    def counted(self, output_path):
+        loads.append(output_path)
+        return original(self, output_path)
+
+    monkeypatch.setattr(cpu_vec_isa.VecISA, "_probe_load", counted)
+    torch_lib = str(Path(torch.__file__).parent / "lib")
+    assert isa_answers.remember_loads(cpu_vec_isa.VecISA, torch_lib, root=str(tmp_path / "answers"))
+    assert not isa_answers.remember_loads(cpu_vec_isa.VecISA, torch_lib, root=str(tmp_path / "answers"))  # once
+    isas = cpu_vec_isa.valid_vec_isa_list()
+    if not isas:
+        pytest.skip("no vector ISA on this machine")
+    first = [isa.check_build(cpu_vec_isa.VecISA._avx_code) for isa in isas]  # builds are cached, loads are not
+    assert first == [True] * len(isas) and len(loads) == len(isas)
+    again = [isa.check_build(cpu_vec_isa.VecISA._avx_code) for isa in isas]
+    assert again == first and len(loads) == len(isas)  # read, not loaded again
+
+    library = tmp_path / "test.so"
+    library.write_bytes(b"not a shared library")
+    assert not isas[0]._probe_load(str(library)) and not isas[0]._probe_load(str(library))
+    assert len(loads) == len(isas) + 2  # a failed load is never remembered
+    key = isa_answers.answer_key(str(library), str(isas[0]), torch_lib)
+    library.write_bytes(b"another library")
+    assert isa_answers.answer_key(str(library), str(isas[0]), torch_lib) not in (key, None)
+    assert isa_answers.answer_key(str(tmp_path / "missing.so"), str(isas[0]), torch_lib) is None
+
+
+def test_isa_answers_are_kept_only_where_asked_and_only_this_user_can_write(tmp_path, monkeypatch):
+    from minifier.workers import isa_answers
+
+    class Probe:
+        def _probe_load(self, output_path):
+            return True
+
+    shared = tmp_path / "answers"
+    shared.mkdir()
+    shared.chmod(0o777)
+    assert not isa_answers.remember_loads(Probe, "/nowhere", root=str(shared))  # others could plant answers
+    shared.chmod(0o700)
+    monkeypatch.setenv("MINIFIER_FRESH_ISA_PROBE", "1")
+    assert not isa_answers.remember_loads(Probe, "/nowhere", root=str(shared))
+    monkeypatch.delenv("MINIFIER_FRESH_ISA_PROBE")
+    assert isa_answers.remember_loads(Probe, "/nowhere", root=str(shared))

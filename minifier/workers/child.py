@@ -179,7 +179,7 @@ def main() -> int:
     if control is not None:
         keep_fork_safe()
 
-    probe = start_cpu_isa_probe()  # its child processes run while the imports below do
+    probe = start_cpu_isa_probe(remember=True)  # its child processes run while the imports below do
     for name in setup.get("imports", []):
         importlib.import_module(name)
     from minifier._seams import import_compiler

@@ -18,11 +18,12 @@ from __future__ import annotations
 
 import os
 import shutil
-import stat
 import subprocess
 import tempfile
 from pathlib import Path
 from typing import Optional
+
+from .private import private_directory, user_folder
 
 __all__ = ["FAST_LINKERS", "fast_linker_directory", "use_fast_linker"]
 
@@ -33,11 +34,6 @@ _TEST_SOURCE = "int minifier_linker_probe(void) { return 1; }\n"
 def _compiler() -> str:
     """The C++ compiler Inductor will call (its default reads ``CXX``, else ``g++``)."""
     return os.environ.get("CXX") or "g++"
-
-
-def _uid() -> int:
-    """This process's user id (0 where the platform has none)."""
-    return getattr(os, "getuid", lambda: 0)()
 
 
 def _search_path(directory: str) -> str:
@@ -58,23 +54,14 @@ def _links(compiler: str, directory: str, workdir: str) -> bool:
     return done.returncode == 0
 
 
-def _private_directory(path: str) -> bool:
-    """Make ``path`` a directory only this user can write to, or say it is not one (another user
-    could swap the ``ld`` in a shared temporary directory between the check and the compile)."""
-    try:
-        os.mkdir(path, 0o700)
-    except FileExistsError:
-        pass
-    status = os.lstat(path)
-    return stat.S_ISDIR(status.st_mode) and status.st_uid == _uid() and not status.st_mode & 0o022
-
-
 def _linker_directory(root: str, name: str, linker: str) -> Optional[str]:
-    """``root/name``, holding ``ld`` linked to ``linker`` (made once, shared by every worker)."""
+    """``root/name``, holding ``ld`` linked to ``linker`` (made once, shared by every worker).
+    Both folders must be ones only this user can write to: another user could otherwise swap
+    the ``ld`` between the check and the compile."""
     directory = os.path.join(root, name)
     link = os.path.join(directory, "ld")
     try:
-        if not (_private_directory(root) and _private_directory(directory)):
+        if not (private_directory(root) and private_directory(directory)):
             return None
         if os.path.realpath(link) != os.path.realpath(linker):
             staged = f"{link}.{os.getpid()}"
@@ -92,7 +79,9 @@ def fast_linker_directory(root: Optional[str] = None) -> Optional[str]:
     compiler = shutil.which(_compiler())
     if compiler is None:
         return None
-    root = root or os.path.join(tempfile.gettempdir(), f"minifier-linkers-{_uid()}")
+    root = user_folder("linkers", root)
+    if root is None:
+        return None
     for name in FAST_LINKERS:
         linker = shutil.which(name)
         directory = _linker_directory(root, name, linker) if linker else None
