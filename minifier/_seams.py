@@ -159,8 +159,9 @@ def check_seams() -> None:
             raise SeamMoved(f"torch._inductor.cpu_vec_isa.{name} is gone "
                             "(workers detect the CPU's vector ISA ahead of their first compile)")
     probe_load = getattr(cpu_vec_isa.VecISA, "_probe_load", None)
-    if not callable(probe_load) or "self._probe_load(output_path)" not in inspect.getsource(
-            cpu_vec_isa.VecISA.check_build) or list(inspect.signature(probe_load).parameters) != ["self", "output_path"]:
+    loads_through_it = "self._probe_load(output_path)" in inspect.getsource(cpu_vec_isa.VecISA.check_build)
+    if not callable(probe_load) or not loads_through_it or \
+            list(inspect.signature(probe_load).parameters) != ["self", "output_path"]:
         raise SeamMoved("torch._inductor.cpu_vec_isa.VecISA.check_build no longer loads its test library "
                         "through _probe_load(output_path) (workers remember its answers)")
     cached = [cpu_vec_isa.valid_vec_isa_list, getattr(cpu_vec_isa.VecISA, "_VecISA__bool__impl", None)]

@@ -54,6 +54,9 @@ def test_fast_format_is_byte_identical_to_inductors(dynamic):
         assert fast == slow, stage
     if dynamic:
         assert any("s" in fast and "var_ranges" in fast for _, fast, _ in seen)
+    from sympy.core._print_helpers import Printable
+
+    assert Printable.__str__ is inspect.unwrap(Printable.__str__)  # taken out again after the logs
 
 
 def test_fast_paths_delegate_outside_formatting():
@@ -61,12 +64,27 @@ def test_fast_paths_delegate_outside_formatting():
     from sympy.core._print_helpers import Printable
     from torch._inductor.loop_body import LoopBodyBlock
 
+    originals = (Printable.__str__, Printable.__repr__, LoopBodyBlock.debug_str)
     ir_format.install()
-    assert Printable.__str__ is not inspect.unwrap(Printable.__str__)  # installed
+    assert (Printable.__str__, Printable.__repr__, LoopBodyBlock.debug_str) == originals  # nothing patched yet
     expr = Symbol("s0") * 2 + 1
+    with ir_format.formatting(ir_format.IrTextMemo()):
+        assert Printable.__str__ is not inspect.unwrap(Printable.__str__)  # in place while formatting
+        assert LoopBodyBlock.debug_str.__wrapped__ is inspect.unwrap(LoopBodyBlock.debug_str)
+        assert str(expr) == repr(expr) == "2*s0 + 1"
+        with ir_format.formatting(ir_format.IrTextMemo()):  # nested (or another thread): still in place
+            pass
+        assert Printable.__str__ is not originals[0]
+        outside: list[bool] = []
+        import threading
+
+        thread = threading.Thread(target=lambda: outside.append(getattr(ir_format._state, "memo", None) is None))
+        thread.start()
+        thread.join()
+        assert outside == [True]  # another thread delegates to the originals
+    assert (Printable.__str__, Printable.__repr__, LoopBodyBlock.debug_str) == originals  # all put back
     assert str(expr) == repr(expr) == "2*s0 + 1"
     assert getattr(ir_format._state, "memo", None) is None  # nothing memoised outside
-    assert LoopBodyBlock.debug_str.__wrapped__ is inspect.unwrap(LoopBodyBlock.debug_str)
 
 
 def test_a_changed_loop_body_formatter_is_reported(monkeypatch):
@@ -117,8 +135,7 @@ def test_a_block_edited_in_place_is_formatted_again():
     original = inspect.unwrap(LoopBodyBlock.debug_str)
 
     memo = ir_format.IrTextMemo()
-    ir_format._state.memo = memo
-    try:
+    with ir_format.formatting(memo):
         first = LoopBodyBlock.debug_str(block, "body")
         assert first == original(block, "body") and "ops.neg(load)" in first
         assert LoopBodyBlock.debug_str(block, "body") is first  # unchanged: reused
@@ -129,8 +146,6 @@ def test_a_block_edited_in_place_is_formatted_again():
         const = graph.call_method("constant", (ops, 0.0, torch.float32))
         const.args = (ops, -0.0, torch.float32)  # equal to 0.0, prints differently
         third = LoopBodyBlock.debug_str(block, "body")
-    finally:
-        ir_format._state.memo = None
     assert third == original(block, "body") and "-0.0" in third
 
 
@@ -146,11 +161,8 @@ def test_a_scheduler_node_text_is_reused_only_while_what_it_prints_is_unchanged(
     results: dict[str, bool] = {}
 
     def node_text(node):
-        ir_format._state.memo = memo
-        try:
+        with ir_format.formatting(memo):
             return node.debug_str()
-        finally:
-            ir_format._state.memo = None
 
     def listener(stage, nodes):
         ir_format.format_ir(nodes, memo)

@@ -27,13 +27,12 @@ def recorder():
     from torch._inductor.codegen.common import CSEVariable
     from torch._inductor.virtualized import V
 
-    line_tags.install()
     kernel = SimpleNamespace(current_node=None, removed_buffers=set(), inplaced_to_remove=set(),
                              create_cse_var=lambda name, bounds, dtype, shape: CSEVariable(name, bounds, dtype, shape))
     graph = SimpleNamespace(removed_buffers=set(), inplaced_to_remove=set())
     recorder = provenance.LineRecorder()
     previous = provenance.activate(recorder)
-    with V.set_kernel_handler(kernel), V.set_graph_handler(graph):
+    with line_tags.tagging(), V.set_kernel_handler(kernel), V.set_graph_handler(graph):
         yield recorder
     provenance.activate(previous)
 
@@ -101,15 +100,26 @@ def test_a_kernel_rendered_by_formatting_takes_its_lines_tags_in_order(recorder)
 
 
 def test_no_recorder_no_tags():
-    line_tags.install()
     assert provenance.active_recorder() is None
     provenance.set_emission(NEG)
     try:
-        buffer = IndentedBuffer()
-        buffer.writeline("auto tmp0 = -x;")
-        assert buffer.getvalue() == "auto tmp0 = -x;\n"
+        with line_tags.tagging():
+            buffer = IndentedBuffer()
+            buffer.writeline("auto tmp0 = -x;")
+            assert buffer.getvalue() == "auto tmp0 = -x;\n"
     finally:
         provenance.set_emission(None)
+
+
+def test_buffers_are_hooked_only_inside_an_instrumented_compile():
+    """Plain Inductor work elsewhere in the process runs IndentedBuffer's own methods."""
+    originals = (IndentedBuffer.writeline, IndentedBuffer.splice, IndentedBuffer.getvaluewithlinemap)
+    with line_tags.tagging():
+        assert IndentedBuffer.writeline is not originals[0]
+        with line_tags.tagging():  # nested (or on another thread): shared
+            pass
+        assert (IndentedBuffer.writeline, IndentedBuffer.splice) != originals[:2]
+    assert (IndentedBuffer.writeline, IndentedBuffer.splice, IndentedBuffer.getvaluewithlinemap) == originals
 
 
 def test_a_moved_buffer_contract_is_reported(monkeypatch):

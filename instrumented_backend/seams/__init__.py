@@ -8,15 +8,16 @@ of silently capturing nothing.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib
 import sys
 import threading
 from types import ModuleType
-from typing import Callable
+from typing import Any, Callable, Iterator
 
 __all__ = ["SeamMoved", "SEAMS", "CAPTURE_SEAMS", "all_checks", "install_capture_seams", "install_once",
-           "seam_module"]
+           "seam_module", "ScopedPatches"]
 
 
 class SeamMoved(RuntimeError):
@@ -45,6 +46,60 @@ def install_once(patch: Callable[[], None]) -> Callable[[], None]:
             done = True
 
     return install
+
+
+
+# (owner, attribute, wrap): ``wrap(current value)`` is what the attribute holds while in place.
+Replacement = tuple[Any, str, Callable[[Any], Any]]
+_INHERITED = object()  # an attribute the class did not define itself before it was patched
+
+
+class ScopedPatches:
+    """Attribute replacements that are in place only while some thread is inside :meth:`active`.
+
+    They are applied when the first thread enters and taken out when the last one leaves, so
+    Inductor's work outside an instrumented compile (plain ``backend="inductor"`` compiles in the
+    same process) never runs through them. Another thread that runs the patched code meanwhile
+    must find it delegating to the original (each wrapper checks a thread-local state). Taking
+    them out puts back what each attribute held, unless someone replaced ours in between.
+    """
+
+    def __init__(self, replacements: Callable[[], list[Replacement]]) -> None:
+        self._replacements = replacements  # read when applied, so each wraps what is there then
+        self._lock = threading.Lock()
+        self._users = 0
+        self._applied: list[tuple[Any, str, Any, Any]] = []
+
+    @contextlib.contextmanager
+    def active(self) -> Iterator[None]:
+        """The replacements in place for the block (nested and concurrent blocks share them)."""
+        with self._lock:
+            if self._users == 0:
+                self._apply()
+            self._users += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._users -= 1
+                if self._users == 0:
+                    self._remove()
+
+    def _apply(self) -> None:
+        for owner, name, wrap in self._replacements():
+            replacement = wrap(getattr(owner, name))
+            self._applied.append((owner, name, owner.__dict__.get(name, _INHERITED), replacement))
+            setattr(owner, name, replacement)
+
+    def _remove(self) -> None:
+        while self._applied:
+            owner, name, before, replacement = self._applied.pop()
+            if owner.__dict__.get(name) is not replacement:
+                continue
+            if before is _INHERITED:
+                delattr(owner, name)
+            else:
+                setattr(owner, name, before)
 
 
 # Every seam module, once, in install order: True for the ones an instrumented compile installs

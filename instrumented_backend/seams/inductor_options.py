@@ -20,10 +20,26 @@ def inductor_config_patches(mode: Optional[str], options: Optional[Mapping[str, 
 
     Raises RuntimeError (Inductor's own message) for an unknown key or a value of the wrong type.
     """
+    try:
+        key = (mode, tuple(sorted((name, type(value), value) for name, value in (options or {}).items())))
+        hash(key)  # the value's type too: True and 1 are equal keys, not equal options
+    except TypeError:  # an unhashable value (a dict option): not cached
+        return _config_patches(mode, dict(options or {}))
+    return dict(_cached_config_patches(key))
+
+
+def _config_patches(mode: Optional[str], options: dict[str, Any]) -> dict[str, Any]:
     import torch
 
-    wrapper = torch._TorchCompileInductorWrapper(mode, dict(options or {}), None)
-    return dict(wrapper.config)
+    return dict(torch._TorchCompileInductorWrapper(mode, options, None).config)
+
+
+@functools.lru_cache(maxsize=64)
+def _cached_config_patches(key: tuple[Optional[str], tuple[tuple[str, type, Any], ...]]) -> dict[str, Any]:
+    """The patches for one (mode, options): the wrapper validates options against a deep copy of
+    the whole Inductor config, a millisecond per graph compiled otherwise. The options name
+    existing config keys, so the answer cannot change while the process runs."""
+    return _config_patches(key[0], {name: value for name, _, value in key[1]})
 
 
 @functools.lru_cache(maxsize=1)

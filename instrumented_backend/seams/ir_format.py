@@ -23,25 +23,26 @@ three things dominate it, all of which we make cheaper without changing a byte o
   objects, container contents included (its dependencies, sizes, loop body and blocks, output
   buffers and their users, the layouts printed), and formatted afresh otherwise.
 
-The patches are installed once and act only on a thread that is inside :func:`format_ir`;
-everywhere else they delegate to the originals. ``check()`` reads the source of the Inductor and
-sympy functions they stand in for, so a change there is reported instead of silently producing
-different text.
+The patches are in place only while some thread is inside :func:`formatting` (as
+:func:`format_ir` is), and act only on such a thread; elsewhere they delegate to the originals.
+``check()`` reads the source of the Inductor and sympy functions they stand in for, so a change
+there is reported instead of silently producing different text.
 """
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import operator
 import re
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Iterator, Optional
 
 import torch.fx
 
 from ..provenance.thread_state import thread_local
-from . import SeamMoved, fx_block_code, install_once
+from . import Replacement, ScopedPatches, SeamMoved, fx_block_code, install_once
 
-__all__ = ["install", "format_ir", "IrTextMemo", "check"]
+__all__ = ["install", "format_ir", "formatting", "IrTextMemo", "check"]
 
 _state = thread_local("IrFormatState", memo=None)
 
@@ -88,13 +89,26 @@ def format_ir(nodes: Any, memo: Optional[IrTextMemo] = None) -> str:
     """Format scheduler nodes exactly as TORCH_COMPILE_DEBUG writes them to ir_*_fusion.txt."""
     from torch._inductor.debug import DebugFormatter
 
-    install()
-    previous = _state.memo
-    _state.memo = memo if memo is not None else IrTextMemo()
-    try:
+    with formatting(memo if memo is not None else IrTextMemo()):
         return DebugFormatter._write_ir(nodes)
-    finally:
-        _state.memo = previous
+
+
+@contextlib.contextmanager
+def formatting(memo: IrTextMemo) -> Iterator[None]:
+    """The fast paths in place, reading and filling ``memo`` on this thread, for the block.
+
+    The patches are applied when the first thread starts formatting and taken out when the last
+    one ends, so Inductor's own printing (sympy expressions in every kernel's code, dependency
+    reprs) pays nothing for them the rest of the time.
+    """
+    install()
+    with _patches.active():
+        previous = _state.memo
+        _state.memo = memo
+        try:
+            yield
+        finally:
+            _state.memo = previous
 
 
 def _memoised_text(original: Callable[[Any], str]) -> Callable[[Any], str]:
@@ -267,19 +281,26 @@ def _memoised_node_text(original: Callable[[Any], str], node_class: type) -> Cal
 
 @install_once
 def install() -> None:
-    """Patch sympy's printing entry points, LoopBodyBlock.debug_str and SchedulerNode.debug_str once per process."""
+    """Check, once per process, that the functions the fast paths stand in for are as expected
+    (the patches themselves are in place only while :func:`formatting`)."""
+
+
+def _replacements() -> list[Replacement]:
+    """Sympy's printing entry points, LoopBodyBlock.debug_str, SchedulerNode.debug_str and the
+    dependency classes' reprs, each wrapped as it is when the patches are applied."""
     from sympy.core._print_helpers import Printable
     from torch._inductor.loop_body import LoopBodyBlock
     from torch._inductor.scheduler import SchedulerNode
 
-    original_str = Printable.__str__
-    same_repr = Printable.__repr__ is original_str
-    Printable.__str__ = _memoised_text(original_str)  # type: ignore[method-assign]
-    Printable.__repr__ = Printable.__str__ if same_repr else _memoised_text(Printable.__repr__)  # type: ignore[method-assign]
-    LoopBodyBlock.debug_str = _fast_block_debug_str(LoopBodyBlock.debug_str)  # type: ignore[method-assign]
-    SchedulerNode.debug_str = _memoised_node_text(SchedulerNode.debug_str, SchedulerNode)  # type: ignore[method-assign]
-    for dependency in _frozen_dependency_classes():
-        dependency.__repr__ = _memoised_text(dependency.__repr__)  # type: ignore[method-assign]
+    same_repr = Printable.__repr__ is Printable.__str__  # read before __str__ is replaced
+    return [(Printable, "__str__", _memoised_text),
+            (Printable, "__repr__", (lambda _: Printable.__str__) if same_repr else _memoised_text),
+            (LoopBodyBlock, "debug_str", _fast_block_debug_str),
+            (SchedulerNode, "debug_str", lambda original: _memoised_node_text(original, SchedulerNode)),
+            *[(dependency, "__repr__", _memoised_text) for dependency in _frozen_dependency_classes()]]
+
+
+_patches = ScopedPatches(_replacements)
 
 
 def _frozen_dependency_classes() -> list[type]:

@@ -30,15 +30,15 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import TYPE_CHECKING, Any, Callable, Optional
+from typing import TYPE_CHECKING, Any, Callable, ContextManager, Optional
 
 from ..provenance import recorder as provenance
-from . import SeamMoved, install_once
+from . import Replacement, ScopedPatches, SeamMoved, install_once
 
 if TYPE_CHECKING:
     from .define_kernel import KernelDefinition
 
-__all__ = ["install", "check", "on_define_kernel", "entry_text", "template_origins", "renamed_line_pattern"]
+__all__ = ["install", "tagging", "check", "on_define_kernel", "entry_text", "template_origins", "renamed_line_pattern"]
 
 
 @functools.lru_cache(maxsize=1)
@@ -146,13 +146,18 @@ def renamed_line_pattern(line: str) -> Optional["re.Pattern[str]"]:
 
 @install_once
 def install() -> None:
-    """Patch IndentedBuffer's writeline, splice and getvaluewithlinemap, once per process."""
+    """Check, once per process, that the buffers still work as the hooks assume (the hooks
+    themselves are in place only while :func:`tagging`)."""
 
-    from torch._inductor.utils import IndentedBuffer
 
-    original_writeline = IndentedBuffer.writeline
-    original_splice = IndentedBuffer.splice
-    original_getvalue = IndentedBuffer.getvaluewithlinemap
+def tagging() -> ContextManager[None]:
+    """IndentedBuffer's writeline, splice and getvaluewithlinemap hooked for the block (an
+    instrumented compile); outside every such block, Inductor's own methods run unwrapped."""
+    install()
+    return _hooks.active()
+
+
+def _tagging_writeline(original_writeline: Callable[[Any, Any], None]) -> Callable[[Any, Any], None]:
     state = provenance.thread_state()  # read directly: writeline runs for every line Inductor writes
 
     def writeline(self: Any, line: Any) -> None:
@@ -178,7 +183,18 @@ def install() -> None:
         if len(lines) == before + 1 and self._lines is lines:
             entry = lines[-1]
             if entry != "":  # a blank line is written as the one shared "": never tagged
-                recorder.tag_entry(entry, tag, fresh)
+                tagged = (entry, tag)  # recorder.tag_entry(entry, tag, fresh), inlined: once per line
+                recorder._entries[id(entry)] = tagged
+                if fresh:
+                    recorder._fresh.append(tagged)
+
+    return writeline
+
+
+def _tagging_splice(original_splice: Callable[..., None]) -> Callable[..., None]:
+    from torch._inductor.utils import IndentedBuffer
+
+    state = provenance.thread_state()
 
     def splice(self: Any, other_code: Any, strip: bool = False) -> None:
         recorder = state.recorder
@@ -198,6 +214,12 @@ def install() -> None:
                 if tag is not None:
                     recorder.tag_entry(entry, tag)
 
+    return splice
+
+
+def _registering_getvalue(original_getvalue: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    state = provenance.thread_state()
+
     def getvaluewithlinemap(self: Any) -> Any:
         result = original_getvalue(self)
         recorder = state.recorder
@@ -210,9 +232,17 @@ def install() -> None:
                 recorder.problems.append(f"line_tags: getvalue: {exc!r}")
         return result
 
-    IndentedBuffer.writeline = writeline
-    IndentedBuffer.splice = splice
-    IndentedBuffer.getvaluewithlinemap = getvaluewithlinemap
+    return getvaluewithlinemap
+
+
+def _replacements() -> list[Replacement]:
+    from torch._inductor.utils import IndentedBuffer
+
+    return [(IndentedBuffer, "writeline", _tagging_writeline), (IndentedBuffer, "splice", _tagging_splice),
+            (IndentedBuffer, "getvaluewithlinemap", _registering_getvalue)]
+
+
+_hooks = ScopedPatches(_replacements)
 
 
 def template_origins(nodes: Any) -> list[provenance.Origin]:
