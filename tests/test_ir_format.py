@@ -47,6 +47,9 @@ def _both_formats_at_log_time(dynamic: bool) -> list[tuple[str, str, str]]:
 
 @pytest.mark.parametrize("dynamic", [False, True], ids=["static", "dynamic"])
 def test_fast_format_is_byte_identical_to_inductors(dynamic):
+    import sympy.printing.str as sympy_str
+
+    before = sympy_str.sstr
     seen = _both_formats_at_log_time(dynamic)
     assert {stage for stage, _, _ in seen} == {"pre_fusion", "post_fusion"}
     for stage, fast, slow in seen:
@@ -54,35 +57,36 @@ def test_fast_format_is_byte_identical_to_inductors(dynamic):
         assert fast == slow, stage
     if dynamic:
         assert any("s" in fast and "var_ranges" in fast for _, fast, _ in seen)
-    from sympy.core._print_helpers import Printable
-
-    assert Printable.__str__ is inspect.unwrap(Printable.__str__)  # taken out again after the logs
+    assert sympy_str.sstr is before  # taken out again after the logs
 
 
-def test_fast_paths_delegate_outside_formatting():
+def test_fast_paths_are_in_place_only_while_formatting():
+    import threading
+
+    import sympy.printing.str as sympy_str
     from sympy import Symbol
-    from sympy.core._print_helpers import Printable
     from torch._inductor.loop_body import LoopBodyBlock
 
-    originals = (Printable.__str__, Printable.__repr__, LoopBodyBlock.debug_str)
+    originals = (sympy_str.sstr, LoopBodyBlock.debug_str)
     ir_format.install()
-    assert (Printable.__str__, Printable.__repr__, LoopBodyBlock.debug_str) == originals  # nothing patched yet
+    assert (sympy_str.sstr, LoopBodyBlock.debug_str) == originals  # nothing patched yet
     expr = Symbol("s0") * 2 + 1
-    with ir_format.formatting(ir_format.IrTextMemo()):
-        assert Printable.__str__ is not inspect.unwrap(Printable.__str__)  # in place while formatting
-        assert LoopBodyBlock.debug_str.__wrapped__ is inspect.unwrap(LoopBodyBlock.debug_str)
-        assert str(expr) == repr(expr) == "2*s0 + 1"
+    memo = ir_format.IrTextMemo()
+    with ir_format.formatting(memo):
+        assert sympy_str.sstr is not originals[0] and LoopBodyBlock.debug_str is not originals[1]
+        assert LoopBodyBlock.debug_str.__wrapped__ is originals[1]
+        first = str(expr)
+        assert first == repr(expr) == "2*s0 + 1" and str(expr) is first  # memoised by identity
+        assert sympy_str.sstr(expr, order="lex") == "2*s0 + 1"  # other settings: printed afresh
         with ir_format.formatting(ir_format.IrTextMemo()):  # nested (or another thread): still in place
             pass
-        assert Printable.__str__ is not originals[0]
-        outside: list[bool] = []
-        import threading
-
-        thread = threading.Thread(target=lambda: outside.append(getattr(ir_format._state, "memo", None) is None))
+        assert sympy_str.sstr is not originals[0]
+        elsewhere: list[bool] = []
+        thread = threading.Thread(target=lambda: elsewhere.append(getattr(ir_format._state, "memo", None) is None))
         thread.start()
         thread.join()
-        assert outside == [True]  # another thread delegates to the originals
-    assert (Printable.__str__, Printable.__repr__, LoopBodyBlock.debug_str) == originals  # all put back
+        assert elsewhere == [True]  # another thread delegates to the originals
+    assert (sympy_str.sstr, LoopBodyBlock.debug_str) == originals  # all put back
     assert str(expr) == repr(expr) == "2*s0 + 1"
     assert getattr(ir_format._state, "memo", None) is None  # nothing memoised outside
 

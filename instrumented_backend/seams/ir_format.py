@@ -8,7 +8,10 @@ three things dominate it, all of which we make cheaper without changing a byte o
 * every sympy expression (sizes, strides, indexing) is printed with a fresh ``StrPrinter``,
   thousands of times for the same few hundred expression objects: while we format, ``str`` and
   ``repr`` of a sympy object are memoised **by object identity** (sympy objects are immutable;
-  identity rather than equality, because structurally equal objects may print differently);
+  identity rather than equality, because structurally equal objects may print differently),
+  through ``sympy.printing.str.sstr``, which sympy's ``__str__`` imports at each call (patching
+  the module function rather than sympy's base class spares invalidating the method caches of
+  sympy's hundreds of classes twice per log);
 * every node's reads and writes are printed two or three times each (sorted by their text, then
   pretty-printed), in both logs: the scheduler's dependency objects are frozen dataclasses of
   immutable fields, so their ``repr`` is memoised by identity the same way;
@@ -125,6 +128,27 @@ def _memoised_text(original: Callable[[Any], str]) -> Callable[[Any], str]:
 
     text.__wrapped__ = original  # type: ignore[attr-defined]
     return text
+
+
+def _memoised_sstr(original: Callable[..., str]) -> Callable[..., str]:
+    """``sympy.printing.str.sstr``, memoised by identity for what ``str(expr)`` asks (``order=None``)."""
+
+    def sstr(expr: Any, **settings: Any) -> str:
+        memo = _state.memo
+        if memo is None or settings != _STR_SETTINGS:
+            return original(expr, **settings)
+        hit = memo.immutable_text.get(id(expr))
+        if hit is not None and hit[0] is expr:
+            return hit[1]
+        result = original(expr, **settings)
+        memo.immutable_text[id(expr)] = (expr, result)
+        return result
+
+    sstr.__wrapped__ = original  # type: ignore[attr-defined]
+    return sstr
+
+
+_STR_SETTINGS = {"order": None}  # what Printable.__str__ (and so __repr__) passes to sstr
 
 
 def _graph_fingerprint(graph: torch.fx.Graph) -> list[Any]:
@@ -286,15 +310,13 @@ def install() -> None:
 
 
 def _replacements() -> list[Replacement]:
-    """Sympy's printing entry points, LoopBodyBlock.debug_str, SchedulerNode.debug_str and the
-    dependency classes' reprs, each wrapped as it is when the patches are applied."""
-    from sympy.core._print_helpers import Printable
+    """Sympy's ``sstr``, LoopBodyBlock.debug_str, SchedulerNode.debug_str and the dependency
+    classes' reprs, each wrapped as it is when the patches are applied."""
+    import sympy.printing.str as sympy_str
     from torch._inductor.loop_body import LoopBodyBlock
     from torch._inductor.scheduler import SchedulerNode
 
-    same_repr = Printable.__repr__ is Printable.__str__  # read before __str__ is replaced
-    return [(Printable, "__str__", _memoised_text),
-            (Printable, "__repr__", (lambda _: Printable.__str__) if same_repr else _memoised_text),
+    return [(sympy_str, "sstr", _memoised_sstr),
             (LoopBodyBlock, "debug_str", _fast_block_debug_str),
             (SchedulerNode, "debug_str", lambda original: _memoised_node_text(original, SchedulerNode)),
             *[(dependency, "__repr__", _memoised_text) for dependency in _frozen_dependency_classes()]]
@@ -347,9 +369,11 @@ def check() -> None:
                         f"{sorted(set(_DEPENDENCY_CLASSES) - found)} are gone or no longer frozen dataclasses "
                         "with their own __repr__ (their text is memoised by identity)")
     _check_node_text_reads()
-    printable_str = inspect.unwrap(Printable.__str__)
-    if "sstr(self" not in inspect.getsource(printable_str):
-        raise SeamMoved("ir_format: sympy's Printable.__str__ no longer prints with sstr(self, ...)")
+    printable_str = inspect.getsource(inspect.unwrap(Printable.__str__))
+    if ("from sympy.printing.str import sstr" not in printable_str or "sstr(self, order=None)" not in printable_str
+            or Printable.__repr__ is not Printable.__str__):
+        raise SeamMoved("ir_format: sympy's Printable.__str__ (and __repr__) no longer print with "
+                        "sstr(self, order=None), imported at each call")
 
 
 def _check_node_text_reads() -> None:
