@@ -49,7 +49,9 @@ def take(graph: torch.fx.Graph) -> GraphStructure:
         args, kwargs = n._args, n._kwargs
         if n._input_nodes:  # arguments naming other nodes: by position
             args, kwargs = torch.fx.map_arg(args, slot), torch.fx.map_arg(kwargs, slot)
-        nodes.append((n.op, n.target, args, kwargs, n.name, n.type, copy.copy(n.meta)))
+        meta = n.meta
+        nodes.append((n.op, n.target, args, kwargs, n.name, n.type,
+                      meta.copy() if type(meta) is dict else copy.copy(meta)))  # copy.copy's dispatch, inlined
     return GraphStructure(nodes, copy.deepcopy(graph._codegen), graph._tracer_cls)
 
 
