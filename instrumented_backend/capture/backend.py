@@ -27,7 +27,7 @@ import torch.fx
 from ..fail_soft import warn_capture_problem, warn_once
 from ..graphs import GraphCapture
 from ..provenance import recorder, rewrites
-from ..seams import install_capture_seams, ir_logging, line_tags
+from ..seams import install_capture_seams, ir_logging, line_tags, loop_body_origins
 from ..seams.caches import CACHE_BYPASS_PATCHES, autograd_cache_disabled
 from ..seams.compile_entry import compile_fx, compile_fx_inner, current_compile_id
 from ..seams.ddp_buckets import current_ddp_bucket
@@ -210,7 +210,7 @@ def _capturing(builder: CaptureBuilder) -> Iterator[None]:
     previous_recorder = recorder.activate(builder.recorder)
     previous_log = rewrites.activate_log(builder.rewrites)
     try:
-        with line_tags.tagging():
+        with line_tags.tagging(), loop_body_origins.tracking():
             yield
     finally:
         ir_logging.set_listener(previous_listener)

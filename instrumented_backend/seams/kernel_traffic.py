@@ -38,6 +38,10 @@ def _scheduler_nodes(nodes: Iterable[Any]) -> list[Any]:
 def _hint(expr: Any) -> int:
     from torch._inductor.virtualized import V
 
+    if type(expr) is int:
+        return expr
+    if getattr(expr, "is_Integer", False):  # static sizes: the number itself, no size-hint machinery
+        return int(expr)
     try:
         return int(V.graph.sizevars.optimization_hint(expr, fallback=0))
     except Exception:  # noqa: BLE001 - unbacked or odd sizes count as unknown

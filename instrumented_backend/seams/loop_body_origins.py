@@ -10,12 +10,12 @@ are tagged with that node's IR op and FX node.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable, ContextManager
 
 from ..provenance import recorder as provenance
-from . import SeamMoved, install_once
+from . import Replacement, ScopedPatches, SeamMoved, install_once
 
-__all__ = ["install", "check", "STAMP"]
+__all__ = ["install", "tracking", "check", "STAMP"]
 
 STAMP = "instrumented_backend_origin"
 _ORIGIN = "instrumented_backend_line_origin"  # the Origin the node's lines get, derived from its stamp
@@ -49,12 +49,18 @@ def _ir_op(node: Any) -> str:
 
 @install_once
 def install() -> None:
-    """Patch LightTracer.create_node and InterpreterShim.run_node once per process."""
-    from torch._inductor import loop_body
+    """Check, once per process, that the hooked methods are there (the hooks themselves are in
+    place only while :func:`tracking`)."""
 
-    base_create_node = loop_body.LightTracer.create_node
-    original_run_node = loop_body.InterpreterShim.run_node
 
+def tracking() -> ContextManager[None]:
+    """LightTracer.create_node and InterpreterShim.run_node hooked for the block (an instrumented
+    compile); outside every such block, Inductor's own methods run unwrapped."""
+    install()
+    return _hooks.active()
+
+
+def _stamping_create_node(base_create_node: Callable[..., Any]) -> Callable[..., Any]:
     def create_node(self: Any, *args: Any, **kwargs: Any) -> Any:
         node = base_create_node(self, *args, **kwargs)
         if provenance.active_recorder() is not None:
@@ -63,6 +69,10 @@ def install() -> None:
                 node.meta[STAMP] = origin
         return node
 
+    return create_node
+
+
+def _emitting_run_node(original_run_node: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
     state = provenance.thread_state()  # read directly: run_node runs for every op of every kernel
 
     def run_node(self: Any, n: Any) -> Any:
@@ -79,8 +89,17 @@ def install() -> None:
         finally:
             state.emission = previous
 
-    loop_body.LightTracer.create_node = create_node
-    loop_body.InterpreterShim.run_node = run_node
+    return run_node
+
+
+def _replacements() -> list[Replacement]:
+    from torch._inductor import loop_body
+
+    return [(loop_body.LightTracer, "create_node", _stamping_create_node),
+            (loop_body.InterpreterShim, "run_node", _emitting_run_node)]
+
+
+_hooks = ScopedPatches(_replacements)
 
 
 def check() -> None:
