@@ -11,9 +11,10 @@ Cases (float32 unless said, ATen graphs from ``make_fx`` with Inductor's decompo
 Two starting points, each timed for both minifiers with a fresh Inductor cache directory holding no
 kernel either one built before (only the CPU's vector-ISA probe, which any earlier use of Inductor
 on the machine leaves behind; without it every fresh process spends about 4 s rebuilding it).
-Our workers also read which of those test libraries load from answers earlier workers on the
-machine remembered (``minifier/workers/isa_answers.py``; the first worker ever started loads them,
-~0.8 s of CPU); set ``MINIFIER_FRESH_ISA_PROBE=1`` to time ours without them:
+Our workers also read which of those test libraries load from answers an earlier worker on the
+machine remembered (``minifier/workers/isa_answers.py``, keyed by the libraries' bytes, so the
+template's probe runs as a worker's does; a first-ever worker loads them, ~0.8 s of CPU); set
+``MINIFIER_FRESH_ISA_PROBE=1`` to time ours without them:
 
 * ``cold``: a fresh process on a saved repro of the unminified graph: ``python -m minifier
   repro.py`` (ours, on the repro ours writes) against ``python repro.py minify --no-isolate``
@@ -150,8 +151,11 @@ def _seeded_template() -> str:
 
         directory = tempfile.mkdtemp(prefix="bench-inductor-template-")
         atexit.register(shutil.rmtree, directory, ignore_errors=True)
-        probe = "from torch._inductor.cpu_vec_isa import valid_vec_isa_list; valid_vec_isa_list()"
-        env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": directory}
+        # Inductor's own detection, as a worker runs it: a worker started later on this machine
+        # then reads which of these test libraries load (see the module docstring).
+        probe = "from minifier._seams import start_cpu_isa_probe; start_cpu_isa_probe(remember=True).join()"
+        env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": directory,
+               "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)}
         subprocess.run([sys.executable, "-c", probe], check=True, env=env)
         _TEMPLATE.append(directory)
     return _TEMPLATE[0]
