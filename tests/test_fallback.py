@@ -86,6 +86,19 @@ def test_failure_starting_the_job_falls_back(reference, monkeypatch):
     assert len(session) == 0
 
 
+def test_hooks_that_cannot_be_put_in_place_leave_the_compile_untagged_not_broken(reference, monkeypatch):
+    from instrumented_backend.seams import line_tags
+
+    def cannot_hook():
+        raise TypeError("IndentedBuffer is read-only here")
+
+    monkeypatch.setattr(line_tags, "tagging", cannot_hook)
+    result, code, session, messages = _compile_watching(X)
+    assert torch.equal(result, reference[0]) and code == reference[1]
+    assert len(messages) == 1 and "IndentedBuffer is read-only here" in messages[0]
+    assert len(session) == 1  # captured, its kernel lines without origins
+
+
 def test_inductor_errors_propagate_and_keep_a_partial_capture(monkeypatch):
     import torch._inductor.compile_fx as compile_fx_module
 

@@ -292,3 +292,35 @@ def test_define_kernel_is_wrapped_once_per_scheduler_with_listeners_in_a_fixed_o
         assert not hasattr(method.__wrapped__, "__wrapped__"), f"{class_name}.define_kernel is wrapped twice"
     assert define_kernel.LISTENERS == ("line_tags", "kernel_traffic")
     assert all(callable(seams.seam_module(name).on_define_kernel) for name in define_kernel.LISTENERS)
+
+
+def test_scoped_patches_are_all_in_place_or_none_and_restore_what_was_there():
+    """A replacement that fails to apply takes out the ones already in place; leaving the last
+    scope restores each attribute (an inherited one is inherited again)."""
+    from instrumented_backend.seams import ScopedPatches
+
+    class Base:
+        def greet(self):
+            return "base"
+
+    class Child(Base):
+        def name(self):
+            return "child"
+
+    def broken(original):
+        raise RuntimeError("cannot wrap")
+
+    failing = ScopedPatches(lambda: [(Child, "name", lambda original: lambda self: "patched"),
+                                     (Child, "greet", broken)])
+    with pytest.raises(RuntimeError, match="cannot wrap"):
+        with failing.active():
+            pass
+    assert Child().name() == "child" and "greet" not in Child.__dict__
+
+    working = ScopedPatches(lambda: [(Child, "greet", lambda original: lambda self: "hooked " + original(self))])
+    with working.active():
+        assert Child().greet() == "hooked base" and Base().greet() == "base"
+        with working.active():
+            assert Child().greet() == "hooked base"
+        assert Child().greet() == "hooked base"
+    assert Child().greet() == "base" and "greet" not in Child.__dict__

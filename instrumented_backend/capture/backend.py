@@ -209,8 +209,16 @@ def _capturing(builder: CaptureBuilder) -> Iterator[None]:
     previous_listener = ir_logging.set_listener(builder.on_ir)
     previous_recorder = recorder.activate(builder.recorder)
     previous_log = rewrites.activate_log(builder.rewrites)
+    hooks = contextlib.ExitStack()
     try:
-        with line_tags.tagging(), loop_body_origins.tracking():
+        hooks.enter_context(line_tags.tagging())
+        hooks.enter_context(loop_body_origins.tracking())
+    except Exception as exc:  # noqa: BLE001 - the compile goes on, its kernel lines untagged
+        hooks.close()
+        warn_once("hooks", f"could not hook Inductor's code generation ({exc!r}): kernel lines are not "
+                           "mapped to their origins")
+    try:
+        with hooks:
             yield
     finally:
         ir_logging.set_listener(previous_listener)

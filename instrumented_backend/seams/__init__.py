@@ -48,7 +48,6 @@ def install_once(patch: Callable[[], None]) -> Callable[[], None]:
     return install
 
 
-
 # (owner, attribute, wrap): ``wrap(current value)`` is what the attribute holds while in place.
 Replacement = tuple[Any, str, Callable[[Any], Any]]
 _INHERITED = object()  # an attribute the class did not define itself before it was patched
@@ -86,10 +85,15 @@ class ScopedPatches:
                     self._remove()
 
     def _apply(self) -> None:
-        for owner, name, wrap in self._replacements():
-            replacement = wrap(getattr(owner, name))
-            self._applied.append((owner, name, owner.__dict__.get(name, _INHERITED), replacement))
-            setattr(owner, name, replacement)
+        """All of them or none: a failure takes out those already in place, then raises."""
+        try:
+            for owner, name, wrap in self._replacements():
+                replacement = wrap(getattr(owner, name))
+                self._applied.append((owner, name, owner.__dict__.get(name, _INHERITED), replacement))
+                setattr(owner, name, replacement)
+        except BaseException:
+            self._remove()
+            raise
 
     def _remove(self) -> None:
         while self._applied:
