@@ -155,6 +155,8 @@ def all_checks() -> dict[str, Callable[[], None]]:
 
 
 def install_capture_seams() -> None:
-    """Install (once per process) every seam an instrumented compile relies on."""
+    """Install (once per process) every seam an instrumented compile relies on. The seams with
+    scoped hooks (line_tags, loop_body_origins, ir_format) are only checked here: their hooks go
+    in place per compile (:class:`ScopedPatches`)."""
     for name in CAPTURE_SEAMS:
         seam_module(name).install()

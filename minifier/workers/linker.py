@@ -56,12 +56,12 @@ def _links(compiler: str, directory: str, workdir: str) -> bool:
 
 def _linker_directory(root: str, name: str, linker: str) -> Optional[str]:
     """``root/name``, holding ``ld`` linked to ``linker`` (made once, shared by every worker).
-    Both folders must be ones only this user can write to: another user could otherwise swap
-    the ``ld`` between the check and the compile."""
+    ``root`` is already private (:func:`~.private.user_folder`); ``name`` must be too: another
+    user could otherwise swap the ``ld`` between the check and the compile."""
     directory = os.path.join(root, name)
     link = os.path.join(directory, "ld")
     try:
-        if not (private_directory(root) and private_directory(directory)):
+        if not private_directory(directory):
             return None
         if os.path.realpath(link) != os.path.realpath(linker):
             staged = f"{link}.{os.getpid()}"
