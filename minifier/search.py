@@ -21,7 +21,7 @@ from .context import current_context
 from .graph import Candidate, GraphSlicer, InvalidCandidate, record_values
 from .judge import ACCURACY, NONDETERMINISTIC, judge
 from .outcome import Outcome
-from .speculation import Pending, cancel, speculate
+from .speculation import SPECULATE_UP_TO, Pending, cancel, first_half_guesses, single_nodes, speculate
 from .strategies import CLOSING, FIRST_DIVERGENCE, OPENING, STRATEGIES, divergence_probe
 from .workers import WorkerSetup, pool
 
@@ -153,10 +153,11 @@ class MinifyState:
     def _start_batch(self, candidates: Sequence[Candidate]) -> list[Callable[[], Outcome]]:
         """Start judging ``candidates`` (at most ``parallel`` of them) side by side, one worker
         slot each; returns, per candidate, a function waiting for its outcome (and recording it).
-        Known outcomes come from the cache."""
+        Known outcomes come from the cache, and speculative ones from :attr:`pending`; the other
+        speculative judgements are settled only when this batch compiles something (a guess still
+        running then gives up its CPU; a batch of known answers leaves it running)."""
         waits: dict[str, Callable[[], Outcome]] = {}
         fresh: list[tuple[str, Candidate]] = []
-        self.settle_pending(keep={self.slicer.key(c) for c in candidates})
         for candidate in candidates:
             key = self.slicer.key(candidate)
             if key in waits:
@@ -171,6 +172,8 @@ class MinifyState:
                 waits[key] = lambda known=known: known
                 continue
             fresh.append((key, candidate))
+        if fresh:
+            self.settle_pending(keep={self.slicer.key(c) for c in candidates})
         if len(fresh) == 1:  # judged here, when asked for (never, if an earlier one fails)
             key, candidate = fresh[0]
             waits[key] = self._recording(candidate, lambda: self._count_and_run(candidate, 0))
@@ -463,8 +466,9 @@ def _confirm(run: _Run, chosen: Sequence[str],
     For an accuracy search that opens with the first-divergence probe, the probe is compiled first:
     it computes every value of the original graph, the original's outputs included, so when those
     disagree with eager it confirms the failure and names the diverging nodes in one compile (the
-    original alone is compiled only when it does not). Meanwhile spare workers judge single nodes
-    on a small graph (:mod:`.speculation`). Returns the original's outcome, the judgements made
+    original alone is compiled only when it does not). Meanwhile a spare worker guesses what the
+    search will isolate next: single nodes on a small graph, else what the probe of the graph's first
+    half finds diverging (:mod:`.speculation`). Returns the original's outcome, the judgements made
     (the probe's and the original's, for the search's cache) and the speculative ones; raises
     NotFailingError when the original does not fail as the check says.
     """
@@ -479,8 +483,13 @@ def _confirm(run: _Run, chosen: Sequence[str],
     original = None
     probe = divergence_probe(run.slicer, run.check, full) if FIRST_DIVERGENCE in chosen and not hint_nodes else None
     if probe is not None:
-        speculation = speculate(_single_nodes(run.slicer, full), slots=run.speculative_slots(), nodes=len(full.nodes),
-                                judge=run.judge, key=run.slicer.key)
+        spare = run.speculative_slots()
+        if len(full.nodes) <= SPECULATE_UP_TO:
+            guesses = single_nodes(_single_nodes(run.slicer, full))
+        else:  # one slot: each guess follows from the answer before it
+            spare = spare[:1]
+            guesses = first_half_guesses(run.slicer, run.check, full, isolated=run.workers)
+        speculation = speculate(guesses, slots=spare, judge=run.judge, key=run.slicer.key)
         try:
             known[run.slicer.key(probe)] = seen = run.judge(probe)
         finally:
@@ -508,7 +517,8 @@ def _confirm(run: _Run, chosen: Sequence[str],
     detail = "; ".join(original.details) if original.is_accuracy else original.signature
     run.emit(f"Original failure: {original.kind}: {detail}")
     if pending:
-        run.emit(f"Judged alongside the probe, in case the search needs them: {len(pending)} single-node candidates")
+        plan = "single nodes" if len(full.nodes) <= SPECULATE_UP_TO else "the first half probed, then single nodes"
+        run.emit(f"Judged alongside the probe, in case the search needs them: {len(pending)} candidates ({plan})")
     return original, known, pending
 
 

@@ -199,6 +199,53 @@ class TestDoublingNeg:
                        echo=lambda line: None, workers=1)
         assert OPS(alone) == OPS(result) and alone.final_nodes == result.final_nodes
 
+    def test_on_a_larger_graph_a_spare_worker_probes_the_first_half_and_isolates_what_it_finds(self, out,
+                                                                                               monkeypatch):
+        """Beyond a few nodes, the spare worker probes the graph's first half while the whole probe
+        compiles, then judges the earliest diverging node alone; the search reads that answer
+        instead of compiling it after the probe, and ends where the one-worker search ends."""
+        import threading
+
+        from minifier.workers import pool
+
+        judged, real_judge = [], pool.judge
+        guessed = threading.Event()
+
+        def judge(setup, module, inputs, spec, timeout, slot=0):
+            targets = [str(n.target) for n in module.graph.nodes if n.op == "call_function"]
+            outputs = len(module.graph.find_nodes(op="output")[0].args[0])
+            judged.append((slot, targets, outputs))
+            if slot == 2 and len(targets) == 1:
+                guessed.set()
+            result = real_judge(setup, module, inputs, spec, timeout, slot=slot)
+            if slot == 0 and outputs == len(targets) > 8:  # the whole probe: answered once a guess is under way
+                guessed.wait(timeout=120)
+            return result
+
+        def fn(x, y):
+            h = torch.neg(torch.tanh(x)) * y  # the doubled neg: early in the graph
+            for _ in range(4):
+                h = torch.sigmoid(h) + torch.cos(h) * 0.5
+            return (h,)
+
+        monkeypatch.setattr(pool, "judge", judge)
+        torch.manual_seed(0)
+        x, y = torch.randn(16, 8), torch.randn(16, 8)
+        lines = []
+        result = minify(aten_graph(fn, x, y), [x, y], check=AccuracyFailure(), repro_dir=out, echo=lines.append,
+                        workers=2)
+        assert OPS(result) == ["aten.neg.default"] and result.reproduced
+        assert any(line.startswith("Judged alongside the probe") and "first half" in line for line in lines)
+        probes = [(slot, len(targets)) for slot, targets, outputs in judged if outputs == len(targets) > 1]
+        whole = result.start_nodes
+        assert sorted(probes) == [(0, whole), (2, whole // 2)]  # the whole probe, and its first half beside it
+        neg_alone = [slot for slot, targets, _ in judged if targets == ["aten.neg.default"]]
+        assert neg_alone == [2, 0]  # once guessed beside the probe, once re-checked: never judged in between
+        monkeypatch.setattr(pool, "judge", real_judge)
+        alone = minify(aten_graph(fn, x, y), [x, y], check=AccuracyFailure(), repro_dir=out, echo=lambda line: None,
+                       workers=1)
+        assert OPS(alone) == OPS(result) and alone.final_nodes == result.final_nodes
+
     def test_a_failure_the_probe_does_not_show_is_confirmed_on_the_original(self, out, monkeypatch):
         """When the every-node probe's outputs agree with eager (a fusion-dependent bug would), the
         original graph is compiled on its own to confirm the failure."""

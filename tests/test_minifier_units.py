@@ -463,12 +463,12 @@ def test_a_linker_that_cannot_build_a_shared_library_is_not_used(tmp_path, monke
 
 def test_speculative_answers_are_read_not_rejudged_and_the_unneeded_are_cancelled(sliced):
     """Judgements started beside the probe: the one the search asks for is read from them (not
-    judged again, not counted twice); a running one it does not ask for is cancelled when its
-    slot is needed, a finished one joins the cache."""
+    judged again, not counted twice); a running one it does not ask for is cancelled once the
+    search compiles something itself, a finished one joins the cache."""
     import threading
     import time
 
-    from minifier.speculation import speculate
+    from minifier.speculation import single_nodes, speculate
 
     _, _, slicer = sliced
     order = slicer.sort(slicer.full().nodes)
@@ -482,10 +482,9 @@ def test_speculative_answers_are_read_not_rejudged_and_the_unneeded_are_cancelle
             return _outcome("crash", "signal SIGKILL")
         return _outcome("compile_error", "Boom: x") if candidate == singles[0] else _outcome("pass")
 
-    assert speculate(singles, slots=range(0), nodes=3, judge=judge, key=slicer.key) is None  # no spare worker
-    assert speculate(singles, slots=[5], nodes=99, judge=judge, key=slicer.key) is None  # too big a graph to guess
+    assert speculate(single_nodes(singles), slots=range(0), judge=judge, key=slicer.key) is None  # no spare worker
 
-    speculation = speculate(singles, slots=[5], nodes=3, judge=judge, key=slicer.key)
+    speculation = speculate(single_nodes(singles), slots=[5], judge=judge, key=slicer.key)
     deadline = time.monotonic() + 30
     while len(speculation.pending) < 2 and time.monotonic() < deadline:
         time.sleep(0.01)
@@ -504,8 +503,38 @@ def test_speculative_answers_are_read_not_rejudged_and_the_unneeded_are_cancelle
     judged.clear()
     assert state.first_failing([singles[0]]) == 0  # read from the speculation
     assert judged == [] and state.candidates_checked == 0
-    assert cancelled == [5]  # the running one was not asked for: its worker is stopped
+    assert cancelled == [] and list(state.pending) == [slicer.key(singles[1])]  # nothing compiled: left running
+    assert state.first_failing([singles[2]]) == 0  # compiled here
+    assert judged == [(slicer.sort(singles[2].nodes), 0)] and state.candidates_checked == 1
+    assert cancelled == [5]  # the running one was not asked for: its worker gave up its CPU
     assert state.pending == {}
+
+
+def test_on_a_larger_graph_the_guesses_follow_the_first_half_probe(sliced):
+    """Beside the whole probe, a spare slot probes the graph's first half, then judges alone the
+    earliest nodes that half finds diverging: what the search isolates when the divergence is
+    there. Nothing more when the half shows no accuracy failure."""
+    from minifier.checks import AccuracyFailure
+    from minifier.speculation import first_half_guesses
+
+    _, _, slicer = sliced
+    full = slicer.full()
+    order = slicer.sort(full.nodes)
+    plan = first_half_guesses(slicer, AccuracyFailure(), full, isolated=2)
+    probe = next(plan)
+    assert set(probe.nodes) == set(order[:len(order) // 2]) and list(probe.outputs) == order[:len(order) // 2]
+    diverging = [probe.outputs.index(n) for n in ("exp", "neg")]  # reported out of order: earliest first
+    first = plan.send(_outcome("accuracy", failing=diverging))
+    assert first == slicer.make({"neg"})
+    assert plan.send(None) == slicer.make({"exp"})
+    with pytest.raises(StopIteration):
+        plan.send(None)  # only as many as the search isolates side by side
+
+    plan = first_half_guesses(slicer, AccuracyFailure(), full, isolated=2)
+    next(plan)
+    with pytest.raises(StopIteration):
+        plan.send(_outcome("pass"))  # the half does not diverge: no guess
+    assert list(first_half_guesses(slicer, CompileFailure(), full, isolated=2)) == []  # no probe for compile errors
 
 
 def test_a_linker_directory_others_can_write_to_is_not_used(tmp_path):
