@@ -44,6 +44,16 @@ def test_minify_option_benchmark_smoke_prints_both_ratios():
     assert "minify option, first call: median" in stdout and "minify option, process: median" in stdout
 
 
+def test_minify_option_summary_bootstraps_over_several_pairs():
+    """The smoke run has one pair; a real run's interval is resampled over its pairs."""
+    from minify_option import summary
+
+    line = summary("first call", [1.0, 1.1, 0.9, 1.0, 1.2])
+    assert line.startswith("minify option, first call: median 1.000x") and "over 5 pair(s)" in line
+    low, high = (float(part.rstrip("x")) for part in line.split("interval ")[1].split(" over")[0].split(" - "))
+    assert 0.9 <= low <= 1.0 <= high <= 1.2
+
+
 def test_statement_filter_keeps_computation_and_drops_structure():
     from instrumented_backend.provenance.coverage import statement_lines
     from instrumented_backend.records import KernelLine
