@@ -481,10 +481,11 @@ def _confirm(run: _Run, chosen: Sequence[str],
     known: dict[str, Outcome] = {}
     pending: Pending = {}
     original = None
+    small = len(full.nodes) <= SPECULATE_UP_TO  # guess single nodes; else follow the first half's probe
     probe = divergence_probe(run.slicer, run.check, full) if FIRST_DIVERGENCE in chosen and not hint_nodes else None
     if probe is not None:
         spare = run.speculative_slots()
-        if len(full.nodes) <= SPECULATE_UP_TO:
+        if small:
             guesses = single_nodes(_single_nodes(run.slicer, full))
         else:  # one slot: each guess follows from the answer before it
             spare = spare[:1]
@@ -517,7 +518,7 @@ def _confirm(run: _Run, chosen: Sequence[str],
     detail = "; ".join(original.details) if original.is_accuracy else original.signature
     run.emit(f"Original failure: {original.kind}: {detail}")
     if pending:
-        plan = "single nodes" if len(full.nodes) <= SPECULATE_UP_TO else "the first half probed, then single nodes"
+        plan = "single nodes" if small else "the first half probed, then single nodes"
         run.emit(f"Judged alongside the probe, in case the search needs them: {len(pending)} candidates ({plan})")
     return original, known, pending
 
