@@ -302,7 +302,11 @@ def test_a_warm_worker_serves_a_cold_setup_and_other_contexts_get_their_own(monk
 
 def test_a_zygote_forks_workers_that_judge_and_report_how_they_died():
     """Workers forked from one warm zygote start at once, judge for real, and a death by signal is
-    reported with that signal (the zygote reaps them, so their parent here cannot)."""
+    reported with that signal (the zygote reaps them, so their parent here cannot).
+
+    The zygote is started ahead of need, as ``prewarm`` starts one: its imports and warm-up run at
+    the lowest CPU priority, but the workers it forks judge at normal priority (a speculative
+    request lowers its own worker's), since Linux niceness is per thread and cannot be raised again."""
     import os
     import signal
 
@@ -310,13 +314,20 @@ def test_a_zygote_forks_workers_that_judge_and_report_how_they_died():
 
     if not workers._can_fork():
         pytest.skip("this platform cannot fork")
-    zygote = workers.Zygote(workers.WorkerSetup(warm=True))  # warmed by a compile that leaves no thread behind
+    setup = workers.WorkerSetup(warm=True, low_priority=True)  # warmed by a compile that leaves no thread behind
+    zygote = workers.Zygote(setup)
     try:
         first = workers.ForkedWorker(zygote.setup, zygote)
         gm = make_fx(lambda x: (torch.relu(x),))(torch.randn(8))
         verdict = first.judge(gm, [torch.randn(8)], {"level": "aten", "want": "compile"}, timeout=300)
         assert verdict["kind"] == "pass" and first.alive()
         assert zygote.can_fork and first.pid is not None  # forked, not spawned
+        assert zygote.setup_nice == 19  # its imports and warm-up took idle cycles only
+        assert os.getpriority(os.PRIO_PROCESS, zygote.process.pid) == 0  # the thread that forks did not
+        assert os.getpriority(os.PRIO_PROCESS, first.pid) == 0  # so its workers judge at normal priority
+        speculative = {"level": "aten", "want": "compile", "nice": 19}
+        assert first.judge(gm, [torch.randn(8)], speculative, timeout=300)["kind"] == "pass"
+        assert os.getpriority(os.PRIO_PROCESS, first.pid) == 19
         second = workers.ForkedWorker(zygote.setup, zygote)
         second.wait_ready()
         assert second.startup_seconds < 5 and second.pid not in (first.pid, zygote.process.pid)

@@ -29,7 +29,7 @@ import struct
 import sys
 import threading
 import time
-from typing import Any, BinaryIO, Optional
+from typing import Any, BinaryIO, Callable, Optional
 
 
 def read_message(stream: BinaryIO) -> Optional[Any]:
@@ -161,15 +161,9 @@ def serve_forks(control: socket.socket, closing: list[int]) -> int:
             control.sendall(struct.pack("<q", -1))
 
 
-def main() -> int:
-    replies = os.fdopen(os.dup(1), "wb")
-    os.dup2(2, 1)  # stray prints (compilers, graphs) must not corrupt the protocol
-    requests = sys.stdin.buffer
-    setup = read_message(requests) or {}
-    control = setup.get("control")
-    if setup.get("nice"):
-        os.nice(setup["nice"])  # started ahead of need: only idle cycles (forked workers inherit it)
-    start = time.perf_counter()
+def _prepare(setup: dict[str, Any], control: Optional[int]) -> int:
+    """Import torch, the setup's modules and Inductor's compile path, detect the CPU's vector ISA
+    and warm Inductor; returns the CPU niceness this ran at."""
     from minifier.workers.linker import use_fast_linker
 
     linker = threading.Thread(target=use_fast_linker, name="minifier-linker-check", daemon=True)
@@ -196,7 +190,53 @@ def main() -> int:
         _warm(judge, run=control is None, build=setup.get("warm", True))
     except Exception as exc:  # noqa: BLE001 - a cold worker still works
         print(f"minifier worker: warm-up failed: {exc!r}", file=sys.stderr)
-    write_message(replies, {"ready": True, "seconds": time.perf_counter() - start, "pid": os.getpid()})
+    return os.getpriority(os.PRIO_PROCESS, 0) if hasattr(os, "getpriority") else 0
+
+
+def _niced(nice: int, work: Callable[[], int]) -> int:
+    """Run ``work`` at CPU niceness ``nice`` (a process started ahead of need takes only idle
+    cycles for its imports and warm-up) without lowering the priority of what comes after it.
+
+    On Linux niceness is per thread, and a thread or process without privileges cannot raise its
+    priority again: ``work`` runs on a thread of its own, niced, while this thread waits at its
+    own priority, which the workers a zygote forks from it and the candidates a worker judges on
+    it keep. Elsewhere the whole process is niced.
+    """
+    if not nice:
+        return work()
+    if not sys.platform.startswith("linux"):
+        os.nice(nice)
+        return work()
+    outcome: list[Any] = []
+
+    def run() -> None:
+        try:
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), nice)
+        except OSError:
+            pass  # not niced: still prepared
+        try:
+            outcome.append(work())
+        except BaseException as exc:  # noqa: BLE001 - raised again on the waiting thread
+            outcome.append(exc)
+
+    thread = threading.Thread(target=run, name="minifier-setup")
+    thread.start()
+    thread.join()  # a zygote forks only once every thread but this one has ended
+    if isinstance(outcome[0], BaseException):
+        raise outcome[0]
+    return outcome[0]
+
+
+def main() -> int:
+    replies = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)  # stray prints (compilers, graphs) must not corrupt the protocol
+    requests = sys.stdin.buffer
+    setup = read_message(requests) or {}
+    control = setup.get("control")
+    start = time.perf_counter()
+    setup_nice = _niced(int(setup.get("nice") or 0), lambda: _prepare(setup, control))
+    write_message(replies, {"ready": True, "seconds": time.perf_counter() - start, "pid": os.getpid(),
+                            "setup_nice": setup_nice})
     if control is None:
         return serve(requests, replies)
     gc.freeze()  # workers share the zygote's objects: keep the collector from writing to (copying) them

@@ -56,8 +56,10 @@ class WorkerSetup:
     imports: tuple[str, ...] = ()
     env: tuple[tuple[str, str], ...] = ()
     warm: bool = True
-    # A worker started ahead of need (prewarm) runs at the lowest CPU priority, so its imports and
-    # warm-up only take cycles the user's own compile leaves idle. Not part of its identity either.
+    # A worker started ahead of need (prewarm) does its imports and warm-up at the lowest CPU
+    # priority, so they only take cycles the user's own compile leaves idle; on Linux the candidates
+    # it judges later (and the workers a zygote forks) run at normal priority again, except the
+    # speculative ones. Not part of its identity either.
     low_priority: bool = dataclasses.field(default=False, compare=False)
 
     @classmethod
@@ -124,6 +126,7 @@ class _Judging:
         self.started = time.perf_counter()
         self.ready = False
         self.startup_seconds = 0.0
+        self.setup_nice: Optional[int] = None  # the CPU niceness its imports and warm-up ran at
         self._busy = threading.Lock()  # one candidate at a time per worker, whichever thread asks
 
     # -- supplied by subclasses
@@ -154,6 +157,7 @@ class _Judging:
             )
         self.ready = True
         self.startup_seconds = time.perf_counter() - self.started
+        self.setup_nice = reply.get("setup_nice")
 
     def judge(
         self, module: torch.nn.Module, inputs: Sequence[Any], spec: dict[str, Any], timeout: float
@@ -244,6 +248,7 @@ class Zygote:
             theirs.close()
         self._lock = threading.Lock()
         self.ready = False
+        self.setup_nice: Optional[int] = None  # the CPU niceness its imports and warm-up ran at
         self.can_fork = True
 
     def alive(self) -> bool:
@@ -262,6 +267,7 @@ class Zygote:
                 code = self.process.wait()
                 raise RuntimeError(f"minifier worker failed to start ({_signal_name(code)}): {self.log_tail()}")
             self.ready = True
+            self.setup_nice = reply.get("setup_nice")
 
     def _ask(self, op: bytes, argument: int = 0, fds: Sequence[int] = ()) -> int:
         message = op + struct.pack("<q", argument)
