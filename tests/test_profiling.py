@@ -197,6 +197,34 @@ def test_bad_input_is_a_clear_error():
         ib.profile(42)
     with pytest.raises(ValueError, match="iters must be an int >= 1"):
         ib.profile(torch.neg, torch.randn(2), iters=0)
+    with pytest.raises(ValueError, match="backward=True needs no_grad=False"):
+        ib.profile(torch.neg, torch.randn(2), backward=True)
+    with pytest.raises(ValueError, match="no output of the eager call requires grad"):
+        ib.profile(torch.neg, torch.randn(2), no_grad=False, backward=True, bandwidth=False)
+
+
+def test_a_training_step_profiles_the_compiled_backward_and_leaves_grad_alone():
+    """backward=True: each step runs the backward too; the compiled backward graph's kernels are
+    timed and joined to their FX nodes and the forward's source line, and the model's .grad is untouched."""
+    torch.manual_seed(0)
+    model = Tiny()
+    report = ib.profile(model, torch.randn(256, 16), no_grad=False, backward=True, warmup=1, iters=3, active=2,
+                        bandwidth=False)
+    assert report.backward and [g.split()[-1] for g in report.graphs] == ["forward", "backward"]
+    backward_kernels = [k for k in report.kernels if k.graph.endswith("backward")]
+    generated = [k for k in backward_kernels if k.kind == "cpp"]
+    assert generated and all(k.busy_us > 0 and k.fx_nodes for k in generated)
+    assert any(k.event.startswith("aten::") for k in backward_kernels)  # the weight's gradient GEMM
+    forward_line = _line_of(Tiny.forward, "torch.relu")
+    assert all(forward_line in k.source_lines for k in generated)  # a backward kernel: the line it differentiates
+    assert sum(k.share for k in report.kernels) <= 1.0
+    # Eager's backward ops run outside the forward's source ranges: each joins the line of the
+    # forward op it differentiates, by the autograd sequence number both carry.
+    [relu_backward] = [op for op in report.eager_ops if op.name.endswith("ReluBackward0")]
+    assert relu_backward.source_lines == [forward_line] and relu_backward.total_us > 0
+    assert all(p.grad is None for p in model.parameters())
+    assert "forward and backward per step" in str(report)
+    assert json.loads(report.to_json())["backward"] is True
 
 
 # --------------------------------------------------------------------------- hand-built reports
@@ -325,3 +353,38 @@ def test_profile_cli_profiles_what_a_script_compiles(tmp_path):
     assert kernel["source_lines"] == [f"{script}:4"]
     trace = json.loads((tmp_path / "out" / "trace_0.json").read_text())
     assert any("ib.fx_nodes" in e.get("args", {}) for e in trace["traceEvents"])
+    assert data["backward"] is False  # the script ran no backward: forward only
+
+
+def test_profile_cli_profiles_a_training_step_with_its_backward(tmp_path):
+    """A script that trains: the compiled module's forward is recorded, and because the script ran a
+    backward through its output, the profile runs and joins the compiled backward too."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "train.py"
+    script.write_text(
+        "import torch\n"
+        "torch.manual_seed(0)\n"
+        "model = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.Tanh(), torch.nn.Linear(64, 4))\n"
+        "compiled = torch.compile(model)\n"
+        "opt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "for _ in range(2):\n"
+        "    loss = compiled(torch.randn(128, 32)).square().mean()\n"
+        "    loss.backward()\n"
+        "    opt.step()\n"
+        "    opt.zero_grad()\n"
+        "print('trained', round(loss.item(), 3) >= 0)\n")
+    proc = subprocess.run([sys.executable, "-m", "instrumented_backend", "profile", str(script), "--warmup", "1",
+                           "--iters", "3", "--active", "2", "--out", str(tmp_path / "out")],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "trained True" in proc.stdout
+    assert "[0] Sequential (1 args, grad, forward and backward)" in proc.stderr
+    data = json.loads((tmp_path / "out" / "profile_0.json").read_text())
+    assert data["backward"] is True and any(g.endswith("backward") for g in data["graphs"])
+    backward = [k for k in data["kernels"] if k["graph"].endswith("backward")]
+    [tanh] = [k for k in data["kernels"] if k["graph"].endswith("forward") and "tanh" in k["fx_nodes"]]
+    # The fused tanh-backward kernel joins the line of the forward it differentiates (Tanh.forward).
+    assert any(k["kind"] == "cpp" and tanh["source_lines"][0] in k["source_lines"] for k in backward)
+    assert any(k["event"] == "aten::mm" for k in backward)  # the weights' gradient GEMMs

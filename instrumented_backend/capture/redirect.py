@@ -101,6 +101,9 @@ class CompiledCall:
     name: str = ""
     # The torch.compile arguments it was compiled with that change what is compiled (COMPILE_SETTINGS).
     compile_kwargs: dict[str, Any] = field(default_factory=dict)
+    # The script later ran a backward through this call's outputs (a training step): set by a
+    # gradient hook on its first output that requires grad.
+    backward: bool = False
 
     @property
     def options(self) -> dict[str, Any]:
@@ -116,6 +119,30 @@ def _detached(value: Any) -> Any:
         torch.Tensor, lambda t: t.detach().clone().requires_grad_(t.requires_grad), value)
 
 
+def _watch_backward(result: Any, record: CompiledCall) -> None:
+    """Mark ``record`` as a training step's forward when a gradient later flows into its result."""
+    from ..profiling.backward import grad_roots
+
+    try:
+        roots = grad_roots(result)
+    except Exception:  # noqa: BLE001 - an output we cannot walk: not watched
+        return
+    if not roots:
+        return
+    handles: list[Any] = []
+
+    def seen_gradient(grad: torch.Tensor) -> None:
+        record.backward = True
+        for handle in handles:
+            handle.remove()
+
+    for root in roots[:8]:  # a backward through any of them (a loss, or logits) makes it a training step
+        try:
+            handles.append(root.register_hook(seen_gradient))
+        except RuntimeError:
+            continue
+
+
 def record_compiled_calls(calls: list[CompiledCall]) -> Callable[[], None]:
     """Redirect torch.compile to the instrumented backend and record first calls into ``calls``; returns the undo."""
     def recording(target: Any, compile_kwargs: dict[str, Any], call: Callable[..., Any]) -> Callable[..., Any]:
@@ -125,12 +152,16 @@ def record_compiled_calls(calls: list[CompiledCall]) -> Callable[[], None]:
 
         @functools.wraps(call)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
-            if not seen:
-                seen.append(True)
-                calls.append(CompiledCall(target, tuple(_detached(a) for a in args),
-                                          {k: _detached(v) for k, v in kwargs.items()}, torch.is_grad_enabled(),
-                                          getattr(target, "__qualname__", type(target).__name__), settings))
-            return call(*args, **kwargs)
+            if seen:
+                return call(*args, **kwargs)
+            seen.append(True)
+            record = CompiledCall(target, tuple(_detached(a) for a in args),
+                                  {k: _detached(v) for k, v in kwargs.items()}, torch.is_grad_enabled(),
+                                  getattr(target, "__qualname__", type(target).__name__), settings)
+            calls.append(record)
+            result = call(*args, **kwargs)
+            _watch_backward(result, record)
+            return result
         return wrapper
 
     def on_compiled(target: Any, compiled: Any, compile_kwargs: dict[str, Any]) -> Any:

@@ -8,6 +8,7 @@ from typing import Any, Callable, Mapping, Optional
 import torch
 
 from ..seams.kernel_profile import KERNEL_PROFILE_OPTION
+from .backward import BackwardStep
 from .collect import run_profiled
 from .diagnose import diagnose
 from .join import eager_op_sources, join_compiled, join_eager, source_code
@@ -33,8 +34,8 @@ def _check(name: str, value: Any, minimum: int) -> None:
 
 
 def profile(model: Callable[..., Any], *args: Any, warmup: int = 10, iters: int = 50, active: int = 5,
-            no_grad: bool = True, options: Optional[Mapping[str, Any]] = None, bandwidth: bool = True,
-            **kwargs: Any) -> ProfileReport:
+            no_grad: bool = True, backward: bool = False, options: Optional[Mapping[str, Any]] = None,
+            bandwidth: bool = True, **kwargs: Any) -> ProfileReport:
     """Profile ``model(*args, **kwargs)`` eager and compiled (``backend="instrumented"``) on the same inputs.
 
     Timing: ``warmup`` calls of each, then ``iters`` calls alternating eager and compiled
@@ -42,7 +43,11 @@ def profile(model: Callable[..., Any], *args: Any, warmup: int = 10, iters: int 
     compiled code is built with Inductor's per-kernel profiling (``cpp.enable_kernel_profile``)
     so every C++ kernel is an event, joined with Triton and extern kernel events to the
     capture's kernels, FX nodes and source lines. ``no_grad`` runs both under ``torch.no_grad()``
-    like the tutorial's benchmark. ``options`` are extra backend options. ``bandwidth`` measures
+    like the tutorial's benchmark. ``backward`` (with ``no_grad=False``) makes each call a training
+    step's forward and backward: after the call, autograd computes the gradients of its outputs
+    that require grad (seeded with ones) with respect to the parameters and inputs they came from,
+    running the compiled backward graph, and drops them (the ``.grad`` of the model is left as it
+    was). ``options`` are extra backend options. ``bandwidth`` measures
     the machine's copy bandwidth for the roofline. Returns a :class:`ProfileReport`.
     """
     from ..capture.registry import capture
@@ -52,6 +57,8 @@ def profile(model: Callable[..., Any], *args: Any, warmup: int = 10, iters: int 
     _check("warmup", warmup, 0)
     _check("iters", iters, 1)
     _check("active", active, 1)
+    if backward and no_grad:
+        raise ValueError("ib.profile: backward=True needs no_grad=False (no gradient is recorded under no_grad)")
     if options is not None and not isinstance(options, Mapping):
         raise ValueError(f"ib.profile: options must be a dict, got {type(options).__name__}")
     device = _device_of(args, kwargs, model)
@@ -59,20 +66,34 @@ def profile(model: Callable[..., Any], *args: Any, warmup: int = 10, iters: int 
     grad = torch.no_grad if no_grad else contextlib.nullcontext
     compiled = torch.compile(model, backend="instrumented", options={KERNEL_PROFILE_OPTION: True, **(options or {})})
 
+    eager_backward, compiled_backward = BackwardStep("eager"), BackwardStep("compiled")
+
     def eager_call() -> Any:
         with grad():
-            return model(*args, **kwargs)
+            out = model(*args, **kwargs)
+            if backward:
+                eager_backward(out)
+            return out
 
     def compiled_call() -> Any:
         with grad():
-            return compiled(*args, **kwargs)
+            out = compiled(*args, **kwargs)
+            if backward:
+                compiled_backward(out)
+            return out
 
     def tagged_call() -> Any:
         with grad(), SourceTagging():
-            return model(*args, **kwargs)
+            out = model(*args, **kwargs)
+        if backward:
+            with grad():
+                eager_backward(out)
+        return out
 
+    if backward:
+        eager_call()  # a call with no output that requires grad fails here, before anything is compiled
     with capture() as session:
-        compiled_call()  # compiles (and records) every graph before anything is timed
+        compiled_call()  # compiles (and records) every graph, the backward too, before anything is timed
         timings = time_side_by_side({"eager": eager_call, "compiled": compiled_call}, warmup=warmup, iters=iters,
                                     sync=sync)
         compiled_run = run_profiled(compiled_call, active=active, device=device, sync=sync)
@@ -89,7 +110,7 @@ def profile(model: Callable[..., Any], *args: Any, warmup: int = 10, iters: int 
         device=device, eager=timings["eager"], compiled=timings["compiled"], kernels=kernels, eager_ops=eager_ops,
         eager_step_us=eager_run.step_us, compiled_step_us=compiled_run.step_us, copy_bandwidth_gbps=bandwidth_gbps,
         graphs=[g.label for g in graphs], unmatched_events=unmatched, source_code=source_code(sources, graphs),
-        compiled_trace=compiled_run.trace, eager_trace=eager_run.trace, captures=graphs)
+        compiled_trace=compiled_run.trace, eager_trace=eager_run.trace, captures=graphs, backward=backward)
     for row in kernels:
         row.share = row.busy_us / report.share_total_us if report.share_total_us else 0.0
     for op in eager_ops:

@@ -30,6 +30,9 @@ class Event:
     parent: Optional[int] = None
     children: list[int] = field(default_factory=list)
     step: int = -1  # index of the active step it ran in (-1: outside any step)
+    # Autograd's sequence number: a forward op that records a backward node and that node's
+    # backward events share it (-1: none).
+    sequence: int = -1
 
 
 @dataclass
@@ -102,9 +105,11 @@ def _reduce(function_events: list[Any], trace: dict[str, Any], device: str) -> P
         if getattr(fe, "device_type", None) is not None and str(fe.device_type).endswith("CUDA"):
             continue  # device-side records: their time is read through the launching CPU event
         parent = fe.cpu_parent.id if fe.cpu_parent is not None else None
+        sequence = getattr(fe, "sequence_nr", -1)
         events[fe.id] = Event(id=fe.id, name=fe.name, start_us=float(fe.time_range.start),
                               total_us=float(fe.cpu_time_total), self_us=float(fe.self_cpu_time_total),
-                              device_us=_device_time(fe), parent=parent)
+                              device_us=_device_time(fe), parent=parent,
+                              sequence=sequence if isinstance(sequence, int) else -1)
     for event in sorted(events.values(), key=lambda e: e.start_us):
         if event.parent in events:
             events[event.parent].children.append(event.id)

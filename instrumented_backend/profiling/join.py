@@ -205,13 +205,37 @@ def _top_level_ops(run: ProfiledRun, step: int) -> list[tuple[Event, Optional[Ev
     return found
 
 
+def _labels_by_sequence(run: ProfiledRun, ops: Sequence[tuple[Event, Optional[Event]]]) -> dict[int, Event]:
+    """The SourceTagging range of each autograd sequence number a labelled forward op (or an op
+    it calls) recorded: what the backward events of the same number differentiate."""
+    labels: dict[int, Event] = {}
+    for event, label in ops:
+        if label is None:
+            continue
+        stack = [event]
+        while stack:
+            inner = stack.pop()
+            if inner.sequence >= 0:
+                labels.setdefault(inner.sequence, label)
+            stack.extend(run.events[i] for i in inner.children)
+    return labels
+
+
 def eager_op_sources(tagged: ProfiledRun) -> dict[tuple[str, int], list[str]]:
-    """``{(op name, occurrence in the step): call stack}`` from a SourceTagging run's first step."""
+    """``{(op name, occurrence in the step): call stack}`` from a SourceTagging run's first step.
+
+    A backward op (``autograd::engine::evaluate_function: AddmmBackward0``) runs outside any
+    SourceTagging range; it gets the call stack of the forward op it differentiates, found by
+    the autograd sequence number both events carry."""
     seen: dict[str, int] = defaultdict(int)
     result = {}
-    for event, label in _top_level_ops(tagged, 0):
+    ops = _top_level_ops(tagged, 0)
+    forward_labels = _labels_by_sequence(tagged, ops)
+    for event, label in ops:
         occurrence = seen[event.name]
         seen[event.name] += 1
+        if label is None and event.sequence >= 0:
+            label = forward_labels.get(event.sequence)
         result[(event.name, occurrence)] = parse_source_label(label.name) if label is not None else []
     return result
 

@@ -41,6 +41,7 @@ class ProfileReport:
     graphs: list[str] = field(default_factory=list)
     unmatched_events: list[str] = field(default_factory=list)
     source_code: dict[str, str] = field(default_factory=dict)
+    backward: bool = False  # each step ran the backward too (``ib.profile(..., backward=True)``)
     # Chrome traces (dicts), kept in memory for export_chrome_trace; not part of to_json.
     compiled_trace: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
     eager_trace: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)

@@ -3,8 +3,10 @@
 ``python -m instrumented_backend profile script.py`` runs the script with ``torch.compile``
 patched: every call that would use Inductor compiles with ``backend="instrumented"`` (so the
 script runs as before) and the first call of each compiled function or module records its
-arguments (tensors cloned) and whether grad was enabled. When the script ends, each recorded
-target is profiled by :func:`instrumented_backend.profile` on those arguments.
+arguments (tensors cloned), whether grad was enabled and whether the script later ran a backward
+through its outputs. When the script ends, each recorded target is profiled by
+:func:`instrumented_backend.profile` on those arguments, with its backward when the script ran one
+(a training step: forward and backward are both profiled).
 """
 
 from __future__ import annotations
@@ -41,8 +43,10 @@ def profile_script(script: "str | Path", argv: Sequence[str] = (), *, warmup: in
         if not calls:
             say(f"instrumented_backend profile: {script} called no torch.compile'd function; nothing to profile")
         for index, call in enumerate(calls):
+            backward = call.grad_enabled and call.backward
             say(f"instrumented_backend profile: [{index}] {call.name} ({len(call.args)} args, "
-                f"{'grad' if call.grad_enabled else 'no_grad'})")
+                f"{'grad' if call.grad_enabled else 'no_grad'}{', forward and backward' if backward else ''})")
             reports.append(profile(call.target, *call.args, warmup=warmup, iters=iters, active=active,
-                                   no_grad=not call.grad_enabled, options=call.options or None, **call.kwargs))
+                                   no_grad=not call.grad_enabled, backward=backward, options=call.options or None,
+                                   **call.kwargs))
     return reports
