@@ -203,6 +203,21 @@ def test_bad_input_is_a_clear_error():
         ib.profile(torch.neg, torch.randn(2), no_grad=False, backward=True, bandwidth=False)
 
 
+def test_an_eager_op_inside_a_torch_nn_layer_meets_its_compiled_kernel_on_one_line():
+    """A model made only of torch.nn layers: Dynamo records no user frame, so a compiled node is
+    attributed to its module's forward line; eager's aten::linear, issued on a line inside that
+    forward, joins it there, and the by-line table holds both on one row."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU())
+    report = ib.profile(model, torch.randn(64, 16), warmup=1, iters=3, active=2, bandwidth=False)
+    [addmm] = [k for k in report.kernels if "addmm" in k.event]
+    [linear] = [op for op in report.eager_ops if op.name == "aten::linear"]
+    forward = torch.nn.Linear.forward.__code__
+    assert addmm.source_lines == linear.source_lines == [f"{forward.co_filename}:{forward.co_firstlineno}"]
+    [row] = [r for r in report.by_source_line() if r.source == addmm.source_lines[0]]
+    assert row.compiled_us > 0 and row.eager_us > 0 and "aten::linear" in row.eager_ops
+
+
 def test_a_training_step_profiles_the_compiled_backward_and_leaves_grad_alone():
     """backward=True: each step runs the backward too; the compiled backward graph's kernels are
     timed and joined to their FX nodes and the forward's source line, and the model's .grad is untouched."""

@@ -23,7 +23,7 @@ from ..records import KernelInfo
 from ..seams.kernel_profile import CALL_EVENT, cpp_event_name
 from .collect import Event, ProfiledRun
 from .records import FUSED, GEMM, OTHER, KernelTiming, OpTiming
-from .sources import SOURCE_PREFIX, parse_source_label
+from .sources import DEFINITION, SOURCE_PREFIX, parse_source_label
 
 __all__ = ["event_name", "call_sequence", "join_compiled", "join_eager", "eager_op_sources", "GEMM_OPS",
            "CALL_EVENT"]
@@ -241,10 +241,16 @@ def eager_op_sources(tagged: ProfiledRun) -> dict[tuple[str, int], list[str]]:
 
 
 def _pick_source(stack: Sequence[str], known: set[str]) -> str:
-    for frame in stack:
+    """The innermost frame of ``stack`` the compiled graphs also name; else the innermost function
+    whose first line they name (a module's ``forward``); else the innermost frame."""
+    frames = [frame for frame in stack if not frame.startswith(DEFINITION)]
+    for frame in frames:
         if frame in known:
             return frame
-    return stack[0] if stack else ""
+    for frame in stack:
+        if frame.startswith(DEFINITION) and frame[len(DEFINITION):] in known:
+            return frame[len(DEFINITION):]
+    return frames[0] if frames else ""
 
 
 def join_eager(run: ProfiledRun, stacks: dict[tuple[str, int], list[str]], known_sources: set[str]) -> list[OpTiming]:

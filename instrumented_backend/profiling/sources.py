@@ -5,6 +5,9 @@ call runs inside ``record_function("ib.source|<stack>")`` where ``<stack>`` is t
 stack (innermost first, this module and torch's dispatch frames left out). The join then picks,
 for each op, the first frame the compiled graphs also name (Dynamo's stack traces), so eager ops
 and compiled kernels meet on the same line even through ``nn.Module`` and ``torch.nn.functional``.
+A compiled node Dynamo recorded no user frame for (a model made only of ``torch.nn`` layers) is
+attributed to its module's ``forward`` line; each frame's function's first line is in the label
+too, so the eager op meets it there.
 """
 
 from __future__ import annotations
@@ -16,9 +19,10 @@ from typing import Any, Callable
 import torch
 from torch.overrides import TorchFunctionMode
 
-__all__ = ["SOURCE_PREFIX", "SourceTagging", "parse_source_label"]
+__all__ = ["SOURCE_PREFIX", "DEFINITION", "SourceTagging", "parse_source_label"]
 
 SOURCE_PREFIX = "ib.source|"
+DEFINITION = "~"  # marks a frame's function's first line in a label
 _MAX_FRAMES = 16
 _SKIPPED_FILES = tuple(os.path.join(os.path.dirname(torch.__file__), name) for name in (
     "overrides.py", "_tensor.py", "utils/_python_dispatch.py", "utils/_device.py", "_jit_internal.py",
@@ -29,16 +33,21 @@ _SKIPPED_FILES = tuple(os.path.join(os.path.dirname(torch.__file__), name) for n
 def _stack_label() -> str:
     frames = []
     frame = sys._getframe(2)
-    while frame is not None and len(frames) < _MAX_FRAMES:
-        filename = frame.f_code.co_filename
+    while frame is not None and len(frames) < 2 * _MAX_FRAMES:
+        code = frame.f_code
+        filename = code.co_filename
         if filename != __file__ and not filename.startswith(_SKIPPED_FILES):
             frames.append(f"{filename}:{frame.f_lineno}")
+            if code.co_firstlineno != frame.f_lineno:
+                frames.append(f"{DEFINITION}{filename}:{code.co_firstlineno}")
         frame = frame.f_back
     return SOURCE_PREFIX + ";".join(frames)
 
 
 def parse_source_label(name: str) -> list[str]:
-    """The ``file:line`` frames (innermost first) of a SourceTagging range name."""
+    """The frames (innermost first) of a SourceTagging range name: ``file:line`` for each frame,
+    each followed by ``~file:line`` naming the first line of the function it is in (where that
+    differs), which is the line a compiled node inside ``torch/nn/modules`` is attributed to."""
     return name[len(SOURCE_PREFIX):].split(";") if name.startswith(SOURCE_PREFIX) else []
 
 
