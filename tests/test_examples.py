@@ -38,6 +38,14 @@ def test_profile_pointwise_example_states_the_lower_bound():
     assert "of the" in out and "GB/s this machine copies at" in out
 
 
+def test_profile_mobilebert_example_profiles_a_training_step():
+    out = _run_example("profile_mobilebert.py", "--small", "--train")
+    header = out.split("\n", 1)[0]
+    assert "forward and backward per step" in header and header.endswith("#1 0/0 backward")
+    backward = out.split("Backward: ", 1)[1]
+    assert " kernels, " in backward and "modeling_mobilebert.py:" in backward.split("\n", 1)[0]
+
+
 def test_profile_mobilebert_example_small():
     out = _run_example("profile_mobilebert.py", "--small")
     assert "extern_kernels.addmm" in out and "modeling_mobilebert.py:" in out
