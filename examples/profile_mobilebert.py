@@ -40,7 +40,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--seq", type=int, default=128)
     parser.add_argument("--warmup", type=int, default=10)
     parser.add_argument("--iters", type=int, default=50)
-    parser.add_argument("--small", action="store_true", help="2 layers (1 with --train), batch 2, sequence 32, 5 iterations (CI)")
+    parser.add_argument("--small", action="store_true",
+                        help="2 layers (1 with --train), batch 2, sequence 32, 5 iterations (CI)")
     parser.add_argument("--train", action="store_true", help="profile a training step: forward, loss and backward")
     parser.add_argument("--trace", help="write the annotated Perfetto trace here")
     args = parser.parse_args(argv)
