@@ -72,6 +72,23 @@ def test_a_compile_error_is_explained_and_minified(tmp_path):
     assert result.layers.first_failing == "inductor" and result.repro_path
 
 
+def _breaks_the_graph(x: torch.Tensor) -> torch.Tensor:
+    y = torch.sin(x)
+    torch._dynamo.graph_break()
+    return y * 2
+
+
+def test_fullgraph_reaches_every_layer_so_a_graph_break_is_blamed_on_dynamo(tmp_path):
+    """Compiled with fullgraph=True, a graph break fails the user's compile; every layer the
+    diagnosis compiles uses fullgraph too, so the first failing layer is Dynamo's (eager), not
+    none (before, only the first compile used it and every layer passed)."""
+    result = ib.diagnose(_breaks_the_graph, torch.randn(8), compile_kwargs={"fullgraph": True}, out_dir=tmp_path,
+                         minify=False)
+    assert result.found and result.compiled_with == {"fullgraph": True}
+    assert result.layers.first_failing == "eager"
+    assert all(layer.status == "error" for layer in result.layers.layers)
+
+
 _calls = {"n": 0}
 
 

@@ -211,7 +211,7 @@ def _compile_settings(
 
 
 def _training_layers(fn: Callable[..., Any], inputs: Sequence[Any], seed: int, tol: Optional[float],
-                     patches: dict[str, Any], dynamic: Optional[bool]) -> LayerReport:
+                     patches: dict[str, Any], dynamic: Optional[bool], fullgraph: bool) -> LayerReport:
     report = LayerReport()
     for backend in _TRAINING_LAYERS:
         torch.compiler.reset()
@@ -219,7 +219,7 @@ def _training_layers(fn: Callable[..., Any], inputs: Sequence[Any], seed: int, t
         options = {"options": {**patches, "fallback_random": True}} if backend == "inductor" else {}
         try:
             with same_random_numbers():
-                compiled = torch.compile(fn, backend=backend, dynamic=dynamic, **options)
+                compiled = torch.compile(fn, backend=backend, dynamic=dynamic, fullgraph=fullgraph, **options)
                 outputs, grads = _judge_training(fn, compiled, inputs, seed, tol)
         except Exception as exc:  # noqa: BLE001 - a failing layer is a finding
             report.layers.append(LayerResult(backend, "error", _error_text(exc), time.perf_counter() - started))
@@ -369,10 +369,11 @@ def diagnose(fn: Callable[..., Any], *inputs: Any, kwargs: Optional[dict[str, An
 
     began = time.perf_counter()
     say(f"{result.verdict}: finding the failing layer")
-    dynamic = dynamo_kwargs.get("dynamic")
-    result.layers = (_training_layers(fn, inputs, seed, tol, patches, dynamic) if result.verdict == "wrong_gradient"
+    dynamic, fullgraph = dynamo_kwargs.get("dynamic"), bool(dynamo_kwargs.get("fullgraph"))
+    result.layers = (_training_layers(fn, inputs, seed, tol, patches, dynamic, fullgraph)
+                     if result.verdict == "wrong_gradient"
                      else find_failing_layer(fn, *inputs, layers=_TRAINING_LAYERS, options=patches, dynamic=dynamic,
-                                             tol=tol, seed=seed, bisect=bisect))
+                                             fullgraph=fullgraph, tol=tol, seed=seed, bisect=bisect))
     step("layer", began, result.layers.first_failing or "")
 
     began = time.perf_counter()

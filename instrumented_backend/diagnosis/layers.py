@@ -112,7 +112,8 @@ def same_random_numbers() -> contextlib.AbstractContextManager[None]:
 
 
 def _judge(backend: str, fn: Callable[..., Any], inputs: tuple[Any, ...], eager: Any, fp64: Any,
-           tol: Optional[float], seed: int, options: Optional[dict[str, Any]], dynamic: Optional[bool]) -> LayerResult:
+           tol: Optional[float], seed: int, options: Optional[dict[str, Any]], dynamic: Optional[bool],
+           fullgraph: bool = False) -> LayerResult:
     torch.compiler.reset()
     started = time.perf_counter()
     kwargs: dict[str, Any] = {}
@@ -120,7 +121,7 @@ def _judge(backend: str, fn: Callable[..., Any], inputs: tuple[Any, ...], eager:
         kwargs["options"] = {"fallback_random": True, **(options or {})}
     try:
         with same_random_numbers():
-            compiled = torch.compile(fn, backend=backend, dynamic=dynamic, **kwargs)
+            compiled = torch.compile(fn, backend=backend, dynamic=dynamic, fullgraph=fullgraph, **kwargs)
             result = run_seeded(compiled, inputs, seed)
     except Exception as exc:  # noqa: BLE001 - a failing layer is a finding, not a crash
         return LayerResult(backend, "error", _error_summary(exc), time.perf_counter() - started)
@@ -162,12 +163,13 @@ def _bisect(fn: Callable[..., Any], inputs: tuple[Any, ...], eager: Any, fp64: A
 
 def find_failing_layer(fn: Callable[..., Any], *inputs: Any, layers: tuple[str, ...] = LAYERS,
                        options: Optional[dict[str, Any]] = None, dynamic: Optional[bool] = None,
-                       tol: Optional[float] = None, seed: int = 0, bisect: bool = False,
+                       fullgraph: bool = False, tol: Optional[float] = None, seed: int = 0, bisect: bool = False,
                        stop_at_first: bool = False) -> LayerReport:
     """Run ``fn`` under each layer of torch.compile and report the first that errors or is inaccurate.
 
-    ``options`` go to the Inductor-based layers, ``dynamic`` to every ``torch.compile``. ``bisect=True`` runs Inductor's
-    ``CompilerBisector`` when a layer fails (many compiles: seconds to minutes).
+    ``options`` go to the Inductor-based layers, ``dynamic`` and ``fullgraph`` to every ``torch.compile``
+    (with ``fullgraph=True`` a graph break fails the first layer, Dynamo's, as it failed the user).
+    ``bisect=True`` runs Inductor's ``CompilerBisector`` when a layer fails (many compiles: seconds to minutes).
     ``stop_at_first`` skips the layers after the first failure.
     """
     unknown = [name for name in layers if name not in LAYERS]
@@ -177,7 +179,7 @@ def find_failing_layer(fn: Callable[..., Any], *inputs: Any, layers: tuple[str, 
     report = LayerReport(nondeterministic=nondeterministic)
     fp64 = fp64_reference(fn, inputs, seed)
     for backend in layers:
-        result = _judge(backend, fn, inputs, eager, fp64, tol, seed, options, dynamic)
+        result = _judge(backend, fn, inputs, eager, fp64, tol, seed, options, dynamic, fullgraph)
         if nondeterministic and result.status == "inaccurate":
             result.status, result.detail = "ok", "not judged: eager is nondeterministic"
         report.layers.append(result)
