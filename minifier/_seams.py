@@ -69,6 +69,12 @@ def start_cpu_isa_probe(*, remember: bool = False) -> Optional[threading.Thread]
         import torch._inductor.codecache  # noqa: F401 - what the probes import, imported here rather
         import torch._inductor.cpp_builder  # noqa: F401 - than on the threads (no import-lock races)
         import torch.utils._filelock  # noqa: F401
+
+        # The probes' first build imports torch.utils.cpp_extension and with it setuptools, whose
+        # distutils shim inserts itself into sys.meta_path and removes itself again: an import on
+        # another thread iterating sys.meta_path meanwhile can skip the path finder and fail with
+        # ModuleNotFoundError (seen once: multiprocessing.queues, imported by Inductor's compile path).
+        import torch.utils.cpp_extension  # noqa: F401
         from torch._inductor import cpu_vec_isa
     except ImportError:
         return None

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from conftest import REPO
 from torch.fx.experimental.proxy_tensor import make_fx
 
 import minifier
@@ -298,6 +299,32 @@ def test_a_warm_worker_serves_a_cold_setup_and_other_contexts_get_their_own(monk
     other = pool.get(workers.WorkerSetup(imports=("faults",), env=(("FAULT", "exp"),), warm=False))
     assert other is not warm and warm.closed and not warm.waited and not other.setup.warm
     assert [s.warm for s in started] == [True, False]
+
+
+def test_the_isa_probe_threads_start_after_everything_they_import_is_imported():
+    """The probe threads run while the worker imports Inductor on another thread; an import on
+    them (setuptools' distutils shim edits sys.meta_path) could make a concurrent import miss its
+    finder. Checked in a fresh process: when the first probe thread starts, what a probe imports
+    is already imported."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, threading\n"
+        "import torch\n"
+        "start = threading.Thread.start\n"
+        "def checked(self):\n"
+        "    missing = [m for m in ('torch.utils.cpp_extension', 'setuptools') if m not in sys.modules]\n"
+        "    assert not missing, missing\n"
+        "    start(self)\n"
+        "threading.Thread.start = checked\n"
+        "from minifier._seams import start_cpu_isa_probe\n"
+        "thread = start_cpu_isa_probe()\n"
+        "thread.join()\n"
+        "print('probed')\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                          cwd=str(REPO))
+    assert proc.returncode == 0 and "probed" in proc.stdout, proc.stderr[-2000:]
 
 
 def test_a_zygote_forks_workers_that_judge_and_report_how_they_died():
