@@ -102,7 +102,7 @@ class CompiledCall:
     # The torch.compile arguments it was compiled with that change what is compiled (COMPILE_SETTINGS).
     compile_kwargs: dict[str, Any] = field(default_factory=dict)
     # The script later ran a backward through this call's outputs (a training step): set by a
-    # gradient hook on its first output that requires grad.
+    # gradient hook on its outputs that require grad (the first eight).
     backward: bool = False
 
     @property
