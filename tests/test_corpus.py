@@ -38,14 +38,14 @@ def _needs_transformers(cases: tuple[str, ...]) -> None:
 @pytest.fixture(scope="module")
 def default_results(tmp_path_factory) -> dict[str, CaseResult]:
     _needs_transformers(DEFAULT_CASES)
-    results = run_and_compare(list(DEFAULT_CASES), tmp_path_factory.mktemp("corpus"))
+    results = run_and_compare(list(DEFAULT_CASES), tmp_path_factory.mktemp("corpus"), side_by_side=True)
     return {r.case: r for r in results}
 
 
 @pytest.fixture(scope="module")
 def slow_results(tmp_path_factory) -> dict[str, CaseResult]:
     _needs_transformers(SLOW_CASES)
-    results = run_and_compare(list(SLOW_CASES), tmp_path_factory.mktemp("corpus_slow"))
+    results = run_and_compare(list(SLOW_CASES), tmp_path_factory.mktemp("corpus_slow"), side_by_side=True)
     return {r.case: r for r in results}
 
 

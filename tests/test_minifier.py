@@ -482,9 +482,16 @@ print(early == WorkerSetup.for_context(current_context()).key, early[0])
 
 
 def test_every_repro_the_suite_wrote_reproduces(out):
+    from concurrent.futures import ThreadPoolExecutor
+
     assert len(REPROS) >= 6
-    for path, status in REPROS:
-        proc = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=600)
+
+    def run(path: Path) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=600)
+
+    with ThreadPoolExecutor(max_workers=2) as runner:  # two at a time: each is mostly one busy core
+        finished = list(runner.map(run, [path for path, _ in REPROS]))
+    for (path, status), proc in zip(REPROS, finished):
         assert proc.returncode == status, f"{path}: {proc.stdout[-2000:]}{proc.stderr[-2000:]}"
         assert "REPRODUCES" in proc.stdout
 

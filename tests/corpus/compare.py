@@ -132,16 +132,25 @@ def compare(
 
 
 def run_and_compare(cases: list[str], workdir: Path, *, per_case_processes: bool = False,
-                    cold: bool = False) -> list[CaseResult]:
+                    cold: bool = False, side_by_side: bool = False) -> list[CaseResult]:
     """Both backends over ``cases``; ``per_case_processes`` gives each case its own processes,
-    ``cold`` gives each process its own empty Inductor cache (C++ builds included)."""
+    ``cold`` gives each process its own empty Inductor cache (C++ builds included).
+
+    ``side_by_side`` runs the two backends' processes at once (the tests: on two cores it takes
+    about the time of one); their wall-time ratio (``time_ratio``) then means little. Otherwise
+    one after the other, plain Inductor first (the coverage benchmark)."""
+    from concurrent.futures import ThreadPoolExecutor
+
     from cases import NONDETERMINISTIC
 
     shared_cache = None if cold else Path(tempfile.mkdtemp(prefix="ib-corpus-cache-"))
     groups = [[case] for case in cases] if per_case_processes else [cases]
     for group in groups:
-        for backend in ("inductor", "instrumented"):
-            run_backend(backend, group, workdir / backend, cache_dir=shared_cache)
+        with ThreadPoolExecutor(max_workers=2 if side_by_side else 1) as runner:
+            runs = [runner.submit(run_backend, backend, group, workdir / backend, cache_dir=shared_cache)
+                    for backend in ("inductor", "instrumented")]
+            for run in runs:
+                run.result()
         again = [case for case in group if case in NONDETERMINISTIC]
         if again:  # plain Inductor a second time, to show what it does not reproduce itself
             run_backend("inductor", again, workdir / "inductor_again", cache_dir=shared_cache)
