@@ -23,6 +23,8 @@ def start_worker_early(path: Path) -> bool:
 
     ``minify`` later asks the pool for the worker of the context the repro sets up; when that is
     the same setup (it is, for a repro the minifier wrote) it finds this one already importing.
+    It starts at normal CPU priority, unlike :func:`~minifier.workers.prewarm`'s: nothing here
+    matters more than its readiness, since this process only waits for it once the repro is loaded.
     """
     try:
         carried = read_carried(path.read_text())
@@ -30,10 +32,10 @@ def start_worker_early(path: Path) -> bool:
         return False
     if carried is None:
         return False
-    from .workers import WorkerSetup, prewarm
+    from .workers import WorkerSetup, pool
 
     imports, env = carried
-    prewarm(WorkerSetup(imports=imports, env=env, warm=False))
+    pool.get(WorkerSetup(imports=imports, env=env, warm=False))
     return True
 
 

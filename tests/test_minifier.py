@@ -481,6 +481,28 @@ print(early == WorkerSetup.for_context(current_context()).key, early[0])
     assert proc.stdout.split() == ["True", "('instrumented_backend',)"]
 
 
+def test_the_cli_starts_its_worker_at_normal_priority(out):
+    """The CLI waits for that worker from the moment the repro is loaded: a niced start (as a
+    prewarmed worker's) would only give it the cycles this process's own imports leave."""
+    path = next(p for p, status in REPROS if status == 1 and "doubling neg" in p.read_text())
+    script = f"""
+from pathlib import Path
+from minifier._carried import read_carried
+from minifier.__main__ import start_worker_early
+from minifier.workers import WorkerSetup, pool
+assert start_worker_early(Path({str(path)!r}))
+imports, env = read_carried(Path({str(path)!r}).read_text())
+worker = pool.get(WorkerSetup(imports=imports, env=env, warm=False))
+started = getattr(worker, "zygote", worker)  # where workers are forked, the process the CLI started
+started.wait_ready()
+print(started.setup_nice)
+"""
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
+                          env={k: v for k, v in os.environ.items() if k != ib.faults.ENV_VAR})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.split()[-1] == "0"
+
+
 def test_every_repro_the_suite_wrote_reproduces(out):
     from concurrent.futures import ThreadPoolExecutor
 
