@@ -73,3 +73,39 @@ def test_repr_is_one_line(forward_outside_backward_inside):
     [backward] = forward_outside_backward_inside.graphs
     text = repr(backward)
     assert text.startswith("GraphCapture(#") and "backward" in text and "kernels" in text and len(text) < 200
+
+
+def test_a_kept_capture_holds_its_records_not_the_compile_that_made_them(monkeypatch):
+    """A capture in the process list must not keep its compile's working state alive: the
+    CaptureBuilder (whose IR-text memo holds Inductor's scheduler nodes, loop bodies and layouts)
+    or any scheduler node. A long job keeps up to 100 captures, and every full garbage collection
+    walks what they hold: one stray closure over the builder once tripled what a capture kept."""
+    import gc
+    import weakref
+
+    from torch._inductor.scheduler import BaseSchedulerNode
+
+    from instrumented_backend.capture import builder as builder_module
+
+    builders = []
+    original_init = builder_module.CaptureBuilder.__init__
+
+    def remembering_init(self, **kwargs):
+        original_init(self, **kwargs)
+        builders.append(weakref.ref(self))
+
+    monkeypatch.setattr(builder_module.CaptureBuilder, "__init__", remembering_init)
+    torch.compiler.reset()
+    x = torch.randn(8, 8, requires_grad=True)
+    out = torch.compile(lambda t: (torch.relu(t) * 2).sum(dim=0), backend="instrumented")(x)
+    out.sum().backward()  # forward and backward: two compiles
+    del out
+    torch.compiler.reset()  # Dynamo lets go of the compiled code; the process list keeps the captures
+    gc.collect()
+    kept = [g for g in ib.captures() if g.live][-2:]
+    assert [g.kind for g in kept] == ["forward", "backward"]
+    # Nothing read yet: every record is still waiting to be assembled from what the capture holds.
+    assert len(builders) >= 2 and all(ref() is None for ref in builders), "a capture keeps its CaptureBuilder alive"
+    stray = [o for o in gc.get_objects() if isinstance(o, BaseSchedulerNode)]
+    assert not stray, f"{len(stray)} of Inductor's scheduler nodes outlive the compile"
+    assert all(g.kernels and g.nodes and g.post_grad_graph is not None and g.recompile_reason == "" for g in kept)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import threading
 import time
+from functools import partial
 from typing import Any, Callable, Mapping, Optional, Sequence
 
 import torch
@@ -167,7 +168,7 @@ class CaptureBuilder:
             world_size=self.job.rank.world_size,
             process_group=self.job.rank.process_group,
             ddp_bucket=self.job.ddp_bucket,
-            recompile_reason=Deferred(lambda: recompile_reason(self.compile_id), fallback=""),
+            recompile_reason=Deferred(partial(recompile_reason, self.compile_id), fallback=""),
             compile_error="" if error is None else f"{type(error).__name__}: {error}",
             thread_name=threading.current_thread().name,
             torch_version=torch.__version__,
