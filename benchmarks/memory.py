@@ -6,6 +6,10 @@ that keeps recompiling does, and the process's resident set size is read after e
 The instrumented process keeps its captures in the process-wide list, bounded by
 ``ib.set_capture_limit`` (default 100); ``--limit`` changes it.
 
+After the last compile each process also counts the objects Python's garbage collector tracks and
+times a full collection (median of 7), which walks them all: what the kept captures cost a
+program's own collections. The instrumented process does it again after ``ib.clear()``.
+
     python benchmarks/memory.py [--compiles 100] [--limit N]
     python benchmarks/memory.py --smoke      # CI: 3 compiles each
 """
@@ -15,8 +19,10 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import statistics
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from tabulate import tabulate
@@ -29,6 +35,16 @@ def _rss_mb() -> float:
     import resource
 
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def _collection() -> dict[str, float]:
+    """GC-tracked objects now, and the median time of a full collection, which visits them all."""
+    times = []
+    for _ in range(7):
+        start = time.perf_counter()
+        gc.collect()
+        times.append(time.perf_counter() - start)
+    return {"objects": len(gc.get_objects()), "ms": statistics.median(times) * 1000}
 
 
 def child(backend: str, compiles: int, limit: int | None) -> None:
@@ -52,7 +68,11 @@ def child(backend: str, compiles: int, limit: int | None) -> None:
             torch.compile(model, backend=backend, options={"fx_graph_cache": False})(x)
             gc.collect()
             samples.append(_rss_mb())
-    print(json.dumps(samples))
+    collections = {backend: _collection()}
+    if backend == "instrumented":
+        ib.clear()
+        collections["instrumented, captures cleared"] = _collection()
+    print(json.dumps({"rss": samples, "gc": collections}))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -68,14 +88,16 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     compiles = 3 if args.smoke else args.compiles
     limit = 2 if args.smoke else args.limit
-    series = {}
+    series, collections = {}, {}
     for backend in ("inductor", "instrumented"):
         proc = subprocess.run([sys.executable, __file__, "--child", backend, str(compiles), str(limit)],
                               capture_output=True, text=True, timeout=3600)
         if proc.returncode != 0:
             print(proc.stdout[-2000:], proc.stderr[-4000:])
             return 1
-        series[backend] = json.loads(proc.stdout.strip().splitlines()[-1])
+        answer = json.loads(proc.stdout.strip().splitlines()[-1])
+        series[backend] = answer["rss"]
+        collections.update(answer["gc"])
     marks = sorted({0, compiles // 4, compiles // 2, compiles - 1})
     rows = [[f"after compile {i + 1}", *(f"{series[b][i]:.0f} MB" for b in series),
              f"{series['instrumented'][i] / series['inductor'][i]:.2f}x"] for i in marks]
@@ -83,6 +105,11 @@ def main(argv: list[str] | None = None) -> int:
     growth = {b: series[b][-1] - series[b][marks[1] if len(marks) > 1 else 0] for b in series}
     print(f"growth from compile {marks[1] + 1} to {compiles}: inductor {growth['inductor']:+.0f} MB, "
           f"instrumented {growth['instrumented']:+.0f} MB (capture limit {limit})")
+    base = collections["inductor"]
+    print(tabulate([[name, f"{c['objects']:,}", f"{c['ms']:.0f} ms", f"{c['ms'] / base['ms']:.2f}x"]
+                    for name, c in collections.items()],
+                   headers=["after the last compile", "GC-tracked objects", "full gc.collect()", "ratio"],
+                   disable_numparse=True))
     return 0
 
 

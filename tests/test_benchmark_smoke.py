@@ -101,3 +101,4 @@ def test_compile_overhead_benchmark_smoke_prints_its_ratio():
 def test_memory_benchmark_smoke_prints_both_backends():
     stdout = run_benchmark("memory.py", "--smoke")
     assert "inductor RSS" in stdout and "instrumented RSS" in stdout and "capture limit 2" in stdout
+    assert "full gc.collect()" in stdout and "instrumented, captures cleared" in stdout
