@@ -112,6 +112,24 @@ def test_reduction_lines_including_accumulator_setup(reduction):
     assert all(line.source is not None for line in tagged)
 
 
+def _bf16_reduce(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    return (x * 2).sum(dim=-1), torch.relu(x).amax(dim=0)
+
+
+def test_lines_a_codegen_pass_inserts_are_attributed_by_data_flow():
+    """The C++ backend legalizes bf16 math after lowering: it inserts a ``to_dtype`` after each bf16
+    load straight into the loop body's graph, past the tracer, so those nodes carry no FX origin;
+    their lines get the origin of the value they convert."""
+    cap, result, code, ref, ref_code = _compile(_bf16_reduce, torch.randn(16, 40).to(torch.bfloat16))
+    assert code == ref_code and all(map(torch.equal, result, ref))
+    upcasts = [line for k in cap.kernels for line in k.lines if re.search(r"convert<float\b", line.text)]
+    assert upcasts, "bf16 loads should be upcast to float in the kernel"
+    assert all(line.ir_ops == ["ops.to_dtype"] and line.fx_nodes and set(line.fx_nodes) <= {"mul", "relu"}
+               for line in upcasts), [(line.ir_ops, line.fx_nodes, line.text) for line in upcasts]
+    coverage = ib.line_coverage([cap])
+    assert coverage.mapped_percent == 100.0, coverage.unmapped
+
+
 def test_training_backward_lines_map_to_forward_source():
     def loss(x, w):
         h = torch.tanh(x * w)

@@ -5,7 +5,10 @@ origin, or, when a body is re-traced from another body, with the stamp of the no
 (``V.interpreter.current_node``), or, when neither is known (a template traces its epilogue's
 final store itself), with the stamp of the value it consumes (data flow: the stored value).
 While ``InterpreterShim.run_node`` runs a stamped node during codegen, the lines the kernel writes
-are tagged with that node's IR op and FX node.
+are tagged with that node's IR op and FX node. A node a codegen pass inserted into the body's
+graph directly, past the tracer (the C++ backend's low-precision legalization adds a ``to_dtype``
+after each bf16/fp16 load and before each such store), has no stamp: its lines get the stamp of
+the value it consumes, as a template's final store does.
 """
 
 from __future__ import annotations
@@ -81,7 +84,10 @@ def _emitting_run_node(original_run_node: Callable[[Any, Any], Any]) -> Callable
         meta = n.meta
         origin = meta.get(_ORIGIN)
         if origin is None:  # a body's node runs once per kernel it is generated into: look it up once
-            origin = meta[_ORIGIN] = provenance.origin_of(_ir_op(n), meta.get(STAMP))
+            stamp = meta.get(STAMP)
+            if stamp is None:  # inserted by a codegen pass, not traced: attributed by data flow
+                stamp = _consumed_stamp(n)
+            origin = meta[_ORIGIN] = provenance.origin_of(_ir_op(n), stamp)
         previous = state.emission
         state.emission = origin
         try:
