@@ -130,6 +130,41 @@ def test_lines_a_codegen_pass_inserts_are_attributed_by_data_flow():
     assert coverage.mapped_percent == 100.0, coverage.unmapped
 
 
+def _with_cond(x: torch.Tensor) -> torch.Tensor:
+    y = torch.sin(x) * 3
+    z = torch.cond(x.sum() > 0, lambda v: v.sin() * 2, lambda v: v.cos() - 1, (x,))
+    return z + y
+
+
+def test_subgraph_lines_map_to_their_own_nodes_not_the_root_graphs_namesakes():
+    """A torch.cond branch is lowered from its own FX graph, whose node names (``sin``, ``mul``)
+    repeat the root graph's: its lines are labelled by submodule path and reach the branch's line."""
+    cap, result, code, ref, ref_code = _compile(_with_cond, torch.randn(6))
+    assert code == ref_code and torch.equal(result, ref)
+    first = inspect.getsourcelines(_with_cond)[1]
+    root_line, cond_line = first + 1, first + 2
+    by_node: dict[str, set[int]] = {}
+    for kernel in cap.kernels:
+        for line in kernel.tagged_lines:
+            for name in line.fx_nodes:
+                by_node.setdefault(name, set()).add(line.source.line if line.source else -1)
+    assert by_node["sin"] == by_node["mul"] == {root_line}, by_node
+    assert by_node["true_graph_0.sin"] == by_node["true_graph_0.mul"] == {cond_line}, by_node
+    assert by_node["false_graph_0.cos"] == by_node["false_graph_0.sub"] == {cond_line}, by_node
+    branch = cap.nodes["true_graph_0.mul"]
+    assert branch.target == "aten.mul.Tensor" and branch.code.startswith("mul = torch.ops.aten.mul.Tensor(sin, 2)")
+    assert branch.dynamo_nodes and all(d.endswith(".mul") for d in branch.dynamo_nodes), branch.dynamo_nodes
+    coverage = ib.line_coverage([cap])
+    assert coverage.mapped_percent == coverage.sourced_percent == 100.0, coverage.unsourced_nodes
+    # The report's graph panes link each printed line to the node it defines, branch or root.
+    from instrumented_backend.report.page import graph_page
+
+    panes = {pane.key: pane for pane in graph_page(cap).panes}
+    for key, prefix, branch_mul in (("post_grad", "p", "true_graph_0.mul"), ("dynamo", "d", "cond_true_0.mul")):
+        ids = [ident for line in panes[key].lines for ident in line.ids]
+        assert f"{prefix}:{branch_mul}" in ids and len(ids) == len(set(ids)), (key, ids)
+
+
 def test_training_backward_lines_map_to_forward_source():
     def loss(x, w):
         h = torch.tanh(x * w)

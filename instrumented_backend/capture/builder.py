@@ -71,7 +71,7 @@ class CaptureBuilder:
         self.problems: list[CaptureProblem] = []
         self.ir_pre_fusion: list[str] = []
         self.ir_post_fusion: list[str] = []
-        self.recorder = LineRecorder()
+        self.recorder = LineRecorder(root=aot_graph)  # names subgraph nodes by their submodule path
         self.rewrites = RewriteLog()  # what this graph's post-grad passes replaced
         self.ir_text_memo = ir_format.IrTextMemo()  # shared by the pre- and post-fusion logs
         # compile_fx_inner mutates aot_graph into the post-grad graph: keep the original.

@@ -28,12 +28,14 @@ import inspect
 import linecache
 import os
 import re
+from functools import partial
 from typing import Any, Optional, Sequence
 
 import torch.fx
 
 from ..deferred import Deferred, resolve
 from ..records import NodeProvenance, SourceLocation
+from .recorder import subgraph_paths
 from .rewrites import ReplacedNode, RewriteLog, chain_roots
 
 __all__ = ["parse_stack_trace", "module_source", "build_node_map", "seq_nr_index"]
@@ -159,14 +161,17 @@ def build_node_map(post_grad: Any, post_grad_code: "str | Deferred[str]", dynamo
     """
     if post_grad is None:
         return {}
-    dynamo_nodes = {n.name: n for n in dynamo_graph.graph.nodes} if dynamo_graph is not None else {}
+    dynamo_nodes = {label: n for label, n, _ in _labelled_nodes(dynamo_graph)} if dynamo_graph is not None else {}
+    in_subgraphs: dict[str, list[str]] = {}  # a Dynamo subgraph node's name -> its labels
     by_source: dict[tuple[str, int], list[str]] = {}
-    for dyn in dynamo_nodes.values():
+    for label, dyn in dynamo_nodes.items():
+        if label != dyn.name:
+            in_subgraphs.setdefault(dyn.name, []).append(label)
         if dyn.op not in ("call_function", "call_method", "call_module"):
             continue
         loc = parse_stack_trace(dyn.meta.get("stack_trace"))
         if loc is not None:
-            by_source.setdefault((loc.file, loc.line), []).append(dyn.name)
+            by_source.setdefault((loc.file, loc.line), []).append(label)
 
     def in_dynamo(names: Sequence[str]) -> list[str]:
         """``names`` as Dynamo nodes; a name a pre-grad pass made stands for what it replaced."""
@@ -185,16 +190,35 @@ def build_node_map(post_grad: Any, post_grad_code: "str | Deferred[str]", dynamo
                     result.append(candidate)
         return result
 
+    def in_dynamo_subgraphs(names: Sequence[str], location: Optional[SourceLocation]) -> list[str]:
+        """A subgraph node's chain roots, as Dynamo subgraph nodes (on its source line, if several)."""
+        result: list[str] = []
+        for name in names:
+            candidates = in_subgraphs.get(name, [])
+            if len(candidates) > 1 and location is not None:
+                on_line = set(same_line(location))
+                candidates = [c for c in candidates if c in on_line] or candidates
+            result.extend(c for c in candidates if c not in result)
+        return result
+
     def same_line(location: Optional[SourceLocation]) -> list[str]:
         return list(by_source.get((location.file, location.line), [])) if location is not None else []
 
     # Each node's printed line is looked up on first read of its ``code`` (see ..deferred).
-    code_lines = Deferred(lambda: _code_lines(resolve(post_grad_code)), fallback={})
+    code_lines = {"": Deferred(lambda: _code_lines(resolve(post_grad_code)), fallback={})}
+    labelled = _labelled_nodes(post_grad)
+    label_of = {node: label for label, node, _ in labelled}
     found: dict[str, tuple[list[str], Optional[SourceLocation], str]] = {}
-    for node in post_grad.graph.nodes:
+    for label, node, subgraph in labelled:
         if node.op != "call_function":
             continue
         source = parse_stack_trace(node.meta.get("stack_trace"))
+        if subgraph:  # a cond branch, a loop body: its names are its own, never the root graph's
+            roots = in_dynamo_subgraphs(chain_roots(node), source) or same_line(source)
+            found[label] = (roots, source, "from_node" if roots else "none")
+            if subgraph not in code_lines:
+                code_lines[subgraph] = Deferred(partial(_graph_code_lines, node.graph), fallback={})
+            continue
         roots = in_dynamo(chain_roots(node))
         attribution = "from_node" if roots else "none"
         if not roots and source is not None:
@@ -215,29 +239,30 @@ def build_node_map(post_grad: Any, post_grad_code: "str | Deferred[str]", dynamo
             source = source or forward.source
         if source is None and roots and roots[0] in dynamo_nodes:
             source = parse_stack_trace(dynamo_nodes[roots[0]].meta.get("stack_trace"))
-        found[node.name] = (roots, source, attribution)
-    _fill_from_data_flow(post_grad, found)
-    for node in post_grad.graph.nodes:
-        entry = found.get(node.name)
+        found[label] = (roots, source, attribution)
+    _fill_from_data_flow(labelled, label_of, found)
+    for label, node, _ in labelled:
+        entry = found.get(label)
         if entry is not None and entry[1] is None:  # no frame anywhere: the module's forward
             roots = entry[0]
             location = module_source(dynamo_nodes[roots[0]]) if roots and roots[0] in dynamo_nodes else None
-            found[node.name] = (roots, location or module_source(node), entry[2])
+            found[label] = (roots, location or module_source(node), entry[2])
 
     result: dict[str, NodeProvenance] = {}
-    for node in post_grad.graph.nodes:
-        if node.op in ("placeholder", "get_attr"):  # first_use: the line that first uses it (a weight's load)
-            users = [found[user.name][1] for user in node.users if user.name in found and found[user.name][1]]
+    for label, node, subgraph in labelled:
+        if node.op in ("placeholder", "get_attr") and not subgraph:  # first_use: the line that first uses it
+            users = [found[label_of[user]][1] for user in node.users
+                     if label_of.get(user) in found and found[label_of[user]][1]]
             kind = "input" if node.op == "placeholder" else "constant"
-            result[node.name] = NodeProvenance(name=node.name, target=kind, code="", dynamo_nodes=[],
-                                               source=None, module="", attribution=kind,
-                                               first_use=users[0] if users else None)
-        elif node.name in found:
-            roots, source, attribution = found[node.name]
-            result[node.name] = NodeProvenance(
-                name=node.name,
+            result[label] = NodeProvenance(name=label, target=kind, code="", dynamo_nodes=[],
+                                           source=None, module="", attribution=kind,
+                                           first_use=users[0] if users else None)
+        elif label in found:
+            roots, source, attribution = found[label]
+            result[label] = NodeProvenance(
+                name=label,
                 target=_target_name(node),
-                code=code_lines.map(lambda lines, name=node.name: lines.get(name, ""), fallback=""),
+                code=code_lines[subgraph].map(lambda lines, name=node.name: lines.get(name, ""), fallback=""),
                 dynamo_nodes=roots,
                 source=source,
                 module=_module_path(node),
@@ -246,19 +271,33 @@ def build_node_map(post_grad: Any, post_grad_code: "str | Deferred[str]", dynamo
     return result
 
 
-def _fill_from_data_flow(post_grad: Any, found: dict[str, tuple[list[str], Optional[SourceLocation], str]]) -> None:
+def _labelled_nodes(root: Any) -> list[tuple[str, torch.fx.Node, str]]:
+    """``(label, node, subgraph path)`` for every node of ``root``'s graph (path ``""``), then of
+    each subgraph module under it, labelled ``path.name`` (see ``recorder.fx_label``)."""
+    labelled = [(n.name, n, "") for n in root.graph.nodes]
+    for graph, path in subgraph_paths(root).values():
+        labelled += [(f"{path}.{n.name}", n, path) for n in graph.nodes]
+    return labelled
+
+
+def _graph_code_lines(graph: torch.fx.Graph) -> dict[str, str]:
+    return _code_lines(graph.python_code(root_module="self").src)
+
+
+def _fill_from_data_flow(labelled: list[tuple[str, torch.fx.Node, str]], label_of: dict[torch.fx.Node, str],
+                         found: dict[str, tuple[list[str], Optional[SourceLocation], str]]) -> None:
     """Nodes still without provenance (an input-mutation ``copy_``, a view AOTAutograd added) take
     that of the value they consume, else of their first user that has one: ``data_flow``."""
     def attributed(node: Any) -> Optional[tuple[list[str], Optional[SourceLocation], str]]:
-        entry = found.get(getattr(node, "name", None))
+        entry = found.get(label_of.get(node))
         return entry if entry is not None and entry[0] else None
 
-    nodes = [n for n in post_grad.graph.nodes if n.name in found]
+    nodes = [(label, n) for label, n, _ in labelled if label in found]
     for order in (nodes, list(reversed(nodes))):
-        for node in order:
-            if found[node.name][0]:
+        for label, node in order:
+            if found[label][0]:
                 continue
             neighbours = list(node.all_input_nodes) if order is nodes else list(node.users)
             donor = next((attributed(n) for n in reversed(neighbours) if attributed(n)), None)
             if donor is not None:
-                found[node.name] = (list(donor[0]), donor[1], "data_flow")
+                found[label] = (list(donor[0]), donor[1], "data_flow")

@@ -31,7 +31,7 @@ from typing import Any, Optional, Sequence
 from .thread_state import thread_local
 
 __all__ = ["Origin", "origin_of", "LineRecorder", "LineTag", "active_recorder", "activate", "push_fx_origin",
-           "pop_fx_origin", "current_fx_origin", "set_emission", "current_emission"]
+           "pop_fx_origin", "current_fx_origin", "set_emission", "current_emission", "fx_label", "subgraph_paths"]
 
 
 @dataclass(frozen=True)
@@ -79,7 +79,11 @@ class LineRecorder:
       (read line by line only for such a source: most kernels are one buffer's known text).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, root: Any = None) -> None:
+        # The graph module being compiled (the post-grad passes edit it in place); the labels of
+        # its subgraphs' nodes are qualified by their submodule path (:func:`fx_label`).
+        self._root = root
+        self._subgraph_paths: Optional[dict[int, tuple[Any, str]]] = None
         self._entries: dict[int, tuple[Any, LineTag]] = {}
         self._texts: dict[str, list[Optional[Origin]]] = {}
         self._fresh: list[tuple[Any, LineTag]] = []
@@ -156,9 +160,23 @@ class LineRecorder:
     def record_kernel(self, kernel_name: str, source: str, line_origins: list[list[Origin]]) -> None:
         self.kernels.setdefault(kernel_name, []).append(TaggedKernel(source, line_origins))
 
+    def label(self, node: Any, name: str) -> str:
+        """``name``, prefixed by its submodule's path if ``node`` belongs to a subgraph of the root."""
+        graph = getattr(node, "graph", None)
+        root = self._root
+        if root is None or graph is getattr(root, "graph", None):
+            return name
+        paths = self._subgraph_paths
+        hit = paths.get(id(graph)) if paths is not None else None
+        if hit is None or hit[0] is not graph:  # a subgraph not seen yet: (re)read the root's submodules
+            paths = self._subgraph_paths = subgraph_paths(root)
+            hit = paths.setdefault(id(graph), (graph, ""))
+        return f"{hit[1]}.{name}" if hit[1] else name
+
     def finish(self) -> None:
         """Drop the side tables once the compile is over: every kernel's tags are in ``kernels``,
         and the tables hold every line object Inductor wrote (the record may be read much later)."""
+        self._root = self._subgraph_paths = None
         self._entries.clear()
         self._texts.clear()
         self._fresh.clear()
@@ -238,6 +256,29 @@ def current_fx_origin() -> Optional[str]:
     """The innermost FX node currently being lowered/traced, or None."""
     stack = _state.fx_stack
     return stack[-1] if stack else None
+
+
+def subgraph_paths(root: Any) -> dict[int, tuple[Any, str]]:
+    """``{id(graph): (graph, submodule path)}`` for every subgraph module under ``root`` (a
+    ``torch.cond`` branch: ``true_graph_0``; nested: ``true_graph_0.false_graph_0``)."""
+    import torch.fx
+
+    paths: dict[int, tuple[Any, str]] = {}
+    for path, module in root.named_modules():
+        if path and isinstance(module, torch.fx.GraphModule):
+            paths[id(module.graph)] = (module.graph, path)
+    return paths
+
+
+def fx_label(node: Any) -> Optional[str]:
+    """The name the line map knows an FX node by: its name, prefixed by its submodule's path when
+    it belongs to a subgraph of the graph being compiled (``true_graph_0.sin``, a ``torch.cond``
+    branch's ``sin``), so that it never passes for the root graph's node of the same name."""
+    name = getattr(node, "name", None)
+    recorder = _state.recorder
+    if name is None or recorder is None:
+        return name
+    return recorder.label(node, name)
 
 
 def set_emission(origin: Optional[Origin]) -> Optional[Origin]:

@@ -33,6 +33,7 @@ PANES = {
     "code": "Output code (output_code.py)",
 }
 CONTEXT_LINES = 2  # source lines shown around each line the map names
+_CLASS = re.compile(r"^(?P<indent>\s*)class (?P<name>[^\s(]+)\(")
 _ASSIGNED = re.compile(r"^\s*(?P<name>[A-Za-z_]\w*)(?:\s*:\s*\"[^\"]*\")?\s*=\s")
 _IR_OP = re.compile(r"^(?P<op>op\d+(?:_op\d+)*)\b")
 _IR_BUFFER = re.compile(r"^\s*(?P<buf>buf\d+): ")
@@ -94,11 +95,22 @@ class GraphPage:
 
 
 def _graph_lines(code: str, prefix: str, known: set[str]) -> list[Line]:
-    """A printed FX graph, each assignment line carrying the id of the node it defines."""
+    """A printed FX graph, each assignment line carrying the id of the node it defines. A subgraph
+    (a ``torch.cond`` branch) is printed as a nested class: its nodes are known by their submodule
+    path (``true_graph_0.sin``), never as the root graph's namesakes."""
     lines = []
+    scopes: list[tuple[int, str]] = []  # (indentation, class name) of the classes a line is inside
+    path = ""
     for number, (text, fragment) in enumerate(zip(code.split("\n"), highlight_lines(code, "python")), 1):
+        nested = _CLASS.match(text)
+        if nested:
+            while scopes and scopes[-1][0] >= len(nested["indent"]):
+                scopes.pop()
+            scopes.append((len(nested["indent"]), nested["name"]))
+            path = ".".join(name for _, name in scopes[1:])
         match = _ASSIGNED.match(text)
-        ids = [f"{prefix}:{match['name']}"] if match and match["name"] in known else []
+        name = (f"{path}.{match['name']}" if path else match["name"]) if match else ""
+        ids = [f"{prefix}:{name}"] if name in known else []
         lines.append(Line(fragment, ids, str(number)))
     return lines
 

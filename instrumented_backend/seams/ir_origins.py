@@ -26,7 +26,7 @@ def _lowering_node_name() -> Any:
         node = V.graph.current_node
     except Exception:  # noqa: BLE001 - no graph being lowered
         return None
-    return getattr(node, "name", None)
+    return provenance.fx_label(node)
 
 
 def _wrap_inner_fn(inner_fn: Callable[..., Any], name: str) -> Callable[..., Any]:

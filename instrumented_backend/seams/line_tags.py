@@ -259,8 +259,8 @@ def template_origins(nodes: Any) -> list[provenance.Origin]:
         template = getattr(buffer, "template", None)
         name = getattr(template, "name", None) or type(buffer).__name__
         origin_node = buffer.get_origin_node()
-        fx_nodes = [origin_node.name] if origin_node is not None else sorted(
-            {node.name for node in getattr(buffer, "origins", None) or ()})
+        fx_nodes = [provenance.fx_label(origin_node)] if origin_node is not None else sorted(
+            {provenance.fx_label(node) for node in getattr(buffer, "origins", None) or ()})
         return [provenance.origin_of(f"template:{name}", fx_node) for fx_node in fx_nodes]
     return []
 

@@ -27,7 +27,7 @@ def buffer_origins(graph: Any) -> dict[str, list[str]]:
     result: dict[str, list[str]] = {}
     for name, buffer in graph.name_to_buffer.items():
         origins = getattr(buffer, "origins", None) or ()
-        result[name] = sorted({node.name for node in origins})
+        result[name] = sorted({provenance.fx_label(node) for node in origins})
     return result
 
 
@@ -37,7 +37,7 @@ def buffer_nodes(graph: Any) -> dict[str, str]:
     for name, buffer in graph.name_to_buffer.items():
         node = getattr(buffer, "origin_node", None)
         if node is not None:
-            result[name] = node.name
+            result[name] = provenance.fx_label(node)
     return result
 
 
