@@ -72,6 +72,27 @@ def test_a_compile_error_is_explained_and_minified(tmp_path):
     assert result.layers.first_failing == "inductor" and result.repro_path
 
 
+class _GeluMLP(_MLP):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc2(torch.nn.functional.gelu(self.fc1(x)))
+
+
+def test_a_backward_only_compile_error_is_found_in_the_training_step_and_minified(tmp_path):
+    """GELU's forward is erf, its gradient exp: a broken ``exp`` lowering fails only the backward's
+    compile. The layers run the training step (a forward alone passes every layer), and the repro
+    is minified from the backward graph (the Dynamo graph, compiled alone, compiles)."""
+    torch.manual_seed(0)
+    model, x = _GeluMLP(), torch.randn(4, 16)
+    with ib.faults.bad_lowering("exp", "std::not_exp({x})", vectorized="{x}.not_exp()"):
+        result = ib.diagnose(model, x, train=True, out_dir=tmp_path)
+        assert _reproduces(result.repro_path)
+    assert result.verdict == "compile_error" and result.graphs[-1].endswith("backward")
+    assert result.layers.first_failing == "inductor", result.layers
+    assert [layer.status for layer in result.layers.layers] == ["ok", "ok", "ok", "error"]
+    assert any("not_exp" in line.text for line in result.culprit_lines)
+    assert "minified" in result.minifier and "exp" in Path(result.repro_path).read_text()
+
+
 def _breaks_the_graph(x: torch.Tensor) -> torch.Tensor:
     y = torch.sin(x)
     torch._dynamo.graph_break()

@@ -245,6 +245,26 @@ def _minify(graph: torch.fx.GraphModule, args: Sequence[Any], check: Any, hints:
     return str(result.repro_path or ""), result.summary()
 
 
+def _inputs_like_placeholders(graph: torch.fx.GraphModule) -> Optional[list[Any]]:
+    """Tensors with the shape, stride and dtype of each input of ``graph`` (from its placeholders'
+    fake values), for a graph that failed to compile: the values never matter to a compile error.
+    None when an input is symbolic or unknown."""
+    args: list[Any] = []
+    for node in graph.graph.find_nodes(op="placeholder"):
+        value = node.meta.get("val")
+        if isinstance(value, torch.Tensor):
+            if not all(isinstance(n, int) for n in (*value.shape, *value.stride())):
+                return None
+            tensor = torch.empty_strided(tuple(value.shape), tuple(value.stride()), dtype=value.dtype,
+                                         device=value.device)
+            args.append(tensor.normal_() if tensor.is_floating_point() else tensor.zero_())
+        elif isinstance(value, (int, float, bool)):
+            args.append(value)
+        else:
+            return None
+    return args
+
+
 class KeywordCall(torch.nn.Module):
     """``target(*args, **kwargs)`` as a call with positional arguments only.
 
@@ -370,8 +390,10 @@ def diagnose(fn: Callable[..., Any], *inputs: Any, kwargs: Optional[dict[str, An
     began = time.perf_counter()
     say(f"{result.verdict}: finding the failing layer")
     dynamic, fullgraph = dynamo_kwargs.get("dynamic"), bool(dynamo_kwargs.get("fullgraph"))
+    # A training step's failure may be the backward's alone (its compile, its gradients): the layers
+    # run the whole step then, or every layer would pass.
     result.layers = (_training_layers(fn, inputs, seed, tol, patches, dynamic, fullgraph)
-                     if result.verdict == "wrong_gradient"
+                     if result.verdict == "wrong_gradient" or (train and result.verdict != "inaccurate")
                      else find_failing_layer(fn, *inputs, layers=_TRAINING_LAYERS, options=patches, dynamic=dynamic,
                                              fullgraph=fullgraph, tol=tol, seed=seed, bisect=bisect))
     step("layer", began, result.layers.first_failing or "")
@@ -405,7 +427,14 @@ def diagnose(fn: Callable[..., Any], *inputs: Any, kwargs: Optional[dict[str, An
                 break
     elif result.verdict == "compile_error":
         failed = next((g for g in graphs if g.failed), None)
-        if failed is not None and calls:
+        backward_args = (_inputs_like_placeholders(failed.post_grad_graph)
+                         if failed is not None and failed.kind == "backward" and failed.post_grad_graph is not None
+                         else None)
+        if backward_args is not None:  # only the backward fails to compile: the Dynamo graph's would not
+            target_graph, args = failed.post_grad_graph, backward_args
+            for line in result.culprit_lines:
+                hints.extend(n for n in line.fx_nodes if n not in hints)
+        elif failed is not None and calls:
             target_graph, args = failed.dynamo_graph, calls[-1][0]
             for line in result.culprit_lines:
                 hints.extend(n for n in line.dynamo_nodes if n not in hints)
