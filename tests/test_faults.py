@@ -41,6 +41,22 @@ def test_doubling_neg_patches_both_code_generators_and_restores_them(options):
     assert after == before  # the original lowering is back, byte for byte
 
 
+def _rms_norm(x: torch.Tensor) -> torch.Tensor:
+    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6)
+
+
+def test_a_fault_reaches_a_vectorized_kernel_that_falls_back_to_the_scalar_lowering():
+    """In a vectorized kernel, ``rsqrt`` of a row's mean (a scalar operand) falls back to the scalar
+    lowering, which Inductor finds by the vectorized function's name: the fault's own function
+    must carry the op's name (it was 'lowering', and the compile failed with an AttributeError)."""
+    x = torch.randn(8, 64)
+    with ib.faults.bad_lowering("rsqrt", "1 / std::sqrt({x}) * decltype({x})(2)",
+                                vectorized="{x}.rsqrt() * decltype({x})(2)"):
+        result, (code,) = compile_and_run(_rms_norm, x, backend="inductor")
+    assert "1 / std::sqrt(" in code and "* decltype(" in code
+    torch.testing.assert_close(result, _rms_norm(x) * 2)
+
+
 def test_fault_never_served_from_or_written_into_the_caches():
     x = tutorial_inputs(torch.float32)
     compile_and_run(foo1, *x, backend="inductor")  # a cache entry for the good build may exist now

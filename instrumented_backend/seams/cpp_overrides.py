@@ -50,7 +50,14 @@ def get_override(flavour: str, op: str) -> Any:
 
 
 def set_override(flavour: str, op: str, value: Any) -> None:
-    """Install ``value`` (a staticmethod, or the raw attribute saved by get_override) for ``op``."""
+    """Install ``value`` (a staticmethod, or the raw attribute saved by get_override) for ``op``.
+
+    The function is renamed ``op``: a vectorized kernel given only scalar operands falls back to
+    the scalar lowering found by the function's ``__name__`` (``CppVecOverrides.__new__``'s wrapper)."""
+    function = getattr(value, "__func__", None)
+    if function is not None and getattr(function, "__name__", op) != op:
+        function.__name__ = op
+        function.__qualname__ = f"{overrides_class(flavour).__name__}.{op}"
     setattr(overrides_class(flavour), op, value)
 
 
