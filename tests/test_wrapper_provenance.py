@@ -45,6 +45,21 @@ def test_extern_kernels_map_to_their_fx_node_and_source(extern_capture):
     assert bmm_line in cap.lines_for(source=f"test_wrapper_provenance.py:{FIRST + 3}")
 
 
+def _normed_linear(x: torch.Tensor) -> torch.Tensor:
+    h = torch.nn.functional.layer_norm(x + 1, (8,))
+    return LINEAR(h.transpose(0, 1).contiguous().view(-1, 8))
+
+
+def test_an_extern_call_is_sourced_to_its_own_node_not_to_what_feeds_it():
+    """The addmm's buffer also lists the nodes lowered into its input (the layer norm, the views)
+    among its origins; its call line is the linear's, read from the node the buffer is the value of."""
+    with torch.no_grad(), ib.capture() as session:
+        compile_and_run(_normed_linear, torch.randn(4, 2, 8))
+    (line,) = session[-1].kernel("extern_kernels.addmm").lines
+    assert line.fx_nodes[0] == "addmm" and {"add", "var_mean"} <= set(line.fx_nodes), line.fx_nodes
+    assert line.source.line == inspect.getsourcelines(_normed_linear)[1] + 2, line.source
+
+
 def test_wrapper_lines_allocations_launches_and_inputs(extern_capture):
     cap, *_ = extern_capture
     by_text = {line.text.strip(): line for line in cap.wrapper_lines}

@@ -104,7 +104,8 @@ def attach_wrapper_lines(output_code: str, kernels: list[KernelInfo], recorder: 
 
     * a generated kernel's call line: every FX node of the kernel's tagged lines;
     * any other statement: the FX nodes lowered into the buffer it writes (``out=buf0``,
-      ``buf0 = ...``), frees (``del buf0``) or, failing those, first names; a graph input
+      ``buf0 = ...``), frees (``del buf0``) or, failing those, first names, the node the buffer is
+      the value of (its ``origin_node``) first, so the statement's source is that node's; a graph input
       (``assert_size_stride(arg0_1, ...)``) is attributed to its placeholder node.
 
     Buffer origins are recorded by Inductor at lowering (``seams/wrapper_buffers.py``); the
@@ -113,7 +114,9 @@ def attach_wrapper_lines(output_code: str, kernels: list[KernelInfo], recorder: 
     """
     lines = output_code.splitlines()
     known: dict[str, list[str]] = {name: [name] for name in recorder.graph_inputs}
-    known.update(recorder.buffer_origins)
+    for name, origins in recorder.buffer_origins.items():  # the node the buffer is the value of first:
+        own = recorder.buffer_nodes.get(name)             # its line is the statement's source line
+        known[name] = [own, *(n for n in origins if n != own)] if own in origins else list(origins)
     extern_at = {k.start_line: k for k in kernels if k.kind == "extern"}
     kernel_nodes = {
         k.name: _unique([n for line in k.lines for n in line.fx_nodes]) for k in kernels if k.kind != "extern"
