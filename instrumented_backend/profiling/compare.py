@@ -87,7 +87,11 @@ def compare(report: "ProfileReport") -> Comparison:
 
 def set_shares_of_saving(categories: list[CategoryComparison]) -> None:
     """Each category's part of the time compiling saves per step; None for all when it saves
-    nothing (compiled no faster than eager: a "share" of a loss would read backwards)."""
-    saved = sum(c.eager_us - c.compiled_us for c in categories)
-    for category in categories:
-        category.share_of_saving = (category.eager_us - category.compiled_us) / saved if saved > 0 else None
+    nothing (compiled no faster than eager: a "share" of a loss would read backwards), or when a
+    category is slower compiled while the whole is faster (the shares would pass 100% and go below
+    zero: 219% and -116% of a net saving say less than the times themselves)."""
+    deltas = [c.eager_us - c.compiled_us for c in categories]
+    saved = sum(deltas)
+    shares_add_up = saved > 0 and min(deltas, default=0.0) >= 0
+    for category, delta in zip(categories, deltas):
+        category.share_of_saving = delta / saved if shares_add_up else None

@@ -196,12 +196,16 @@ def _gemm_share(report: "ProfileReport") -> list[Finding]:
     saved = sum(c.eager_us - c.compiled_us for c in comparison.categories)
     eager_total = sum(c.eager_us for c in comparison.categories)
     deltas = {c.category: c.eager_us - c.compiled_us for c in comparison.categories}
-    if eager_total and saved > 0.05 * eager_total:
-        parts = ", ".join(f"{c.category} {c.share_of_saving:.0%}" for c in comparison.categories)
-        return [Finding("saving", f"Where the time saved per step ({format_us(saved)}, profiled) comes from: {parts}.",
-                        {"saved_us": saved, **{c.category: c.share_of_saving for c in comparison.categories}})]
     parts = ", ".join(
         f"{name} {'saves' if delta >= 0 else 'costs'} {format_us(abs(delta))}" for name, delta in deltas.items()
     )
+    if eager_total and saved > 0.05 * eager_total:
+        if all(c.share_of_saving is not None for c in comparison.categories):
+            shares = ", ".join(f"{c.category} {c.share_of_saving:.0%}" for c in comparison.categories)
+            return [Finding("saving", f"Where the time saved per step ({format_us(saved)}, profiled) comes from: "
+                                      f"{shares}.",
+                            {"saved_us": saved, **{c.category: c.share_of_saving for c in comparison.categories}})]
+        return [Finding("saving", f"Compiling saves {format_us(saved)} per step (profiled), net: {parts}.",
+                        {"saved_us": saved, **deltas})]
     return [Finding("saving", f"Compiling saves little or nothing per step (profiled): {parts}.",
                     {"saved_us": saved, **deltas})]

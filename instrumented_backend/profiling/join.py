@@ -34,6 +34,10 @@ GEMM_OPS = frozenset({
     "mkldnn_convolution", "_convolution_pointwise", "einsum", "_int_mm", "_weight_int8pack_mm", "qlinear_pointwise",
     "scaled_dot_product_attention", "_scaled_dot_product_flash_attention_for_cpu",
     "_scaled_dot_product_efficient_attention", "_scaled_dot_product_flash_attention", "dot", "vdot", "mv", "addmv",
+    "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "_addmm_activation", "tensordot", "_scaled_mm",
+    # a training step's backward: the gradients of the above are GEMMs too
+    "convolution_backward", "_scaled_dot_product_flash_attention_for_cpu_backward",
+    "_scaled_dot_product_efficient_attention_backward", "_scaled_dot_product_flash_attention_backward",
 })
 
 
