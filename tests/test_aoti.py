@@ -66,4 +66,9 @@ def test_the_aot_graph_is_captured_with_kernels_and_source_lines(packages):
     # sourced to the line that first uses it, as a graph input's is.
     coverage = ib.line_coverage([capture])
     assert coverage.sourced_percent == 100.0, coverage.unsourced_nodes
+    # Library calls (aoti_torch_cpu_addmm_out) map to their node and line, through the buffers
+    # the wrapper names, read when AOTInductor compiles it into the package.
+    assert coverage.extern_calls_tagged_percent == 100.0
+    first = [k.lines[0] for k in externs][0]
+    assert first.fx_nodes[0] == "addmm" and first.source.code == "h = torch.neg(torch.relu(self.fc1(x)))"
     assert capture.nodes["gain"].attribution == "constant" and capture.nodes["gain"].first_use is not None

@@ -1,4 +1,5 @@
-"""Seam: the buffers the wrapper code names, read when Inductor loads it (``GraphLowering._compile_to_module_lines``).
+"""Seam: the buffers the wrapper code names, read when Inductor loads it (``GraphLowering._compile_to_module_lines``)
+or AOTInductor compiles it into a package (``AotCodeCompiler.compile``).
 
 Every statement of the wrapper's ``call()`` names the buffers it allocates, writes or frees
 (``buf0 = empty_strided_cpu(...)``, ``extern_kernels.addmm(..., out=buf0)``,
@@ -41,26 +42,42 @@ def buffer_nodes(graph: Any) -> dict[str, str]:
     return result
 
 
+def _record(graph: Any, wrapper_code: str) -> None:
+    """Hand the active recorder what the line map needs of ``graph`` once its wrapper is final."""
+    recorder = provenance.active_recorder()
+    if recorder is None:
+        return
+    try:
+        recorder.wrapper_code = wrapper_code  # output_code.py, even if loading it fails
+        recorder.buffer_origins.update(buffer_origins(graph))
+        recorder.buffer_nodes.update(buffer_nodes(graph))
+        recorder.graph_inputs.extend(n for n in graph.graph_inputs if n not in recorder.graph_inputs)
+    except Exception as exc:  # noqa: BLE001 - provenance must never break a compile
+        recorder.problems.append(f"wrapper_buffers: {exc!r}")
+
+
 @install_once
 def install() -> None:
-    """Patch GraphLowering._compile_to_module_lines once per process."""
+    """Patch GraphLowering._compile_to_module_lines (the Python and C++ wrappers, loaded in process)
+    and AotCodeCompiler.compile (AOTInductor's wrapper, compiled into a package) once per process."""
+    from torch._inductor.codecache import AotCodeCompiler
     from torch._inductor.graph import GraphLowering
 
     original = GraphLowering._compile_to_module_lines
 
     def compile_to_module_lines(self: Any, wrapper_code: Any) -> Any:
-        recorder = provenance.active_recorder()
-        if recorder is not None:
-            try:
-                recorder.wrapper_code = wrapper_code.value  # output_code.py, even if loading it fails
-                recorder.buffer_origins.update(buffer_origins(self))
-                recorder.buffer_nodes.update(buffer_nodes(self))
-                recorder.graph_inputs.extend(n for n in self.graph_inputs if n not in recorder.graph_inputs)
-            except Exception as exc:  # noqa: BLE001 - provenance must never break a compile
-                recorder.problems.append(f"wrapper_buffers: {exc!r}")
+        _record(self, wrapper_code.value)
         return original(self, wrapper_code)
 
     GraphLowering._compile_to_module_lines = compile_to_module_lines
+
+    original_aot = AotCodeCompiler.compile.__func__
+
+    def aot_compile(cls: Any, graph: Any, wrapper_code: str, *args: Any, **kwargs: Any) -> Any:
+        _record(graph, wrapper_code)
+        return original_aot(cls, graph, wrapper_code, *args, **kwargs)
+
+    AotCodeCompiler.compile = classmethod(aot_compile)
 
 
 def check() -> None:
@@ -76,3 +93,9 @@ def check() -> None:
     for attr in ("self.name_to_buffer", "self.graph_inputs"):
         if attr not in init_source:
             raise SeamMoved(f"wrapper_buffers: GraphLowering no longer has {attr.split('.')[1]}")
+    from torch._inductor.codecache import AotCodeCompiler
+
+    if not isinstance(inspect.getattr_static(AotCodeCompiler, "compile", None), classmethod):
+        raise SeamMoved("wrapper_buffers: AotCodeCompiler.compile is no longer a classmethod")
+    if list(inspect.signature(AotCodeCompiler.compile).parameters)[:2] != ["graph", "wrapper_code"]:
+        raise SeamMoved("wrapper_buffers: AotCodeCompiler.compile(graph, wrapper_code, ...) changed")
