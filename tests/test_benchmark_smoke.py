@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import sys
+from concurrent.futures import ThreadPoolExecutor
+from typing import Callable, Iterator
 
+import pytest
 from conftest import REPO
 
 sys.path.insert(0, str(REPO / "benchmarks"))
@@ -19,28 +22,51 @@ def run_benchmark(script: str, *argv: str, timeout: int = 900) -> str:
     return proc.stdout
 
 
-def test_provenance_coverage_smoke_prints_its_table():
-    stdout = run_benchmark("provenance_coverage.py", "--smoke")
+# Each smoke run is a fresh process that mostly compiles; the longest first.
+SMOKE_RUNS = {
+    "minifier_vs_pytorch.py": ("--smoke",),
+    "memory.py": ("--smoke",),
+    "provenance_coverage.py": ("--smoke",),
+    "minify_option.py": ("--smoke",),
+    "html_report.py": ("--layers", "2", "--loads", "2"),
+    "overhead.py": ("--smoke",),
+    "time_to_root_cause.py": ("--smoke",),
+    "profile_overhead.py": ("--smoke",),
+}
+
+
+@pytest.fixture(scope="module")
+def smoke() -> Iterator[Callable[[str], str]]:
+    """The stdout of each smoke run, all started at once and run two at a time (the machines have
+    two cores and the test process only waits): the module takes about half its sequential time.
+    A smoke run checks that a benchmark runs and prints its table, not its figures."""
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        runs = {script: pool.submit(run_benchmark, script, *argv) for script, argv in SMOKE_RUNS.items()}
+        yield lambda script: runs[script].result()
+
+
+def test_provenance_coverage_smoke_prints_its_table(smoke):
+    stdout = smoke("provenance_coverage.py")
     assert "gather_scatter" in stdout and "int_bool" in stdout
     assert "targets (identical, equal, 100% kernels, >=99% mapped, >=97% sourced): MET" in stdout
 
 
-def test_html_report_benchmark_smoke_prints_size_and_time_to_interactive():
+def test_html_report_benchmark_smoke_prints_size_and_time_to_interactive(smoke):
     from browser import require_browser
 
     require_browser()
-    stdout = run_benchmark("html_report.py", "--layers", "2", "--loads", "2")
+    stdout = smoke("html_report.py")
     assert "MobileBERT (2 layers)" in stdout and "time to interactive" in stdout
     assert "console errors: 0" in stdout
 
 
-def test_time_to_root_cause_smoke_prints_the_ratio():
-    stdout = run_benchmark("time_to_root_cause.py", "--smoke")
+def test_time_to_root_cause_smoke_prints_the_ratio(smoke):
+    stdout = smoke("time_to_root_cause.py")
     assert "tutorial doubling neg (forward): diagnose" in stdout and "a = torch.neg(x1)" in stdout
 
 
-def test_minify_option_benchmark_smoke_prints_both_ratios():
-    stdout = run_benchmark("minify_option.py", "--smoke")
+def test_minify_option_benchmark_smoke_prints_both_ratios(smoke):
+    stdout = smoke("minify_option.py")
     assert "minify option, first call: median" in stdout and "minify option, process: median" in stdout
 
 
@@ -76,29 +102,29 @@ def test_statement_filter_keeps_computation_and_drops_structure():
         "auto tmp0 = in_ptr0[x0];", "tmp_acc0 = tmp_acc0 + tmp0;", "out_ptr0[x0] = tmp0;"]
 
 
-def test_minifier_benchmark_smoke_prints_its_table():
-    stdout = run_benchmark("minifier_vs_pytorch.py", "--smoke", timeout=600)
+def test_minifier_benchmark_smoke_prints_its_table(smoke):
+    stdout = smoke("minifier_vs_pytorch.py")
     assert "tutorial" in stdout and "ours compiles" in stdout and "ours warm s" in stdout
     assert "speed-up vs 1 worker(s)" in stdout  # the scaling table: one and two workers
 
 
-def test_profile_overhead_benchmark_smoke_prints_its_ratio():
+def test_profile_overhead_benchmark_smoke_prints_its_ratio(smoke):
     import re
 
-    stdout = run_benchmark("profile_overhead.py", "--smoke", timeout=600)
+    stdout = smoke("profile_overhead.py")
     ratio = re.search(r"ratio ib.profile / plain torch.profiler: ([0-9.]+)x", stdout)
     assert ratio and float(ratio.group(1)) > 0
 
 
-def test_compile_overhead_benchmark_smoke_prints_its_ratio():
+def test_compile_overhead_benchmark_smoke_prints_its_ratio(smoke):
     import re
 
-    stdout = run_benchmark("overhead.py", "--smoke", timeout=600)
+    stdout = smoke("overhead.py")
     ratio = re.search(r"instrumented/inductor: ([0-9.]+)x CPU time over ([0-9]+) pairs", stdout)
     assert ratio and float(ratio.group(1)) > 0 and float(ratio.group(2)) > 0, stdout
 
 
-def test_memory_benchmark_smoke_prints_both_backends():
-    stdout = run_benchmark("memory.py", "--smoke")
+def test_memory_benchmark_smoke_prints_both_backends(smoke):
+    stdout = smoke("memory.py")
     assert "inductor RSS" in stdout and "instrumented RSS" in stdout and "capture limit 2" in stdout
     assert "full gc.collect()" in stdout and "instrumented, captures cleared" in stdout
