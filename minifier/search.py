@@ -403,6 +403,16 @@ def _validate(module: Any, inputs: Sequence[Any], check: Any, *, level: str, str
     unknown = [s for s in (strategies or ()) if s not in STRATEGIES]
     if unknown:
         raise MinifierError(f"minify: unknown strategies {unknown}; known: {list(STRATEGIES)}")
+    subgraphs = [n.target for n in module.graph.nodes if n.op == "get_attr"
+                 and isinstance(getattr(module, str(n.target), None), torch.fx.GraphModule)]
+    if subgraphs:  # an FX GraphModule is rebuilt by re-tracing its code, which a higher-order op refuses
+        users = sorted({str(user.target) for n in module.graph.nodes if n.op == "get_attr" and n.target in subgraphs
+                        for user in n.users})
+        raise MinifierError(
+            f"minify: the graph calls subgraphs {subgraphs} (through {users or 'a submodule'}: torch.cond, "
+            "while_loop, a nested compile region); a graph with subgraphs cannot be rebuilt in a worker or "
+            "a repro yet. Minify the subgraph's own ops: compile the branch's function alone and minify that graph"
+        )
     if not isolate and inside_compile():
         raise MinifierError("minify: isolate=False inside a torch.compile trace would judge every candidate under "
                             "the trace's fake mode; use isolate=True (worker processes)")

@@ -233,6 +233,20 @@ def test_bad_input_gets_a_clear_error(sliced):
         minifier.minify(gm, inputs, check=CompileFailure(), strategies=["Shrink harder"])
 
 
+def test_a_graph_with_control_flow_subgraphs_is_refused_by_name():
+    """A graph calling torch.cond holds its branches as GraphModules; a worker and a repro rebuild a
+    graph by re-tracing its code, which cond refuses (before: the confirming worker died, 'crash')."""
+    graphs = []
+
+    def branchy(x):
+        return torch.cond(x.sum() > 0, lambda v: v.sin(), lambda v: v.cos(), (x,)) + 1
+
+    torch._dynamo.reset()
+    torch.compile(branchy, backend=lambda gm, example: (graphs.append(gm), gm.forward)[1])(torch.randn(4))
+    with pytest.raises(minifier.MinifierError, match=r"subgraphs \['cond_true_0', 'cond_false_0'\] \(through \['cond'\]"):
+        minifier.minify(graphs[0], [torch.randn(4)], check=CompileFailure())
+
+
 def test_the_minifier_never_imports_the_backend():
     import pathlib
 
