@@ -243,7 +243,8 @@ def test_a_graph_with_control_flow_subgraphs_is_refused_by_name():
 
     torch._dynamo.reset()
     torch.compile(branchy, backend=lambda gm, example: (graphs.append(gm), gm.forward)[1])(torch.randn(4))
-    with pytest.raises(minifier.MinifierError, match=r"subgraphs \['cond_true_0', 'cond_false_0'\] \(through \['cond'\]"):
+    named = r"subgraphs \['cond_true_0', 'cond_false_0'\] \(through \['cond'\]"
+    with pytest.raises(minifier.MinifierError, match=named):
         minifier.minify(graphs[0], [torch.randn(4)], check=CompileFailure())
 
 
