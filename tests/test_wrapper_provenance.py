@@ -60,6 +60,24 @@ def test_an_extern_call_is_sourced_to_its_own_node_not_to_what_feeds_it():
     assert line.source.line == inspect.getsourcelines(_normed_linear)[1] + 2, line.source
 
 
+def _looped(x: torch.Tensor) -> torch.Tensor:
+    from torch._higher_order_ops.while_loop import while_loop
+
+    start = torch.zeros((), dtype=torch.int64)
+    _, out = while_loop(lambda i, y: i < 3, lambda i, y: (i + 1, y.sin() * 2), (start, x))
+    return out.cos()
+
+
+def test_a_buffer_without_an_origin_node_leads_with_the_op_it_computes():
+    """A while_loop's result buffer names no origin node; its origins (the loop and the zeros fed to
+    it) are listed latest in the graph first, so its statements are sourced to the loop's line."""
+    with ib.capture() as session:
+        compile_and_run(_looped, torch.randn(6))
+    lines = [line for line in session[-1].wrapper_lines if line.text.strip().startswith("buf1[")]
+    assert lines and all(line.fx_nodes[0] == "while_loop" for line in lines), [ln.fx_nodes for ln in lines]
+    assert all(line.source.line == inspect.getsourcelines(_looped)[1] + 4 for line in lines)
+
+
 def test_wrapper_lines_allocations_launches_and_inputs(extern_capture):
     cap, *_ = extern_capture
     by_text = {line.text.strip(): line for line in cap.wrapper_lines}
