@@ -44,14 +44,14 @@ def _repro_dir() -> Optional[str]:
 
 
 def real_inputs(example_inputs: Sequence[Any], seed: int = 0) -> list[Any]:
-    """Concrete inputs like Inductor's (possibly fake) example inputs: same shapes, strides, dtypes."""
+    """Concrete inputs like Inductor's (possibly fake) example inputs: same shapes, strides, dtypes, devices."""
     generator = torch.Generator().manual_seed(seed)
     values = []
     for value in example_inputs:
         if isinstance(value, torch.Tensor):
             size = [int(s) for s in value.shape]
             stride = [int(s) for s in value.stride()]
-            base = torch.empty_strided(size, stride, dtype=value.dtype, device="cpu")
+            base = torch.empty_strided(size, stride, dtype=value.dtype, device=value.device)
             if value.dtype.is_floating_point or value.dtype.is_complex:
                 base.copy_(torch.randn(size, generator=generator).to(value.dtype))
             elif value.dtype == torch.bool:

@@ -246,23 +246,19 @@ def _minify(graph: torch.fx.GraphModule, args: Sequence[Any], check: Any, hints:
 
 
 def _inputs_like_placeholders(graph: torch.fx.GraphModule) -> Optional[list[Any]]:
-    """Tensors with the shape, stride and dtype of each input of ``graph`` (from its placeholders'
-    fake values), for a graph that failed to compile: the values never matter to a compile error.
-    None when an input is symbolic or unknown."""
-    args: list[Any] = []
-    for node in graph.graph.find_nodes(op="placeholder"):
-        value = node.meta.get("val")
+    """Concrete inputs like ``graph``'s placeholders' fake values (:func:`.auto_minify.real_inputs`),
+    for a graph that failed to compile: the values never matter to a compile error. None when an
+    input is symbolic or unknown."""
+    from .auto_minify import real_inputs
+
+    values = [node.meta.get("val") for node in graph.graph.find_nodes(op="placeholder")]
+    for value in values:
         if isinstance(value, torch.Tensor):
             if not all(isinstance(n, int) for n in (*value.shape, *value.stride())):
                 return None
-            tensor = torch.empty_strided(tuple(value.shape), tuple(value.stride()), dtype=value.dtype,
-                                         device=value.device)
-            args.append(tensor.normal_() if tensor.is_floating_point() else tensor.zero_())
-        elif isinstance(value, (int, float, bool)):
-            args.append(value)
-        else:
+        elif not isinstance(value, (int, float, bool)):
             return None
-    return args
+    return real_inputs(values)
 
 
 class KeywordCall(torch.nn.Module):

@@ -104,8 +104,8 @@ def attach_wrapper_lines(output_code: str, kernels: list[KernelInfo], recorder: 
 
     * a generated kernel's call line: every FX node of the kernel's tagged lines;
     * any other statement: the FX nodes lowered into the buffer it writes (``out=buf0``,
-      ``buf0 = ...``), frees (``del buf0``) or, failing those, first names, the node the buffer is
-      the value of (its ``origin_node``) first, so the statement's source is that node's; a graph input
+      ``buf0 = ...``), frees (``del buf0``) or, failing those, first names, the op the buffer
+      computes first (see ``buffer_origins``), so the statement's source is that op's; a graph input
       (``assert_size_stride(arg0_1, ...)``) is attributed to its placeholder node.
 
     Buffer origins are recorded by Inductor at lowering (``seams/wrapper_buffers.py``); the
@@ -114,9 +114,7 @@ def attach_wrapper_lines(output_code: str, kernels: list[KernelInfo], recorder: 
     """
     lines = output_code.splitlines()
     known: dict[str, list[str]] = {name: [name] for name in recorder.graph_inputs}
-    for name, origins in recorder.buffer_origins.items():  # the node the buffer is the value of first:
-        own = recorder.buffer_nodes.get(name)             # its line is the statement's source line
-        known[name] = [own, *(n for n in origins if n != own)] if own in origins else list(origins)
+    known.update(recorder.buffer_origins)  # the op each buffer computes first: the statement's source
     extern_at = {k.start_line: k for k in kernels if k.kind == "extern"}
     kernel_nodes = {
         k.name: _unique([n for line in k.lines for n in line.fx_nodes]) for k in kernels if k.kind != "extern"

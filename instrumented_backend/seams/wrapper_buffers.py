@@ -24,14 +24,17 @@ __all__ = ["install", "check", "buffer_origins", "buffer_nodes"]
 
 
 def buffer_origins(graph: Any) -> dict[str, list[str]]:
-    """``{buffer name: FX node names}`` for every buffer of a GraphLowering, the latest in the graph
-    first: a buffer's origins are the op it computes and the nodes lowered into its inputs (an extern
-    GEMM's layer norm and views before it), so the op leads, then what feeds it."""
+    """``{buffer name: FX node names}`` for every buffer of a GraphLowering, the op it computes first:
+    a buffer's origins are that op and the nodes lowered into its inputs (an extern GEMM's layer norm
+    and views before it). The buffer's ``origin_node`` leads when Inductor names one, then the rest,
+    latest in the graph first (a while_loop's result names none: the loop leads, then what feeds it)."""
     order = {node: index for index, node in enumerate(getattr(getattr(graph, "graph", None), "nodes", ()))}
     result: dict[str, list[str]] = {}
     for name, buffer in graph.name_to_buffer.items():
-        labels = {provenance.fx_label(node): order.get(node, -1) for node in getattr(buffer, "origins", None) or ()}
-        result[name] = sorted(labels, key=lambda label: (-labels[label] if labels[label] >= 0 else 1, label))
+        own = getattr(buffer, "origin_node", None)  # nodes outside this graph (-1) after the rest
+        ranked = sorted(getattr(buffer, "origins", None) or (),
+                        key=lambda node, own=own: (node is not own, -order.get(node, -1), node.name))
+        result[name] = [provenance.fx_label(node) for node in ranked]
     return result
 
 
