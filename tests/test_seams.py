@@ -55,6 +55,20 @@ def test_a_moved_wrapper_loader_is_reported(monkeypatch):
         wrapper_buffers.check()
 
 
+def test_a_changed_aoti_compile_entry_is_reported(monkeypatch):
+    """AOTInductor's wrapper buffers are read in AotCodeCompiler.compile(graph, wrapper_code, ...)."""
+    from torch._inductor.codecache import AotCodeCompiler
+
+    from instrumented_backend.seams import wrapper_buffers
+
+    monkeypatch.setattr(AotCodeCompiler, "compile", classmethod(lambda cls, source, graph: None))
+    with pytest.raises(SeamMoved, match=r"AotCodeCompiler.compile\(graph, wrapper_code, ...\) changed"):
+        wrapper_buffers.check()
+    monkeypatch.setattr(AotCodeCompiler, "compile", staticmethod(lambda graph, wrapper_code: None))
+    with pytest.raises(SeamMoved, match="AotCodeCompiler.compile is no longer a classmethod"):
+        wrapper_buffers.check()
+
+
 def test_a_changed_cpp_lowering_is_reported(monkeypatch):
     from torch._inductor.codegen.cpp import CppVecOverrides
 
