@@ -72,3 +72,9 @@ def test_the_aot_graph_is_captured_with_kernels_and_source_lines(packages):
     first = [k.lines[0] for k in externs][0]
     assert first.fx_nodes[0] == "addmm" and first.source.code == "h = torch.neg(torch.relu(self.fc1(x)))"
     assert capture.nodes["gain"].attribution == "constant" and capture.nodes["gain"].first_use is not None
+    # A constant's reference (``auto& fc1_weight = constants_->at(0);``) and the size arrays serve
+    # the statement that first uses them: the wrapper's statements are tagged but for boilerplate.
+    [weight] = [line for line in capture.wrapper_lines if "fc1_weight = constants_" in line.text]
+    assert weight.fx_nodes[0] == "addmm", weight
+    assert coverage.wrapper_statements_tagged_percent >= 90.0, \
+        [line.text.strip() for line in capture.wrapper_lines if not line.tagged]

@@ -60,6 +60,17 @@ def test_an_extern_gemm_is_found_and_mapped_under_cpp_wrapper():
     assert all(k.lines and k.lines[0].fx_nodes for k in externs)
     assert all(k.lines[0].source.code == "return self.fc2(torch.relu(self.fc1(x)))" for k in externs)
     assert capture.complete, capture.problems
+    # A size or stride array is declared right before the allocation or call it was made for, and
+    # takes that statement's node; the wrapper's own boilerplate (the GIL release) stays untagged.
+    by_number = {line.number: line for line in capture.wrapper_lines}
+    arrays = [line for line in capture.wrapper_lines if "int_array_" in line.text and "[] =" in line.text]
+    assert arrays
+    for array in arrays:
+        name = array.text.split("[]")[0].split()[-1]
+        user = next(by_number[n] for n in sorted(by_number) if n > array.number and name in by_number[n].text)
+        assert array.fx_nodes == user.fx_nodes and array.fx_nodes[0].startswith("addmm"), (array.text, user.text)
+    untagged = [line.text.strip() for line in capture.wrapper_lines if not line.tagged]
+    assert untagged == ["py::gil_scoped_release_simple release;"], untagged
 
 
 def test_a_compile_error_under_cpp_wrapper_is_explained_to_its_source_line():

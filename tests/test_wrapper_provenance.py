@@ -68,14 +68,42 @@ def _looped(x: torch.Tensor) -> torch.Tensor:
     return out.cos()
 
 
-def test_a_buffer_without_an_origin_node_leads_with_the_op_it_computes():
-    """A while_loop's result buffer names no origin node; its origins (the loop and the zeros fed to
-    it) are listed latest in the graph first, so its statements are sourced to the loop's line."""
+@pytest.fixture(scope="module")
+def looped():
     with ib.capture() as session:
         compile_and_run(_looped, torch.randn(6))
-    lines = [line for line in session[-1].wrapper_lines if line.text.strip().startswith("buf1[")]
+    return session[-1]
+
+
+def test_a_buffer_without_an_origin_node_leads_with_the_op_it_computes(looped):
+    """A while_loop's result buffer names no origin node; its origins (the loop and the zeros fed to
+    it) are listed latest in the graph first, so its statements are sourced to the loop's line."""
+    lines = [line for line in looped.wrapper_lines if line.text.strip().startswith("buf1[")]
     assert lines and all(line.fx_nodes[0] == "while_loop" for line in lines), [ln.fx_nodes for ln in lines]
     assert all(line.source.line == inspect.getsourcelines(_looped)[1] + 4 for line in lines)
+
+
+def test_a_helper_the_wrapper_declares_takes_the_tags_of_what_it_serves(looped):
+    """Statements that name no buffer but a helper: the loop's flag (``should_loop = ...``, ``while
+    should_loop:``) is read from the condition's result, so it serves the while_loop."""
+    lines = [line for line in looped.wrapper_lines if "should_loop" in line.text]
+    assert len(lines) >= 3 and all(line.fx_nodes[:1] == ["while_loop"] for line in lines), \
+        [(ln.text.strip(), ln.fx_nodes) for ln in lines]
+
+
+def _nonzero_count(x: torch.Tensor) -> torch.Tensor:
+    return x.nonzero().float().sum() + x.sum()
+
+
+def test_the_runtime_checks_of_an_unbacked_size_serve_the_op_that_made_it():
+    """``if not (u0 >= 0): raise ...`` checks a size only known at run time (nonzero's): it reads
+    ``u0``, computed by the nonzero's statement, and takes its node and source line."""
+    with ib.capture() as session, torch._dynamo.config.patch(capture_dynamic_output_shape_ops=True):
+        compile_and_run(_nonzero_count, torch.tensor([0.0, 1.0, 2.0, 0.0]))
+    checks = [line for line in session[-1].wrapper_lines if line.text.strip().startswith(("if not (u", "raise"))]
+    assert len(checks) >= 2 and all(line.fx_nodes == ["nonzero"] for line in checks), \
+        [(ln.text.strip(), ln.fx_nodes) for ln in checks]
+    assert all(line.source.code == "return x.nonzero().float().sum() + x.sum()" for line in checks)
 
 
 def test_wrapper_lines_allocations_launches_and_inputs(extern_capture):

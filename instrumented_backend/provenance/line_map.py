@@ -85,6 +85,18 @@ _WRITTEN = (
     re.compile(r"\b(?P<name>[A-Za-z_]\w*?)_handle\b"),         # C++ wrapper: AtenTensorHandle buf0_handle;
 )
 _NAME = re.compile(r"\b[A-Za-z_]\w*\b")
+# The call's arguments unpacked: ``arg0_1, arg1_1 = args`` or, in the C++ wrapper,
+# ``auto inputs = steal_from_raw_handles_to_raii_handles(input_handles, 5);``.
+_UNPACKS_ARGUMENTS = re.compile(r"= args$|\(input_handles\b")
+_REFERENCE = r"(?<![\w.>:]){}\b"  # a name as a variable, not a member (buf0.release()) or qualified name
+# A helper a statement declares: ``u0 = buf1.item()``, ``(buf1_cond_result,) = ...`` (Python), or
+# ``static constexpr int64_t int_array_3[] = {...};``, ``bool buf1_cond_result;``,
+# ``[[maybe_unused]] auto& fc_weight = constants_->at(3);`` (C++).
+_DECLARED = (
+    re.compile(r"^\(?(?P<name>[A-Za-z_]\w*)\s*(?:,\s*\))?\s*=(?!=)"),
+    re.compile(r"^(?:\[\[\w+\]\]\s*)?(?:(?:static|constexpr|const|auto|[A-Za-z_][\w:]*(?:<[^;=]*>)?[*&]?)\s+)+"
+               r"(?P<name>[A-Za-z_]\w*)\s*(?:\[\d*\])?\s*(?:=|;|\(|\{)"),
+)
 
 
 def _written_name(statement: str, known: dict[str, list[str]]) -> Optional[str]:
@@ -109,8 +121,10 @@ def attach_wrapper_lines(output_code: str, kernels: list[KernelInfo], recorder: 
       (``assert_size_stride(arg0_1, ...)``) is attributed to its placeholder node.
 
     Buffer origins are recorded by Inductor at lowering (``seams/wrapper_buffers.py``); the
-    name matching only joins a statement to the buffer it names. Extern kernels get their call
-    line, with the extern op as IR op, as their one line. ``return`` and argument-unpacking lines stay untagged.
+    name matching only joins a statement to the buffer it names. A statement that names no buffer
+    but declares or reads a helper takes the tags of the statement the helper serves (see
+    ``_attribute_helpers``). Extern kernels get their call line, with the extern op as IR op, as
+    their one line. Comments, ``return`` and argument-unpacking lines are left out.
     """
     lines = output_code.splitlines()
     known: dict[str, list[str]] = {name: [name] for name in recorder.graph_inputs}
@@ -122,10 +136,11 @@ def attach_wrapper_lines(output_code: str, kernels: list[KernelInfo], recorder: 
     called_at = {n: k.name for k in kernels if k.kind != "extern" for n in k.call_lines}
     result: list[KernelLine] = []
     for start, end in call_body_ranges(lines):
+        body_start = len(result)
         for index in range(start, end):
             number, text = index + 1, lines[index]
             statement = text.strip()
-            if not statement or statement.startswith(("#", "return")) or statement.endswith("= args"):
+            if not statement or statement.startswith(("#", "//", "return")) or _UNPACKS_ARGUMENTS.search(statement):
                 continue
             if number in called_at:
                 fx_nodes = kernel_nodes.get(called_at[number], [])
@@ -137,4 +152,51 @@ def attach_wrapper_lines(output_code: str, kernels: list[KernelInfo], recorder: 
             result.append(make_line(WRAPPER, number, text, ir_ops, fx_nodes, nodes))
             if extern is not None:
                 extern.lines = [make_line(extern.name, number, text, ir_ops, fx_nodes, nodes)]
+        _attribute_helpers(result, len(result) - body_start, nodes)
     return result
+
+
+def _declared_name(statement: str) -> Optional[str]:
+    for pattern in _DECLARED:
+        match = pattern.match(statement)
+        if match is not None:
+            return match.group("name")
+    return None
+
+
+def _attribute_helpers(lines: list[KernelLine], count: int, nodes: dict[str, NodeProvenance]) -> None:
+    """Tag the last ``count`` wrapper statements that name no buffer by the statements they serve.
+
+    A helper a statement declares (a C++ wrapper's size and stride array, a constant's reference, a
+    ``while_loop``'s condition flag) serves the first later tagged statement that uses it: Inductor
+    declares a helper right before the allocation or call it was made for (and reuses it later). A
+    statement that only reads a helper declared earlier (the runtime check of an unbacked size:
+    ``if not (u0 >= 0):``) serves the statement that computed it.
+    """
+    body = lines[len(lines) - count:]
+    statements = [line.text.strip() for line in body]
+    declared = [_declared_name(statement) for statement in statements]
+
+    def copy(index: int, source: KernelLine) -> None:
+        line = body[index]
+        body[index] = lines[len(lines) - count + index] = make_line(
+            WRAPPER, line.number, line.text, [], list(source.fx_nodes), nodes)
+
+    for index in reversed(range(len(body))):  # declarations, from the last: a chain resolves backwards
+        name = declared[index]
+        if body[index].tagged or name is None:
+            continue
+        uses = re.compile(_REFERENCE.format(re.escape(name)))
+        user = next((later for later in body[index + 1:] if later.tagged and uses.search(later.text)), None)
+        if user is not None:
+            copy(index, user)
+    computed_at: dict[str, KernelLine] = {}
+    for index, statement in enumerate(statements):  # reads of a helper computed earlier
+        if not body[index].tagged:
+            source = next((computed_at[name] for name in re.findall(_REFERENCE.format(r"[A-Za-z_]\w*"), statement)
+                           if name in computed_at), None)
+            if source is not None:
+                copy(index, source)
+        name = declared[index]
+        if name is not None and body[index].tagged and name not in computed_at:
+            computed_at[name] = body[index]
