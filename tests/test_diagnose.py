@@ -93,6 +93,24 @@ def test_a_backward_only_compile_error_is_found_in_the_training_step_and_minifie
     assert "minified" in result.minifier and "exp" in Path(result.repro_path).read_text()
 
 
+def test_inputs_made_up_for_a_failed_graph_are_valid_indices():
+    """A backward graph whose compile failed is minified from inputs made like its placeholders;
+    the minifier runs it in eager, so its saved indices (a topk's, an embedding's ids, a router's
+    expert choice) must index their dimension. Random integers in [0, 100) did not (a Mixtral
+    training step: "index 84 is out of bounds for dimension 0 with size 64")."""
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    from instrumented_backend.diagnosis.diagnose import _inputs_like_placeholders
+
+    def pick(x: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
+        return torch.ops.aten.index_select.default(x, 0, rows) * 2
+
+    graph = make_fx(pick, tracing_mode="fake")(torch.randn(3, 4), torch.tensor([0, 2, 1, 1, 0]))
+    inputs = _inputs_like_placeholders(graph)
+    assert inputs[1].dtype == torch.int64 and inputs[1].shape == (5,)
+    assert graph(*inputs).shape == (5, 4)
+
+
 def _breaks_the_graph(x: torch.Tensor) -> torch.Tensor:
     y = torch.sin(x)
     torch._dynamo.graph_break()

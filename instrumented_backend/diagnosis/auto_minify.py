@@ -44,7 +44,11 @@ def _repro_dir() -> Optional[str]:
 
 
 def real_inputs(example_inputs: Sequence[Any], seed: int = 0) -> list[Any]:
-    """Concrete inputs like Inductor's (possibly fake) example inputs: same shapes, strides, dtypes, devices."""
+    """Concrete inputs like Inductor's (possibly fake) example inputs: same shapes, strides, dtypes, devices.
+
+    Floating-point values are random; integer tensors are zeros, the one value valid as an index
+    into any non-empty dimension (a backward graph's saved ``topk`` or ``argmax`` indices, an
+    embedding's ids): the graph must run in eager for the minifier to slice it."""
     generator = torch.Generator().manual_seed(seed)
     values = []
     for value in example_inputs:
@@ -57,7 +61,7 @@ def real_inputs(example_inputs: Sequence[Any], seed: int = 0) -> list[Any]:
             elif value.dtype == torch.bool:
                 base.copy_(torch.randint(0, 2, size, generator=generator).bool())
             else:
-                base.copy_(torch.randint(0, 100, size, generator=generator).to(value.dtype))
+                base.zero_()
             values.append(base)
         elif isinstance(value, torch.SymInt):
             values.append(size_hint(value, fallback=2))
