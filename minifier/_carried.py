@@ -14,8 +14,9 @@ from typing import Optional, Sequence
 
 __all__ = ["FAULT_IMPORT_NOTE", "fault_import_lines", "read_carried"]
 
-FAULT_IMPORT_NOTE = "# applies the carried fault (see ENV)"
-_FAULT_IMPORT = re.compile(r"^import ([\w.]+)  " + re.escape(FAULT_IMPORT_NOTE) + r"$", re.MULTILINE)
+FAULT_IMPORT_NOTE = "# carried: applies an injected fault (see ENV) or defines the graph's custom ops"
+_FAULT_IMPORT = re.compile(r"^import ([\w.]+)  (?:" + re.escape(FAULT_IMPORT_NOTE)
+                           + r"|# applies the carried fault \(see ENV\))$", re.MULTILINE)  # and older repros' note
 
 
 def fault_import_lines(imports: Sequence[str]) -> str:

@@ -15,7 +15,7 @@ from typing import Any, Optional
 import torch
 
 __all__ = ["changed_inductor_config", "module_source", "inside_compile", "start_cpu_isa_probe", "is_aten_op",
-           "symbolic_hint", "import_compiler",
+           "symbolic_hint", "import_compiler", "op_defining_module",
            "keep_fork_safe", "compile_without_threads", "check_seams",
            "SeamMoved"]
 
@@ -145,6 +145,24 @@ def symbolic_hint(value: Any) -> Any:
     return value.node.hint
 
 
+def op_defining_module(op: Any) -> Optional[str]:
+    """The module whose import defines ``op`` (an OpOverload) in Python, or None for an op torch
+    itself defines: a ``torch.library.custom_op`` (its function's module), or an op given a fake
+    kernel with ``torch.library.register_fake`` (that kernel's module)."""
+    from torch._library import custom_ops, simple_registry
+
+    qualname = op._schema.name
+    definition = custom_ops.OPDEFS.get(qualname)
+    function = getattr(definition, "_init_fn", None)
+    if function is None:
+        fake = simple_registry.singleton.find(qualname).fake_impl.kernel
+        function = getattr(fake, "func", None) or fake
+    module = getattr(function, "__module__", None)
+    if module is None or module == "torch" or module.startswith("torch."):
+        return None
+    return module
+
+
 def import_compiler() -> None:
     """Import Inductor's compile path ahead of the first candidate (a worker's warm-up)."""
     import torch._inductor.compile_fx  # noqa: F401
@@ -200,6 +218,12 @@ def check_seams() -> None:
         raise SeamMoved(f"torch._guards.TracingContext.try_get is gone ({exc})") from exc
     if not isinstance(changed_inductor_config(), dict):
         raise SeamMoved("reading the changed Inductor config failed")
+    try:
+        if op_defining_module(torch.ops.aten.neg.default) is not None:
+            raise SeamMoved("op_defining_module names a module for aten.neg")
+    except (ImportError, AttributeError) as exc:
+        raise SeamMoved(f"torch._library's custom-op registries moved ({exc}): the modules defining a "
+                        "graph's custom ops are no longer found") from exc
     if not is_aten_op(torch.ops.aten.neg.default) or is_aten_op(torch.neg):
         raise SeamMoved("torch._ops.OpOverload no longer marks ATen op overloads")
     if symbolic_hint(torch.fx.experimental.symbolic_shapes.ShapeEnv().create_unbacked_symint()) is not None:

@@ -15,9 +15,9 @@ from typing import Any, Callable, Iterable, Optional, Sequence
 import torch
 import torch.fx
 
-from ._seams import inside_compile, is_aten_op
+from ._seams import inside_compile, is_aten_op, op_defining_module
 from .checks import Failure
-from .context import current_context
+from .context import CarriedContext, current_context
 from .graph import Candidate, GraphSlicer, InvalidCandidate, record_values
 from .judge import ACCURACY, NONDETERMINISTIC, judge
 from .outcome import Outcome
@@ -422,6 +422,24 @@ def _validate(module: Any, inputs: Sequence[Any], check: Any, *, level: str, str
     return level
 
 
+def _modules_defining_ops(module: torch.fx.GraphModule, isolate: bool) -> tuple[str, ...]:
+    """Modules that define the custom ops ``module`` calls (``torch.library.custom_op``, a library
+    of the user's or of a package such as transformers'): every worker and repro imports them, or
+    it could not even unpickle the graph. A script's own ops (``__main__``) cannot be imported."""
+    modules: dict[str, str] = {}
+    for node in module.graph.nodes:
+        if node.op == "call_function" and isinstance(node.target, torch._ops.OpOverload):
+            name = op_defining_module(node.target)
+            if name is not None:
+                modules.setdefault(name, node.target._schema.name)
+    if isolate and "__main__" in modules:
+        raise MinifierError(
+            f"minify: the graph calls {modules['__main__']}, a custom op defined in the script being run "
+            "(__main__), which worker processes and repros cannot import. Define the op in a module of its "
+            "own and import it, or minify with isolate=False")
+    return tuple(name for name in modules if name != "__main__")
+
+
 def _open(module: torch.fx.GraphModule, inputs: Sequence[Any], *, check: Failure, level: str, isolate: bool,
           timeout: Optional[float], config: Optional[dict[str, Any]], dynamic: Optional[dict[int, list[int]]],
           seed: int, progress: Optional[bool], echo: Optional[Callable[[str], None]], started: float,
@@ -436,7 +454,7 @@ def _open(module: torch.fx.GraphModule, inputs: Sequence[Any], *, check: Failure
         live.close()  # end the live line before a log line
         say(line)
 
-    context = current_context(config)
+    context = current_context(config).merged(CarriedContext(imports=_modules_defining_ops(module, isolate)))
     setup = WorkerSetup.for_context(context, warm=False)  # needed at once: no warm-up
     crashes_before = pool.crashes
     if isolate:

@@ -96,6 +96,27 @@ class TestDoublingNeg:
         assert torch.equal(result.inputs[0], x1)
 
 
+    def test_a_graph_calling_a_custom_op_is_minified_with_the_ops_library_carried(self, out):
+        """Workers unpickle each candidate and repros rebuild the graph: both import the module that
+        defines the graph's custom ops (before, a worker without it died on the first candidate,
+        "crash: exit status 1", and the search minified that crash)."""
+        import custom_op_library  # noqa: F401
+
+        def fn(x):
+            return torch.ops.ib_tests.scaled_sin(x, 2.0) + torch.neg(x).relu()
+
+        torch.manual_seed(0)
+        x = torch.randn(16, 8)
+        gm = aten_graph(fn, x)
+        assert "ib_tests.scaled_sin.default" in [str(n.target) for n in gm.graph.nodes]
+        result = minify(gm, [x], check=AccuracyFailure(), repro_dir=out, echo=lambda s: None)
+        assert OPS(result) == ["aten.neg.default"] and result.reproduced
+        assert "import custom_op_library  # carried" in result.repro_path.read_text()
+        library_home = str(Path(custom_op_library.__file__).parent)  # where a user's package would be installed
+        proc = subprocess.run([sys.executable, str(result.repro_path)], capture_output=True, text=True, timeout=300,
+                              env={**os.environ, "PYTHONPATH": library_home})
+        assert proc.returncode == 1 and "REPRODUCES" in proc.stdout, proc.stderr[-2000:]
+
     def test_suspected_nodes_are_tried_first(self, out):
         torch.manual_seed(0)
         x1, x2 = torch.randn(1, 8), torch.randn(64, 8)

@@ -248,6 +248,21 @@ def test_a_graph_with_control_flow_subgraphs_is_refused_by_name():
         minifier.minify(graphs[0], [torch.randn(4)], check=CompileFailure())
 
 
+def test_a_custom_op_defined_by_the_script_being_run_is_refused_by_name():
+    """Workers and repros import the module defining a graph's custom ops; a script's own (``__main__``)
+    cannot be imported, so the refusal names the op instead of a worker's crash."""
+
+    def twice(x: torch.Tensor) -> torch.Tensor:
+        return x * 2
+
+    twice.__module__ = "__main__"  # as if defined in the user's script
+    op = torch.library.custom_op("ib_unit_tests::twice_main", twice, mutates_args=())
+    op.register_fake(lambda x: torch.empty_like(x))
+    graph = torch.fx.symbolic_trace(lambda x: torch.ops.ib_unit_tests.twice_main.default(x).neg())
+    with pytest.raises(minifier.MinifierError, match=r"ib_unit_tests::twice_main, a custom op defined in the script"):
+        minifier.minify(graph, [torch.randn(4)], check=CompileFailure())
+
+
 def test_the_minifier_never_imports_the_backend():
     import pathlib
 

@@ -1,7 +1,8 @@
 """A warm judging process: ``python -m minifier.workers.child`` (started by :mod:`minifier.workers.parent`).
 
 Protocol on stdin/stdout: length-prefixed pickles. The first message is the setup
-(``{"imports": [...], "warm": bool, "control": fd or None}``); the process imports torch, those
+(``{"imports": [...], "path": [...], "warm": bool, "control": fd or None}``); the process adds the
+caller's ``sys.path`` entries to its own (so it imports what the caller can), imports torch, those
 modules and Inductor's compile path (detecting the CPU's vector ISA meanwhile), warms Inductor
 when asked and answers ``{"ready": ...}``.
 
@@ -174,6 +175,7 @@ def _prepare(setup: dict[str, Any], control: Optional[int]) -> int:
         keep_fork_safe()
 
     probe = start_cpu_isa_probe(remember=True)  # its child processes run while the imports below do
+    sys.path.extend(entry for entry in setup.get("path", []) if entry not in sys.path)  # the caller's modules
     for name in setup.get("imports", []):
         importlib.import_module(name)
     from minifier._seams import import_compiler

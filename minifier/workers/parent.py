@@ -91,7 +91,7 @@ def _spawn(setup: WorkerSetup, control: Optional[socket.socket] = None) -> tuple
     fds = (control.fileno(),) if control is not None else ()
     process = subprocess.Popen([sys.executable, "-m", "minifier.workers.child"], stdin=subprocess.PIPE,
                                stdout=subprocess.PIPE, stderr=log, env=env, pass_fds=fds)
-    write_message(process.stdin, {"imports": list(setup.imports), "warm": setup.warm,
+    write_message(process.stdin, {"imports": list(setup.imports), "path": list(sys.path), "warm": setup.warm,
                                   "control": fds[0] if fds else None, "nice": 19 if setup.low_priority else 0})
     return process, log
 
