@@ -146,11 +146,14 @@ def symbolic_hint(value: Any) -> Any:
 
 
 def op_defining_module(op: Any) -> Optional[str]:
-    """The module whose import defines ``op`` (an OpOverload) in Python, or None for an op torch
-    itself defines: a ``torch.library.custom_op`` (its function's module), or an op given a fake
-    kernel with ``torch.library.register_fake`` (that kernel's module)."""
+    """The module whose import defines ``op`` (a call_function target) in Python, or None for an op
+    torch itself defines and for anything not an op overload: a ``torch.library.custom_op`` (its
+    function's module), or an op given a fake kernel with ``torch.library.register_fake`` (that
+    kernel's module)."""
     from torch._library import custom_ops, simple_registry
 
+    if not isinstance(op, torch._ops.OpOverload):
+        return None
     qualname = op._schema.name
     definition = custom_ops.OPDEFS.get(qualname)
     function = getattr(definition, "_init_fn", None)

@@ -428,10 +428,9 @@ def _modules_defining_ops(module: torch.fx.GraphModule, isolate: bool) -> tuple[
     it could not even unpickle the graph. A script's own ops (``__main__``) cannot be imported."""
     modules: dict[str, str] = {}
     for node in module.graph.nodes:
-        if node.op == "call_function" and isinstance(node.target, torch._ops.OpOverload):
-            name = op_defining_module(node.target)
-            if name is not None:
-                modules.setdefault(name, node.target._schema.name)
+        name = op_defining_module(node.target) if node.op == "call_function" else None
+        if name is not None:
+            modules.setdefault(name, str(node.target).rsplit(".", 1)[0].replace(".", "::", 1))
     if isolate and "__main__" in modules:
         raise MinifierError(
             f"minify: the graph calls {modules['__main__']}, a custom op defined in the script being run "

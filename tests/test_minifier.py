@@ -18,7 +18,7 @@ from torch._inductor.decomposition import select_decomp_table
 from torch.fx.experimental.proxy_tensor import make_fx
 
 import instrumented_backend as ib
-from minifier import AccuracyFailure, CompileFailure, RuntimeFailure, minify
+from minifier import AccuracyFailure, CompileFailure, NotFailingError, RuntimeFailure, minify
 
 REPROS: list[tuple[Path, int]] = []  # (repro script, exit status it must give)
 OPS = lambda result: [str(n.target) for n in result.graph_module.graph.nodes if n.op == "call_function"]  # noqa: E731
@@ -440,6 +440,24 @@ def test_the_environment_variable_minifies_a_compile_failure(out, monkeypatch):
 
 def _neg_in_the_middle(x):
     return (torch.exp(torch.neg(torch.relu(x))) + 1,)
+
+
+class _ScriptTensor(torch.Tensor):
+    """Pickled by reference as ``__main__._ScriptTensor``: a worker's ``__main__`` has no such class."""
+
+
+def test_a_candidate_a_worker_cannot_load_is_refused_with_the_reason_not_minified_as_a_crash(out, monkeypatch):
+    """The worker unpickles each candidate; one it cannot (a class or op from a module it never
+    imported) is answered with the reason. Before, the worker died ('crash: exit status 1'), and a
+    CompileFailure check accepted that crash as the failure and minified it."""
+    import __main__
+
+    monkeypatch.setattr(_ScriptTensor, "__module__", "__main__")
+    monkeypatch.setattr(__main__, "_ScriptTensor", _ScriptTensor, raising=False)
+    x = torch.randn(8).as_subclass(_ScriptTensor)
+    with pytest.raises(NotFailingError, match=r"gives 'invalid': AttributeError: the worker could not load"):
+        minify(torch.fx.symbolic_trace(lambda v: (torch.neg(v),)), [x], check=CompileFailure(), repro_dir=out,
+               echo=lambda s: None)
 
 
 def test_segfaulting_candidates_cost_a_worker_not_the_process(out):

@@ -33,7 +33,8 @@ import time
 from typing import Any, BinaryIO, Callable, Optional
 
 
-def read_message(stream: BinaryIO) -> Optional[Any]:
+def read_frame(stream: BinaryIO) -> Optional[bytes]:
+    """One length-prefixed message's bytes, or None when the stream ended."""
     header = stream.read(8)
     if len(header) < 8:
         return None
@@ -41,7 +42,12 @@ def read_message(stream: BinaryIO) -> Optional[Any]:
     payload = stream.read(size)
     if len(payload) < size:
         return None
-    return pickle.loads(payload)
+    return payload
+
+
+def read_message(stream: BinaryIO) -> Optional[Any]:
+    payload = read_frame(stream)
+    return None if payload is None else pickle.loads(payload)
 
 
 def encode_message(message: Any) -> bytes:
@@ -87,9 +93,15 @@ def serve(requests: BinaryIO, replies: BinaryIO) -> int:
     from minifier.judge import INVALID, judge, outcome
 
     while True:
-        request = read_message(requests)
-        if request is None:
+        payload = read_frame(requests)
+        if payload is None:
             return 0
+        try:
+            request = pickle.loads(payload)
+        except Exception as exc:  # noqa: BLE001 - a class or op this process cannot import: say so, keep serving
+            write_message(replies, outcome(INVALID, f"{type(exc).__name__}: the worker could not load the candidate",
+                                           f"{exc!r}; a module the graph needs is not imported in worker processes"))
+            continue
         if request["spec"].get("nice") and hasattr(os, "setpriority"):  # speculative: only idle cycles, from now on
             os.setpriority(os.PRIO_PROCESS, 0, max(os.getpriority(os.PRIO_PROCESS, 0), request["spec"]["nice"]))
         try:
