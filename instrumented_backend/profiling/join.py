@@ -14,6 +14,7 @@ Eager side: top-level ops (the outermost ``ns::op`` events of each step) become
 from __future__ import annotations
 
 import linecache
+import re
 import statistics
 from collections import defaultdict
 from typing import Iterable, Optional, Sequence
@@ -38,16 +39,34 @@ GEMM_OPS = frozenset({
     # a training step's backward: the gradients of the above are GEMMs too
     "convolution_backward", "_scaled_dot_product_flash_attention_for_cpu_backward",
     "_scaled_dot_product_efficient_attention_backward", "_scaled_dot_product_flash_attention_backward",
+    # a mixture of experts' GEMMs, one per expert group
+    "_grouped_mm", "grouped_mm", "_scaled_grouped_mm",
 })
+# A library's own op named as a GEMM (transformers::grouped_mm_fallback, mylib::fused_linear_gelu):
+# one of these words as a whole part of its name.
+_GEMM_WORD = re.compile(r"(?:^|_)(?:mm|bmm|gemm|matmul|linear|conv\w*)(?:_|$)")
 
 
 def _op_base(event: str) -> str:
     return event.split("::", 1)[-1].split(".")[0]
 
 
+# An eager backward op: the autograd node of the forward op it differentiates.
+_AUTOGRAD_NODE = re.compile(r"evaluate_function: (?P<node>\w+?)Backward\d*$")
+
+
 def category_of_op(event: str) -> str:
-    """``gemm`` for matmul/conv-like ops, ``other`` for the rest (eager side)."""
-    return GEMM if _op_base(event) in GEMM_OPS else OTHER
+    """``gemm`` for matmul/conv-like ops (ATen's, and other libraries' ops named as one) and for
+    their gradients (``autograd::engine::evaluate_function: AddmmBackward0``), ``other`` for the rest."""
+    node = _AUTOGRAD_NODE.search(event)
+    if node is not None:  # AddmmBackward0 -> addmm, ScaledDotProductFlashAttentionForCpuBackward0 -> ...
+        forward = re.sub(r"(?<!^)(?=[A-Z])", "_", node.group("node")).lower()
+        return GEMM if forward in GEMM_OPS or f"_{forward}" in GEMM_OPS else OTHER
+    base = _op_base(event)
+    if base in GEMM_OPS:
+        return GEMM
+    namespace = event.split("::", 1)[0] if "::" in event else ""
+    return GEMM if namespace not in ("aten", "prims", "") and _GEMM_WORD.search(base) else OTHER
 
 
 def event_name(kernel: KernelInfo, graph_id: Optional[int]) -> str:
