@@ -179,25 +179,43 @@ def _written_buffers(graph: GraphCapture, text: str) -> list[str]:
     return [b for b in dict.fromkeys(_BUFFER.findall(text)) if b in graph.buffers]
 
 
-def buffer_writers(graph: GraphCapture) -> dict[str, str]:
-    """{FX node: the kernel whose launch first passes its buffer} (the kernel that computes it)."""
+def _final_writes(graph: GraphCapture) -> dict[str, tuple[int, str]]:
+    """{buffer: (output-code line, kernel)} of the statement after which the buffer holds its FX
+    node's value: the last launch that passes the buffer and computes that node.
+
+    A node can take several statements: a scatter's buffer is zeroed by a fused kernel, then
+    filled by an in-place fallback (``aten.scatter_reduce_.two(buf7, ...)``); its value after the
+    first is not the node's. A later launch that only reads the buffer, or that mutates it for
+    another node (a re-inplaced ``index_put_``), does not compute the node and is not counted;
+    without any launch computing it, the first launch that passes the buffer is used."""
     lines = graph.output_code.splitlines()
-    writers: dict[str, str] = {}
-    for number, kernel in sorted(_launches(graph).items()):
+    kernel_at = {n: k for k in graph.kernels for n in k.call_lines}
+    kernel_at.update({k.start_line: k for k in graph.kernels if k.kind == "extern"})
+    computes: dict[int, set[str]] = {}
+    final: dict[str, tuple[int, str]] = {}
+    for number, name in sorted(_launches(graph).items()):
         for buffer in _written_buffers(graph, lines[number - 1]):
-            writers.setdefault(graph.buffers[buffer], kernel)
-    return writers
+            if number not in computes:
+                computes[number] = {n for line in kernel_at[number].lines for n in line.fx_nodes}
+            if buffer not in final or graph.buffers[buffer] in computes[number]:
+                final[buffer] = (number, name)
+    return final
+
+
+def buffer_writers(graph: GraphCapture) -> dict[str, str]:
+    """{FX node: the kernel whose launch completes its buffer} (see :func:`_final_writes`)."""
+    return {graph.buffers[buffer]: kernel for buffer, (_, kernel) in _final_writes(graph).items()}
 
 
 def hooked_output_code(graph: GraphCapture) -> str:
-    """``graph.output_code`` with a ``run_intermediate_hooks`` call after each buffer-writing statement."""
+    """``graph.output_code`` with a ``run_intermediate_hooks`` call after the statement that
+    completes each buffer (see :func:`_final_writes`)."""
     lines = graph.output_code.splitlines()
     insert: dict[int, list[str]] = {}
-    for number in sorted(_launches(graph)):
+    for buffer, (number, _) in sorted(_final_writes(graph).items(), key=lambda item: item[1][0]):
         text = lines[number - 1]
         indent = text[: len(text) - len(text.lstrip())]
-        insert[number] = [f"{indent}run_intermediate_hooks({graph.buffers[b]!r}, {b})"
-                          for b in _written_buffers(graph, text)]
+        insert.setdefault(number, []).append(f"{indent}run_intermediate_hooks({graph.buffers[buffer]!r}, {buffer})")
     out = [IMPORT_LINE]
     for number, text in enumerate(lines, start=1):
         out.append(text)
