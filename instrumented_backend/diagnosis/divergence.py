@@ -179,26 +179,52 @@ def _written_buffers(graph: GraphCapture, text: str) -> list[str]:
     return [b for b in dict.fromkeys(_BUFFER.findall(text)) if b in graph.buffers]
 
 
+_STORES = {"ops.store", "ops.store_reduction"}
+# The buffers an extern call writes: its ``out=``, the name it assigns, or the first argument of
+# an in-place op (``aten.scatter_reduce_.two(buf7, ...)``); the other buffers it names it reads.
+_EXTERN_OUTPUT = re.compile(r"\bout=\(?(buf\d+)|^\s*(buf\d+)\s*=|\w_(?:\.\w+)?\((buf\d+)\b")
+
+
+def _buffers_written(graph: GraphCapture, kernel: Any, text: str) -> list[str]:
+    """The buffers a launch of ``kernel`` on line ``text`` leaves holding their own FX node's value:
+    an extern call's outputs; a generated kernel's buffers whose nodes its store lines store
+    (every buffer it passes whose node is among its lines' when no line is tagged as a store)."""
+    passed = _written_buffers(graph, text)
+    if kernel.kind == "extern":
+        outputs = {name for match in _EXTERN_OUTPUT.finditer(text) for name in match.groups() if name}
+        return [b for b in passed if b in outputs]
+    stored = {n for line in kernel.lines if _STORES & set(line.ir_ops) for n in line.fx_nodes}
+    if not stored:
+        stored = {n for line in kernel.lines for n in line.fx_nodes}
+    return [b for b in passed if graph.buffers[b] in stored]
+
+
 def _final_writes(graph: GraphCapture) -> dict[str, tuple[int, str]]:
     """{buffer: (output-code line, kernel)} of the statement after which the buffer holds its FX
-    node's value: the last launch that passes the buffer and computes that node.
+    node's value: the last launch that writes that value into it.
 
     A node can take several statements: a scatter's buffer is zeroed by a fused kernel, then
     filled by an in-place fallback (``aten.scatter_reduce_.two(buf7, ...)``); its value after the
-    first is not the node's. A later launch that only reads the buffer, or that mutates it for
-    another node (a re-inplaced ``index_put_``), does not compute the node and is not counted;
-    without any launch computing it, the first launch that passes the buffer is used."""
+    first is not the node's. A later launch that only reads the buffer does not count. A buffer
+    that no launch writes is read at the first launch that passes it when no generated kernel
+    computes its node (the wrapper made it: an extern's output unpacked, ``buf6 = buf5[0]``), and
+    left out otherwise: Inductor can name a buffer after a node it then computes only in registers,
+    the buffer holding another node's value (a log-softmax's ``log`` buffer, reused in place, holds
+    the sum of exponentials)."""
     lines = graph.output_code.splitlines()
     kernel_at = {n: k for k in graph.kernels for n in k.call_lines}
     kernel_at.update({k.start_line: k for k in graph.kernels if k.kind == "extern"})
-    computes: dict[int, set[str]] = {}
+    in_kernels = {n for k in graph.kernels if k.kind != "extern" for line in k.lines for n in line.fx_nodes}
     final: dict[str, tuple[int, str]] = {}
+    first_passed: dict[str, tuple[int, str]] = {}
     for number, name in sorted(_launches(graph).items()):
         for buffer in _written_buffers(graph, lines[number - 1]):
-            if number not in computes:
-                computes[number] = {n for line in kernel_at[number].lines for n in line.fx_nodes}
-            if buffer not in final or graph.buffers[buffer] in computes[number]:
-                final[buffer] = (number, name)
+            first_passed.setdefault(buffer, (number, name))
+        for buffer in _buffers_written(graph, kernel_at[number], lines[number - 1]):
+            final[buffer] = (number, name)
+    for buffer, launch in first_passed.items():
+        if buffer not in final and graph.buffers[buffer] not in in_kernels:
+            final[buffer] = launch
     return final
 
 
