@@ -62,6 +62,36 @@ def test_a_backward_only_bug_is_found_from_the_gradient(tmp_path):
     assert "minified" in result.minifier
 
 
+class _LayerScaled(torch.nn.Module):
+    """A residual branch behind a 1e-6 layer scale (ConvNeXt's, CaiT's): what the branch computes
+    barely moves the output, but the scale's gradient is the branch's output itself."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc1, self.fc2 = torch.nn.Linear(16, 32), torch.nn.Linear(32, 16)
+        self.gamma = torch.nn.Parameter(torch.full((16,), 1e-6))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x + self.gamma * self.fc2(torch.tanh(self.fc1(x)))
+
+
+def test_a_wrong_tensor_the_forward_saves_is_found_when_only_gradients_show_it(tmp_path):
+    """A broken tanh: the output stays within tolerance (the 1e-6 scale), the gradients do not.
+    The backward, replayed on the forward's (wrong) saved tanh, matches eager in every buffer; the
+    forward's replay finds the tanh (before, no diverging buffer, no culprit and no repro)."""
+    torch.manual_seed(0)
+    model, x = _LayerScaled(), torch.randn(8, 16)
+    with ib.faults.bad_lowering("tanh", "std::tanh({x}) * decltype({x})(1.5)",
+                                vectorized="{x}.tanh() * decltype({x})(1.5)"):
+        result = ib.diagnose(model, x, train=True, out_dir=tmp_path)
+        assert _reproduces(result.repro_path)
+    assert result.verdict == "wrong_gradient" and result.outputs.passed
+    assert result.divergence.graph.endswith("forward") and result.divergence.culprit == "tanh", result.divergence
+    assert any(line.source.code == "return x + self.gamma * self.fc2(torch.tanh(self.fc1(x)))"
+               for line in result.culprit_lines)
+    assert "minified" in result.minifier
+
+
 def test_a_compile_error_is_explained_and_minified(tmp_path):
     x1, x2 = tutorial_inputs()
     with ib.faults.cast_dropping_neg():

@@ -413,9 +413,13 @@ def diagnose(fn: Callable[..., Any], *inputs: Any, kwargs: Optional[dict[str, An
         else:  # no graph's own arguments were kept: compile again, keeping the Dynamo call's
             result.divergence = find_first_divergence(fn, *inputs, tol=tol, seed=seed)
     elif result.verdict == "wrong_gradient":
-        say("finding the first diverging buffer (backward, replayed on its saved tensors and gradients)")
+        # The forwards first: a wrong tensor a forward saves for the backward (a GELU's output
+        # behind a 1e-6 layer scale) leaves the outputs within tolerance and makes a right backward,
+        # replayed on that same saved tensor, compute wrong gradients with every buffer matching.
+        say("finding the first diverging buffer (the forward's saved tensors, then the backward's buffers)")
         result.divergence = DivergenceReport()
-        for graph in (g for g in graphs if g.kind == "backward" and g.call_args is not None):
+        replayed = [g for g in graphs if g.kind == "forward"] + [g for g in graphs if g.kind == "backward"]
+        for graph in (g for g in replayed if g.call_args is not None):
             if divergence_in_graph(graph, graph.call_args, result.divergence, seed=seed, tol=tol,
                                    narrow_options=inductor_options):
                 target_graph, args = graph.post_grad_graph, graph.call_args
