@@ -92,6 +92,20 @@ def test_a_wrong_tensor_the_forward_saves_is_found_when_only_gradients_show_it(t
     assert "minified" in result.minifier
 
 
+def test_the_minifier_gets_the_arguments_of_the_graph_that_diverged_not_of_the_nth_compiled():
+    """Dynamo can compile a graph and discard it (a GPT-2 under dynamic=True compiles two graphs
+    and runs only the second): the diverging graph's first call is found by its code, not by its
+    position among the compiled graphs (before, the discarded graph's empty record: no repro)."""
+    from types import SimpleNamespace
+
+    from instrumented_backend.diagnosis.diagnose import _first_call
+
+    ran = SimpleNamespace(dynamo_graph=SimpleNamespace(code="def forward(self, s0, x): ..."))
+    calls = [([], [], "def forward(self, x): ..."), ([], [3, "tensor"], "def forward(self, s0, x): ...")]
+    assert _first_call(ran, calls) == [3, "tensor"]
+    assert _first_call(SimpleNamespace(dynamo_graph=None), calls) == []
+
+
 def test_a_compile_error_is_explained_and_minified(tmp_path):
     x1, x2 = tutorial_inputs()
     with ib.faults.cast_dropping_neg():

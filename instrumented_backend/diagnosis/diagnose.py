@@ -245,6 +245,14 @@ def _minify(graph: torch.fx.GraphModule, args: Sequence[Any], check: Any, hints:
     return str(result.repro_path or ""), result.summary()
 
 
+def _first_call(graph: "GraphCapture", calls: Sequence[tuple[list[Any], list[Any], str]]) -> list[Any]:
+    """The arguments of the first call of ``graph``'s Dynamo graph, found by its code: Dynamo can
+    compile a graph it then discards (a GPT-2 under ``dynamic=True`` compiles two and runs the
+    second), so the n-th compiled graph is not the n-th captured one."""
+    code = getattr(graph.dynamo_graph, "code", None)
+    return next((record[1] for record in calls if record[1] and record[2] == code), [])
+
+
 def _inputs_like_placeholders(graph: torch.fx.GraphModule) -> Optional[list[Any]]:
     """Concrete inputs like ``graph``'s placeholders' fake values (:func:`.auto_minify.real_inputs`),
     for a graph that failed to compile: the values never matter to a compile error. None when an
@@ -337,10 +345,11 @@ def diagnose(fn: Callable[..., Any], *inputs: Any, kwargs: Optional[dict[str, An
 
     began = time.perf_counter()
     say("compiling with the instrumented backend and judging against eager (fp64 referee)")
-    calls: list[tuple[list[Any], list[Any]]] = []  # (example inputs, first call's arguments) per Dynamo graph
+    # (example inputs, first call's arguments, the graph's code) per Dynamo graph compiled
+    calls: list[tuple[list[Any], list[Any], str]] = []
 
     def backend(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Callable[..., Any]:
-        record: tuple[list[Any], list[Any]] = (clone_inputs(example_inputs), [])
+        record: tuple[list[Any], list[Any], str] = (clone_inputs(example_inputs), [], gm.code)
         calls.append(record)  # before compiling: a graph whose compile fails is minified from these
         compiled = instrumented(gm, example_inputs, options=inductor_options)
 
@@ -401,12 +410,13 @@ def diagnose(fn: Callable[..., Any], *inputs: Any, kwargs: Optional[dict[str, An
     if result.verdict == "inaccurate":
         say("finding the first diverging buffer (forward, replayed on the compiled graph's own arguments)")
         result.divergence = DivergenceReport()
-        for position, graph in enumerate(g for g in graphs if g.kind in ("inference", "forward")):
+        for graph in (g for g in graphs if g.kind in ("inference", "forward")):
             if graph.call_args is not None and divergence_in_graph(graph, graph.call_args, result.divergence,
                                                                    seed=seed, tol=tol,
                                                                    narrow_options=inductor_options):
-                if position < len(calls) and calls[position][1]:
-                    target_graph, args = graph.dynamo_graph, calls[position][1]
+                first_call = _first_call(graph, calls)
+                if first_call:
+                    target_graph, args = graph.dynamo_graph, first_call
                 culprit = result.divergence.culprit
                 hints = list(graph.nodes[culprit].dynamo_nodes) if culprit in graph.nodes else []
                 break
