@@ -19,7 +19,7 @@ from typing import Any, Optional, Sequence
 import torch
 
 from . import judge as judge_module
-from ._carried import fault_import_lines
+from ._carried import carried_import_lines
 from ._seams import module_source, symbolic_hint
 from .context import CarriedContext
 
@@ -77,7 +77,7 @@ def write_repro(module: torch.fx.GraphModule, inputs: Sequence[Any], *, spec: di
     header = header or {}
     expected = {k: expected[k] for k in ("kind", "signature", "failing")}
     described = "\n".join(f"#   {i}: {_describe(v)}" for i, v in enumerate(inputs))
-    imports = fault_import_lines(context.imports)
+    imports = carried_import_lines(context.imports)
     failure = expected["kind"] + (f": {expected['signature']}" if expected["kind"] != "accuracy" else "")
     text = f'''#!/usr/bin/env python3
 """Minified repro, written by the minifier on {datetime.date.today().isoformat()}.

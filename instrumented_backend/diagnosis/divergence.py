@@ -28,7 +28,7 @@ import torch.fx
 
 from ..graphs import GraphCapture
 from ..provenance.kernels import is_cpp_wrapper
-from ..records import KernelLine
+from ..records import KernelInfo, KernelLine
 from ..seams.intermediate_hooks import IMPORT_LINE, intermediate_hook
 from .accuracy import clone_inputs, compare_outputs, run_seeded
 
@@ -185,7 +185,7 @@ _STORES = {"ops.store", "ops.store_reduction"}
 _EXTERN_OUTPUT = re.compile(r"\bout=\(?(buf\d+)|^\s*(buf\d+)\s*=|\w_(?:\.\w+)?\((buf\d+)\b")
 
 
-def _buffers_written(graph: GraphCapture, kernel: Any, text: str) -> list[str]:
+def _buffers_written(graph: GraphCapture, kernel: KernelInfo, text: str) -> list[str]:
     """The buffers a launch of ``kernel`` on line ``text`` leaves holding their own FX node's value:
     an extern call's outputs; a generated kernel's buffers whose nodes its store lines store
     (every buffer it passes whose node is among its lines' when no line is tagged as a store)."""
