@@ -168,14 +168,15 @@ def _ancestors(node: torch.fx.Node) -> set[torch.fx.Node]:
 _BUFFER = re.compile(r"\bbuf\d+\b")
 
 
-def _launches(graph: GraphCapture) -> dict[int, str]:
-    """{output-code line: kernel name} for every kernel launch and extern call in ``call()``."""
-    launches = {n: k.name for k in graph.kernels for n in k.call_lines}
-    launches.update({k.start_line: k.name for k in graph.kernels if k.kind == "extern"})
+def _launches(graph: GraphCapture) -> dict[int, KernelInfo]:
+    """{output-code line: kernel} for every kernel launch and extern call in ``call()``."""
+    launches = {n: k for k in graph.kernels for n in k.call_lines}
+    launches.update({k.start_line: k for k in graph.kernels if k.kind == "extern"})
     return launches
 
 
-def _written_buffers(graph: GraphCapture, text: str) -> list[str]:
+def _named_buffers(graph: GraphCapture, text: str) -> list[str]:
+    """The graph's buffers a statement names, read or written, in order."""
     return [b for b in dict.fromkeys(_BUFFER.findall(text)) if b in graph.buffers]
 
 
@@ -185,11 +186,10 @@ _STORES = {"ops.store", "ops.store_reduction"}
 _EXTERN_OUTPUT = re.compile(r"\bout=\(?(buf\d+)|^\s*(buf\d+)\s*=|\w_(?:\.\w+)?\((buf\d+)\b")
 
 
-def _buffers_written(graph: GraphCapture, kernel: KernelInfo, text: str) -> list[str]:
-    """The buffers a launch of ``kernel`` on line ``text`` leaves holding their own FX node's value:
-    an extern call's outputs; a generated kernel's buffers whose nodes its store lines store
-    (every buffer it passes whose node is among its lines' when no line is tagged as a store)."""
-    passed = _written_buffers(graph, text)
+def _buffers_written(graph: GraphCapture, kernel: KernelInfo, text: str, passed: list[str]) -> list[str]:
+    """Of the buffers ``passed`` to a launch of ``kernel`` on line ``text``, those it leaves holding
+    their own FX node's value: an extern call's outputs; a generated kernel's buffers whose nodes its
+    store lines store (whose nodes are among its lines' when no line is tagged as a store)."""
     if kernel.kind == "extern":
         outputs = {name for match in _EXTERN_OUTPUT.finditer(text) for name in match.groups() if name}
         return [b for b in passed if b in outputs]
@@ -212,16 +212,16 @@ def _final_writes(graph: GraphCapture) -> dict[str, tuple[int, str]]:
     the buffer holding another node's value (a log-softmax's ``log`` buffer, reused in place, holds
     the sum of exponentials)."""
     lines = graph.output_code.splitlines()
-    kernel_at = {n: k for k in graph.kernels for n in k.call_lines}
-    kernel_at.update({k.start_line: k for k in graph.kernels if k.kind == "extern"})
     in_kernels = {n for k in graph.kernels if k.kind != "extern" for line in k.lines for n in line.fx_nodes}
     final: dict[str, tuple[int, str]] = {}
     first_passed: dict[str, tuple[int, str]] = {}
-    for number, name in sorted(_launches(graph).items()):
-        for buffer in _written_buffers(graph, lines[number - 1]):
-            first_passed.setdefault(buffer, (number, name))
-        for buffer in _buffers_written(graph, kernel_at[number], lines[number - 1]):
-            final[buffer] = (number, name)
+    for number, kernel in sorted(_launches(graph).items()):
+        text = lines[number - 1]
+        passed = _named_buffers(graph, text)
+        for buffer in passed:
+            first_passed.setdefault(buffer, (number, kernel.name))
+        for buffer in _buffers_written(graph, kernel, text, passed):
+            final[buffer] = (number, kernel.name)
     for buffer, launch in first_passed.items():
         if buffer not in final and graph.buffers[buffer] not in in_kernels:
             final[buffer] = launch

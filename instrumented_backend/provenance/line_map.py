@@ -89,6 +89,7 @@ _NAME = re.compile(r"\b[A-Za-z_]\w*\b")
 # ``auto inputs = steal_from_raw_handles_to_raii_handles(input_handles, 5);``.
 _UNPACKS_ARGUMENTS = re.compile(r"= args$|\(input_handles\b")
 _REFERENCE = r"(?<![\w.>:]){}\b"  # a name as a variable, not a member (buf0.release()) or qualified name
+_VARIABLE = re.compile(_REFERENCE.format(r"[A-Za-z_]\w*"))
 # A helper a statement declares: ``u0 = buf1.item()``, ``(buf1_cond_result,) = ...`` (Python), or
 # ``static constexpr int64_t int_array_3[] = {...};``, ``bool buf1_cond_result;``,
 # ``[[maybe_unused]] auto& fc_weight = constants_->at(3);`` (C++).
@@ -152,7 +153,7 @@ def attach_wrapper_lines(output_code: str, kernels: list[KernelInfo], recorder: 
             result.append(make_line(WRAPPER, number, text, ir_ops, fx_nodes, nodes))
             if extern is not None:
                 extern.lines = [make_line(extern.name, number, text, ir_ops, fx_nodes, nodes)]
-        _attribute_helpers(result, len(result) - body_start, nodes)
+        result[body_start:] = _attribute_helpers(result[body_start:], nodes)
     return result
 
 
@@ -164,8 +165,9 @@ def _declared_name(statement: str) -> Optional[str]:
     return None
 
 
-def _attribute_helpers(lines: list[KernelLine], count: int, nodes: dict[str, NodeProvenance]) -> None:
-    """Tag the last ``count`` wrapper statements that name no buffer by the statements they serve.
+def _attribute_helpers(body: list[KernelLine], nodes: dict[str, NodeProvenance]) -> list[KernelLine]:
+    """``body`` (one call body's statements) with those that name no buffer tagged by the
+    statements they serve.
 
     A helper a statement declares (a C++ wrapper's size and stride array, a constant's reference, a
     ``while_loop``'s condition flag) serves the first later tagged statement that uses it: Inductor
@@ -173,14 +175,13 @@ def _attribute_helpers(lines: list[KernelLine], count: int, nodes: dict[str, Nod
     statement that only reads a helper declared earlier (the runtime check of an unbacked size:
     ``if not (u0 >= 0):``) serves the statement that computed it.
     """
-    body = lines[len(lines) - count:]
+    body = list(body)
     statements = [line.text.strip() for line in body]
     declared = [_declared_name(statement) for statement in statements]
 
     def copy(index: int, source: KernelLine) -> None:
         line = body[index]
-        body[index] = lines[len(lines) - count + index] = make_line(
-            WRAPPER, line.number, line.text, [], list(source.fx_nodes), nodes)
+        body[index] = make_line(WRAPPER, line.number, line.text, [], list(source.fx_nodes), nodes)
 
     for index in reversed(range(len(body))):  # declarations, from the last: a chain resolves backwards
         name = declared[index]
@@ -193,10 +194,10 @@ def _attribute_helpers(lines: list[KernelLine], count: int, nodes: dict[str, Nod
     computed_at: dict[str, KernelLine] = {}
     for index, statement in enumerate(statements):  # reads of a helper computed earlier
         if not body[index].tagged:
-            source = next((computed_at[name] for name in re.findall(_REFERENCE.format(r"[A-Za-z_]\w*"), statement)
-                           if name in computed_at), None)
+            source = next((computed_at[name] for name in _VARIABLE.findall(statement) if name in computed_at), None)
             if source is not None:
                 copy(index, source)
         name = declared[index]
         if name is not None and body[index].tagged and name not in computed_at:
             computed_at[name] = body[index]
+    return body
