@@ -279,6 +279,16 @@ def test_a_moved_judge_seam_is_reported_by_name(monkeypatch):
         _seams.check_seams()
 
 
+def test_moved_custom_op_registries_are_reported_by_name(monkeypatch):
+    """Workers and repros import the modules defining a graph's custom ops, found through
+    torch._library's registries: when those move, check_seams says so."""
+    import torch._library.custom_ops as custom_ops
+
+    monkeypatch.delattr(custom_ops, "OPDEFS")
+    with pytest.raises(_seams.SeamMoved, match="custom-op registries moved"):
+        _seams.check_seams()
+
+
 def test_a_compile_pool_that_no_longer_reads_torch_warm_pool_is_reported(monkeypatch):
     """The zygote switches Inductor's warm compile pool off through TORCH_WARM_POOL; if Inductor
     stops reading it, the zygote would start a pool thread and could not fork."""
