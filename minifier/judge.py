@@ -130,8 +130,8 @@ def clone_inputs(values: Sequence[Any]) -> list[Any]:
 
 
 def _to_fp64(value: Any) -> Any:
-    if isinstance(value, torch.Tensor) and value.is_floating_point():
-        return value.detach().to(torch.float64)
+    if isinstance(value, torch.Tensor) and (value.is_floating_point() or value.is_complex()):
+        return value.detach().to(torch.complex128 if value.is_complex() else torch.float64)
     return value
 
 
@@ -179,16 +179,29 @@ class TensorVerdict:
         self.rmse_eager: Optional[float] = None  # against fp64
         self.mismatched = 0
         self.first_bad_index: Optional[list[int]] = None
-        self.compiled_value: Optional[float] = None  # at first_bad_index
-        self.eager_value: Optional[float] = None
+        self.compiled_value: Optional[complex] = None  # at first_bad_index (a float unless the tensor is complex)
+        self.eager_value: Optional[complex] = None
         self.note = note
 
     def as_dict(self) -> dict[str, Any]:
         return {name: getattr(self, name) for name in self.FIELDS}
 
 
+def _widened(value: torch.Tensor) -> torch.Tensor:
+    """``value`` in double precision for measuring errors: complex128 for a complex tensor (casting it
+    to float64 would drop the imaginary part), else float64."""
+    return value.to(torch.complex128) if value.is_complex() else value.double()
+
+
+def _scalar(value: torch.Tensor) -> "float | complex":
+    """One element as a Python number (a complex one for a complex tensor)."""
+    return complex(value.item()) if value.is_complex() else float(value.item())
+
+
 def _rmse(reference: torch.Tensor, value: torch.Tensor) -> float:
-    return math.sqrt(torch.mean(torch.square(reference.double() - value.double())).item()) if reference.numel() else 0.0
+    if not reference.numel():
+        return 0.0
+    return math.sqrt(torch.mean(torch.square((_widened(reference) - _widened(value)).abs())).item())
 
 
 def compare_tensor(compiled: torch.Tensor, eager: torch.Tensor, fp64: Optional[torch.Tensor] = None,
@@ -212,10 +225,10 @@ def compare_tensor(compiled: torch.Tensor, eager: torch.Tensor, fp64: Optional[t
         verdict.passed = not bool(bad.any())
     else:
         atol = rtol = tol if tol is not None else tolerance_for(eager.dtype)
-        difference = (compiled.double() - eager.double()).abs()
+        difference = (_widened(compiled) - _widened(eager)).abs()
         finite = torch.isfinite(difference)
         verdict.max_abs_error = float(difference[finite].max().item()) if finite.any() else 0.0
-        relative = difference / eager.double().abs().clamp_min(1e-12)
+        relative = difference / _widened(eager).abs().clamp_min(1e-12)
         verdict.max_rel_error = float(relative[finite].max().item()) if finite.any() else 0.0
         bad = ~torch.isclose(compiled, eager, atol=atol, rtol=rtol, equal_nan=True)
         fp64_ok = isinstance(fp64, torch.Tensor) and fp64.shape == eager.shape
@@ -229,8 +242,8 @@ def compare_tensor(compiled: torch.Tensor, eager: torch.Tensor, fp64: Optional[t
     if bad.any():
         first = [int(i) for i in torch.nonzero(bad)[0].tolist()] if bad.dim() else []
         verdict.first_bad_index = first
-        verdict.compiled_value = float(compiled[tuple(first)].item())
-        verdict.eager_value = float(eager[tuple(first)].item())
+        verdict.compiled_value = _scalar(compiled[tuple(first)])
+        verdict.eager_value = _scalar(eager[tuple(first)])
     return verdict
 
 
@@ -248,7 +261,7 @@ def _detail(index: int, ref: Any, res: Any) -> str:
     if isinstance(ref, torch.Tensor) and isinstance(res, torch.Tensor) and ref.shape == res.shape:
         if ref.dtype != res.dtype:
             return f"out[{index}]: dtype {res.dtype}, eager {ref.dtype}"
-        diff = (res.double() - ref.double()).abs()
+        diff = (_widened(res) - _widened(ref)).abs()
         diff = torch.where(torch.isnan(diff), torch.full_like(diff, float("inf")), diff)
         return f"out[{index}]: max |compiled - eager| = {diff.max().item():.4g}" if diff.numel() else f"out[{index}]"
     shape = getattr(res, "shape", None)

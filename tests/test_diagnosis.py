@@ -207,6 +207,27 @@ def test_a_buffer_named_after_a_node_computed_only_in_registers_is_not_compared(
     assert report.found and report.culprit_target == "aten.log.default", report.render()
 
 
+def rotary_complex(x: torch.Tensor, freqs_cis: torch.Tensor) -> torch.Tensor:
+    x = torch.exp(x) * 0.5
+    pairs = torch.view_as_complex(x.reshape(*x.shape[:-1], -1, 2))
+    return torch.view_as_real(pairs * freqs_cis).flatten(-2) * 2.0 + 1.0
+
+
+def test_complex_buffers_are_compared_with_their_imaginary_parts():
+    """A rotary embedding in complex numbers (Llama's original): the complex buffers were compared
+    as float64, which dropped their imaginary parts, and the first mismatch crashed the search
+    (``float()`` of a complex)."""
+    torch.manual_seed(0)
+    angles = torch.outer(torch.arange(12).float(), 1.0 / (10000 ** (torch.arange(0, 16, 2).float() / 16)))
+    x = (torch.randn(2, 12, 16), torch.polar(torch.ones(12, 8), angles))
+    with ib.faults.bad_lowering("exp", "std::exp({x}) * decltype({x})(1.5)",
+                                vectorized="{x}.exp() * decltype({x})(1.5)"):
+        report = ib.find_first_divergence(rotary_complex, *x)
+    assert report.found and report.culprit_target == "aten.exp.default", report.render()
+    first = report.checked[0]
+    assert first.node == "view_as_complex" and not first.passed and first.max_abs_error > 1, report.render()
+
+
 def dropout_then_tanh(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
     h = F.dropout(x * 3, p=0.5, training=True) @ w
     return torch.tanh(h) + h

@@ -686,3 +686,24 @@ def test_isa_answers_are_kept_only_where_asked_and_only_this_user_can_write(tmp_
     assert not isa_answers.remember_loads(Probe, "/nowhere", root=str(shared))
     monkeypatch.delenv("MINIFIER_FRESH_ISA_PROBE")
     assert isa_answers.remember_loads(Probe, "/nowhere", root=str(shared))
+
+
+def test_complex_outputs_are_compared_with_their_imaginary_parts():
+    """A complex output was widened with ``.double()``: the imaginary part was dropped (with a
+    warning) from the errors, and the first mismatch crashed the judge (``float()`` of a complex)."""
+    import warnings
+
+    from minifier.judge import compare_tensor
+
+    eager = torch.randn(6, dtype=torch.complex64)
+    wrong = eager.clone()
+    wrong[3] += 0.5j
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        verdict = compare_tensor(wrong, eager)
+        assert compare_tensor(eager.clone(), eager).passed
+    assert not verdict.passed and verdict.mismatched == 1 and verdict.first_bad_index == [3]
+    assert verdict.max_abs_error == pytest.approx(0.5, rel=1e-5)
+    assert verdict.compiled_value == pytest.approx(complex(eager[3].item()) + 0.5j, rel=1e-5)
+    assert isinstance(verdict.eager_value, complex)
+

@@ -39,8 +39,8 @@ class OutputComparison:
     rmse_compiled: Optional[float] = None  # against fp64
     rmse_eager: Optional[float] = None  # against fp64
     first_bad_index: Optional[list[int]] = None
-    compiled_value: Optional[float] = None  # at first_bad_index
-    eager_value: Optional[float] = None
+    compiled_value: Optional[complex] = None  # at first_bad_index (a float unless the output is complex)
+    eager_value: Optional[complex] = None
     mismatched: int = 0
     note: str = ""
 
@@ -105,11 +105,12 @@ def clone_inputs(values: Sequence[Any]) -> list[Any]:
 
 
 def to_fp64(value: Any) -> Any:
-    """Floating tensors (and modules' floating parameters) converted to float64."""
+    """Floating tensors (and modules' floating parameters) converted to float64, complex ones to complex128."""
     if isinstance(value, torch.nn.Module):
         return copy.deepcopy(value).double()
-    if isinstance(value, torch.Tensor) and value.is_floating_point():
-        return value.detach().double().requires_grad_(value.requires_grad)
+    if isinstance(value, torch.Tensor) and (value.is_floating_point() or value.is_complex()):
+        wide = torch.complex128 if value.is_complex() else torch.float64
+        return value.detach().to(wide).requires_grad_(value.requires_grad)
     return value
 
 
