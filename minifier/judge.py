@@ -125,8 +125,25 @@ def matches(expected: dict[str, Any], actual: dict[str, Any], pattern: Optional[
 
 # ----------------------------------------------------------------------------------- running
 
+def clone_tensor(value: torch.Tensor) -> torch.Tensor:
+    """A detached copy of ``value`` with its sizes and strides: compiled code asserts both, and
+    ``clone()`` makes a view with gaps (a slice of a wider tensor) or overlaps (an expand)
+    contiguous. Such a view is rebuilt over a copy of the storage span it reads."""
+    value = value.detach()
+    copied = value.clone(memory_format=torch.preserve_format)
+    if value.layout != torch.strided or value.numel() == 0 or copied.stride() == value.stride():
+        return copied
+    span = 1 + sum((size - 1) * stride for size, stride in zip(value.shape, value.stride()))
+    try:
+        storage = value.as_strided((span,), (1,), value.storage_offset()).clone()
+        return storage.as_strided(value.shape, value.stride())
+    except RuntimeError:  # a tensor type that cannot be re-viewed: its values, laid out afresh
+        return copied
+
+
 def clone_inputs(values: Sequence[Any]) -> list[Any]:
-    return [v.detach().clone() if isinstance(v, torch.Tensor) else v for v in values]
+    """Copies of ``values``: tensors by :func:`clone_tensor`, other values as they are."""
+    return [clone_tensor(v) if isinstance(v, torch.Tensor) else v for v in values]
 
 
 def _to_fp64(value: Any) -> Any:

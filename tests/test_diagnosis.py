@@ -228,6 +228,24 @@ def test_complex_buffers_are_compared_with_their_imaginary_parts():
     assert first.node == "view_as_complex" and not first.passed and first.max_abs_error > 1, report.render()
 
 
+def strided_across_a_break(x: torch.Tensor) -> torch.Tensor:
+    every_other = (torch.exp(x) * 2)[:, ::2]
+    torch._dynamo.graph_break()
+    return torch.tanh(every_other) + 1
+
+
+def test_a_graph_whose_input_is_a_view_with_gaps_is_replayed_on_the_same_strides():
+    """After a graph break the next graph's input is a view with gaps (Longformer's chunked
+    attention); its compiled code asserts those strides. The replay's copies of the arguments were
+    made contiguous, and the search died on ``assert_size_stride`` before comparing anything."""
+    torch.manual_seed(0)
+    with ib.faults.bad_lowering("tanh", "std::tanh({x}) * decltype({x})(1.5)",
+                                vectorized="{x}.tanh() * decltype({x})(1.5)"):
+        report = ib.find_first_divergence(strided_across_a_break, torch.randn(4, 16))
+    assert report.found and report.culprit_target == "aten.tanh.default", report.render()
+    assert report.graph.endswith("1/0 inference") and report.checked[0].passed, report.render()
+
+
 def dropout_then_tanh(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
     h = F.dropout(x * 3, p=0.5, training=True) @ w
     return torch.tanh(h) + h

@@ -707,3 +707,15 @@ def test_complex_outputs_are_compared_with_their_imaginary_parts():
     assert verdict.compiled_value == pytest.approx(complex(eager[3].item()) + 0.5j, rel=1e-5)
     assert isinstance(verdict.eager_value, complex)
 
+
+def test_copies_of_inputs_keep_the_strides_of_views_with_gaps_and_overlaps():
+    """Compiled code asserts its inputs' strides; ``clone()`` makes such views contiguous."""
+    from minifier.judge import clone_inputs
+
+    base = torch.arange(64.0).reshape(4, 16)
+    gapped, expanded, permuted = base[:, 1::2], torch.arange(4.0)[:, None].expand(4, 5), base.t()
+    copies = clone_inputs([gapped, expanded, permuted, 3])
+    for original, copy in zip([gapped, expanded, permuted], copies):
+        assert copy.stride() == original.stride() and torch.equal(copy, original)
+        assert copy.untyped_storage().data_ptr() != original.untyped_storage().data_ptr()
+    assert copies[3] == 3

@@ -17,7 +17,7 @@ from typing import Any, Callable, Optional, Sequence
 import torch
 import torch.utils._pytree as pytree
 
-from minifier.judge import RMSE_MULTIPLIER, compare_tensor, tolerance_for  # noqa: F401 - re-exported
+from minifier.judge import RMSE_MULTIPLIER, clone_tensor, compare_tensor, tolerance_for  # noqa: F401 - re-exported
 
 __all__ = ["OutputComparison", "AccuracyReport", "AccuracyError", "compare_outputs", "check_accuracy",
            "default_tolerance", "clone_inputs", "to_fp64", "check_graph_call",
@@ -97,8 +97,7 @@ def clone_inputs(values: Sequence[Any]) -> list[Any]:
     """Deep copies of tensors (strides and requires_grad kept); other values as they are."""
     def clone(value: Any) -> Any:
         if isinstance(value, torch.Tensor):
-            copied = value.detach().clone(memory_format=torch.preserve_format)
-            return copied.requires_grad_(value.requires_grad)
+            return clone_tensor(value).requires_grad_(value.requires_grad)
         return value
 
     return [pytree.tree_map(clone, v) for v in values]
