@@ -22,14 +22,15 @@ import importlib
 from typing import Any
 
 __all__ = [
-    "minify", "MinifyResult", "MinifierError", "NotFailingError", "detect_level",
+    "minify", "MinifyResult", "MinifierError", "NotFailingError", "UnbuildableGraph", "detect_level",
     "Failure", "AccuracyFailure", "CompileFailure", "RuntimeFailure",
     "CarriedContext", "register_context_provider", "current_context",
     "Candidate", "GraphSlicer", "STRATEGIES", "strategy", "prewarm",
 ]
 
 _HOME = {
-    **dict.fromkeys(("minify", "MinifyResult", "MinifierError", "NotFailingError", "detect_level"), ".search"),
+    **dict.fromkeys(("minify", "MinifyResult", "MinifierError", "NotFailingError", "UnbuildableGraph",
+                     "detect_level"), ".search"),
     **dict.fromkeys(("Failure", "AccuracyFailure", "CompileFailure", "RuntimeFailure"), ".checks"),
     **dict.fromkeys(("CarriedContext", "register_context_provider", "current_context"), ".context"),
     **dict.fromkeys(("Candidate", "GraphSlicer"), ".graph"),

@@ -15,7 +15,7 @@ from typing import Any, Optional
 import torch
 
 __all__ = ["changed_inductor_config", "module_source", "inside_compile", "start_cpu_isa_probe", "is_aten_op",
-           "symbolic_hint", "import_compiler", "op_defining_module",
+           "symbolic_hint", "import_compiler", "op_defining_module", "ordering_wrapper",
            "keep_fork_safe", "compile_without_threads", "check_seams",
            "SeamMoved"]
 
@@ -166,6 +166,14 @@ def op_defining_module(op: Any) -> Optional[str]:
     return module
 
 
+def ordering_wrapper() -> Any:
+    """Inductor's ``control_deps`` higher-order op, or None: ``control_deps(deps, subgraph, *args)``
+    runs ``subgraph(*args)`` after ``deps``. Inductor's post-grad passes wrap ops in it to keep their
+    order (random ops under ``fallback_random``: every attention of a transformer), so a post-grad
+    graph calls subgraphs through it; compiling the graph again wraps them again."""
+    return getattr(torch.ops.higher_order, "control_deps", None)
+
+
 def import_compiler() -> None:
     """Import Inductor's compile path ahead of the first candidate (a worker's warm-up)."""
     import torch._inductor.compile_fx  # noqa: F401
@@ -233,3 +241,8 @@ def check_seams() -> None:
         raise SeamMoved("SymInt.node.hint no longer says None for a size without a hint")
     if "class Repro" not in module_source(torch.fx.symbolic_trace(torch.nn.ReLU())):
         raise SeamMoved("torch._dynamo.debug_utils.NNModuleToString no longer writes a Repro class")
+    wrapper = ordering_wrapper()
+    if wrapper is None or list(inspect.signature(type(wrapper).__call__).parameters)[:3] != \
+            ["self", "additional_deps", "subgraph"]:
+        raise SeamMoved("torch.ops.higher_order.control_deps(additional_deps, subgraph, *args) moved "
+                        "(post-grad graphs are minified with its subgraphs inlined)")

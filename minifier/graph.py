@@ -18,7 +18,7 @@ import networkx as nx
 import torch
 import torch.fx
 
-__all__ = ["Candidate", "GraphSlicer", "InvalidCandidate", "record_values", "input_ok"]
+__all__ = ["Candidate", "GraphSlicer", "InvalidCandidate", "record_values", "input_ok", "inline_ordering_wrappers"]
 
 _COMPUTE = ("call_function", "call_method", "call_module", "get_attr")
 
@@ -70,6 +70,42 @@ def record_values(module: torch.fx.GraphModule, inputs: Sequence[Any], seed: int
     for node, value in zip((n for n in module.graph.nodes if n.op == "placeholder"), inputs):
         recorder.values[node.name] = value
     return recorder.values
+
+
+def inline_ordering_wrappers(module: torch.fx.GraphModule) -> torch.fx.GraphModule:
+    """``module`` with each of Inductor's ordering wrappers, ``control_deps(deps, subgraph, *args)``,
+    replaced by the subgraph's own nodes applied to ``args``: a new GraphModule, or ``module``
+    itself when it has none. A post-grad graph has them around every random op under
+    ``fallback_random`` (each attention of a transformer); they only order ops, which compiling
+    the graph again orders again, and a graph calling subgraphs cannot be rebuilt in a worker."""
+    from ._seams import ordering_wrapper
+
+    wrapper = ordering_wrapper()
+    if wrapper is None or not any(n.target is wrapper for n in module.graph.nodes):
+        return module
+    graph = torch.fx.Graph()
+    graph.output(graph.graph_copy(module.graph, {}))
+    for node in [n for n in graph.nodes if n.target is wrapper]:
+        subgraph = getattr(module, node.args[1].target)
+        env: dict[torch.fx.Node, Any] = dict(zip(subgraph.graph.find_nodes(op="placeholder"), node.args[2:]))
+        with graph.inserting_before(node):
+            for inner in subgraph.graph.nodes:
+                if inner.op not in ("placeholder", "output"):
+                    env[inner] = graph.node_copy(inner, env.__getitem__)
+        result = torch.fx.map_arg(subgraph.graph.output_node().args[0], env.__getitem__)
+        if isinstance(result, torch.fx.Node):
+            result.meta = {**node.meta, **result.meta}
+            node.replace_all_uses_with(result)
+        else:  # several outputs: each getitem of the wrapper reads the one it names
+            for user in list(node.users):
+                user.replace_all_uses_with(result[user.args[1]])
+                graph.erase_node(user)
+        graph.erase_node(node)
+    for getter in graph.find_nodes(op="get_attr"):
+        if not getter.users and isinstance(getattr(module, str(getter.target), None), torch.fx.GraphModule):
+            graph.erase_node(getter)
+    graph.lint()
+    return torch.fx.GraphModule(module, graph)
 
 
 class GraphSlicer:

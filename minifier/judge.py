@@ -38,6 +38,9 @@ NONDETERMINISTIC = "nondeterministic"
 CRASH = "crash"
 TIMEOUT = "timeout"
 INVALID = "invalid"
+# The end of an ``invalid`` outcome's signature when the worker could not unpickle the candidate: FX
+# rebuilds a GraphModule by re-tracing its code, which some code refuses (see UnbuildableGraph).
+UNLOADABLE = "the worker could not load the candidate"
 
 # Parts of error messages that change as a graph shrinks but do not change what the bug is.
 _NOISE = [

@@ -18,15 +18,15 @@ import torch.fx
 from ._seams import inside_compile, is_aten_op, op_defining_module
 from .checks import Failure
 from .context import CarriedContext, current_context
-from .graph import Candidate, GraphSlicer, InvalidCandidate, record_values
-from .judge import ACCURACY, NONDETERMINISTIC, judge
+from .graph import Candidate, GraphSlicer, InvalidCandidate, inline_ordering_wrappers, record_values
+from .judge import ACCURACY, INVALID, NONDETERMINISTIC, UNLOADABLE, judge
 from .outcome import Outcome
 from .speculation import SPECULATE_UP_TO, Pending, cancel, first_half_guesses, single_nodes, speculate
 from .strategies import CLOSING, FIRST_DIVERGENCE, OPENING, STRATEGIES, divergence_probe
 from .workers import WorkerSetup, pool
 
-__all__ = ["minify", "MinifyResult", "MinifyState", "MinifierError", "NotFailingError", "detect_level",
-           "default_workers"]
+__all__ = ["minify", "MinifyResult", "MinifyState", "MinifierError", "NotFailingError", "UnbuildableGraph",
+           "detect_level", "default_workers"]
 
 
 class MinifierError(RuntimeError):
@@ -35,6 +35,13 @@ class MinifierError(RuntimeError):
 
 class NotFailingError(MinifierError):
     """The original graph does not fail the way the check describes."""
+
+
+class UnbuildableGraph(MinifierError):
+    """A worker cannot load the graph: FX ships a GraphModule by re-tracing its code, which some
+    code refuses (a ``torch.func`` transform's batching calls, a ``torch.Size`` of symbolic sizes),
+    or the graph holds a class a worker cannot import. The post-AOT ATen graph of the same
+    computation can be minified instead."""
 
 
 @dataclasses.dataclass
@@ -537,6 +544,13 @@ def _confirm(run: _Run, chosen: Sequence[str],
         run.emit("The graph is nondeterministic: two seeded eager runs differ, so an accuracy failure cannot be "
                  "pinned. Not minified.")
         return original, known, {}
+    if original.kind == INVALID and original.signature.endswith(UNLOADABLE):
+        cancel(pending, run.discard)
+        raise UnbuildableGraph(f"minify: a worker cannot load this graph ({original.message}). A worker rebuilds "
+                               "a graph by re-tracing its code with FX: the code must not refuse proxies (a "
+                               "torch.func transform's batching calls, a torch.Size of symbolic sizes do) and its "
+                               "classes and ops must be importable. For a Dynamo graph, minify the post-AOT ATen "
+                               "graph of the same computation instead")
     if not run.check.accepts_original(original):
         cancel(pending, run.discard)
         detail = original.signature or original.message[:300]
@@ -644,9 +658,12 @@ def minify(
     ``repro_dir`` (default ``./minifier_repros``) and names it in the last log line.
 
     Four phases: validate the arguments, confirm the original fails, search, re-check and write
-    the repro. Raises :class:`NotFailingError` when the original does not fail the way ``check`` says.
-    """
+    the repro. Raises :class:`NotFailingError` when the original does not fail the way ``check`` says,
+    :class:`UnbuildableGraph` when a worker cannot load it. Inductor's ordering wrappers in a
+    post-grad graph (``control_deps``) are inlined first (:func:`~minifier.graph.inline_ordering_wrappers`)."""
     started = time.perf_counter()
+    if isinstance(module, torch.fx.GraphModule):
+        module = inline_ordering_wrappers(module)
     level = _validate(module, inputs, check, level=level, strategies=strategies, isolate=isolate)
     if workers is None:
         workers = default_workers()

@@ -92,6 +92,28 @@ def test_a_wrong_tensor_the_forward_saves_is_found_when_only_gradients_show_it(t
     assert "minified" in result.minifier
 
 
+def _per_sample_grads(w: torch.Tensor, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    def loss(w: torch.Tensor, xi: torch.Tensor, yi: torch.Tensor) -> torch.Tensor:
+        return ((xi @ w).tanh() - yi).pow(2).sum()
+
+    return torch.func.vmap(torch.func.grad(loss), in_dims=(None, 0, 0))(w, x, y)
+
+
+def test_a_dynamo_graph_fx_cannot_retrace_is_minified_from_its_post_aot_graph(tmp_path):
+    """``torch.func.vmap(grad(...))``: the Dynamo graph calls functorch's batching functions,
+    which refuse FX proxies, so a worker could not load it and the diagnosis had no repro ("it
+    gives 'invalid'"). The minifier now says why (UnbuildableGraph) and diagnose minifies the
+    post-AOT graph of the same computation instead."""
+    torch.manual_seed(0)
+    x = (torch.randn(8, 4), torch.randn(5, 8), torch.randn(5, 4))
+    with ib.faults.bad_lowering("tanh", "std::tanh({x}) * decltype({x})(1.5)",
+                                vectorized="{x}.tanh() * decltype({x})(1.5)"):
+        result = ib.diagnose(_per_sample_grads, *x, out_dir=tmp_path)
+        assert _reproduces(result.repro_path), result.minifier
+    assert result.divergence.culprit == "tanh", result.divergence
+    assert "minified the post-AOT graph instead" in result.minifier and "_add_batch_dim" in result.minifier
+
+
 def test_the_minifier_gets_the_arguments_of_the_graph_that_diverged_not_of_the_nth_compiled():
     """Dynamo can compile a graph and discard it (a GPT-2 under dynamic=True compiles two graphs
     and runs only the second): the diverging graph's first call is found by its code, not by its

@@ -18,7 +18,7 @@ from torch._inductor.decomposition import select_decomp_table
 from torch.fx.experimental.proxy_tensor import make_fx
 
 import instrumented_backend as ib
-from minifier import AccuracyFailure, CompileFailure, NotFailingError, RuntimeFailure, minify
+from minifier import AccuracyFailure, CompileFailure, RuntimeFailure, UnbuildableGraph, minify
 
 REPROS: list[tuple[Path, int]] = []  # (repro script, exit status it must give)
 OPS = lambda result: [str(n.target) for n in result.graph_module.graph.nodes if n.op == "call_function"]  # noqa: E731
@@ -455,7 +455,7 @@ def test_a_candidate_a_worker_cannot_load_is_refused_with_the_reason_not_minifie
     monkeypatch.setattr(_ScriptTensor, "__module__", "__main__")
     monkeypatch.setattr(__main__, "_ScriptTensor", _ScriptTensor, raising=False)
     x = torch.randn(8).as_subclass(_ScriptTensor)
-    with pytest.raises(NotFailingError, match=r"gives 'invalid': AttributeError: the worker could not load"):
+    with pytest.raises(UnbuildableGraph, match=r"cannot load this graph \(AttributeError: "):
         minify(torch.fx.symbolic_trace(lambda v: (torch.neg(v),)), [x], check=CompileFailure(), repro_dir=out,
                echo=lambda s: None)
 
@@ -565,3 +565,27 @@ def test_a_repro_passes_once_the_bug_is_gone(out):
     env = {k: v for k, v in os.environ.items() if k != ib.faults.ENV_VAR}
     proc = subprocess.run([sys.executable, str(fixed)], capture_output=True, text=True, timeout=600, env=env)
     assert proc.returncode == 0, proc.stdout + proc.stderr[-2000:]
+
+
+def _two_attentions(q, k, v):
+    a = torch.nn.functional.scaled_dot_product_attention(q, k, v)
+    return torch.nn.functional.scaled_dot_product_attention(torch.neg(a) * 2, k, v)
+
+
+def test_a_post_grad_graph_with_ordering_wrappers_is_minified_with_them_inlined(out):
+    """Under ``fallback_random`` Inductor's post-grad passes chain random ops (each attention) with
+    ``control_deps``, a higher-order op calling a subgraph: every transformer's post-grad graph
+    was refused ("calls subgraphs"), so diagnose had no repro for a GPT-2 under ``dynamic=True``,
+    whose Dynamo graph FX cannot re-trace either."""
+    from instrumented_backend.capture.backend import keep_call_args
+
+    x = [torch.randn(1, 2, 8, 4) for _ in range(3)]
+    with ib.faults.doubling_neg():
+        with ib.capture() as session, keep_call_args(), torch.no_grad():
+            torch.compile(_two_attentions, backend="instrumented", options={"fallback_random": True})(*x)
+        graph = session.graphs[0]
+        assert "control_deps" in [str(n.target) for n in graph.post_grad_graph.graph.nodes]
+        result = keep(minify(graph.post_grad_graph, graph.call_args, check=AccuracyFailure(), repro_dir=out,
+                             echo=lambda s: None))
+    assert OPS(result) == ["aten.neg.default"] and result.reproduced
+    assert "control_deps" in [str(n.target) for n in graph.post_grad_graph.graph.nodes]  # the caller's graph as it was

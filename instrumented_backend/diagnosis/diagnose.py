@@ -233,16 +233,28 @@ def _training_layers(fn: Callable[..., Any], inputs: Sequence[Any], seed: int, t
 
 
 def _minify(graph: torch.fx.GraphModule, args: Sequence[Any], check: Any, hints: Sequence[str],
-            directory: Path, patches: dict[str, Any]) -> tuple[str, str]:
-    """(repro path, summary) from the minifier; ("", why) when it could not shrink the graph."""
-    from minifier import minify
+            directory: Path, patches: dict[str, Any],
+            instead: Optional[tuple[torch.fx.GraphModule, list[Any], list[str]]] = None) -> tuple[str, str]:
+    """(repro path, summary) from the minifier; ("", why) when it could not shrink the graph.
+    ``instead`` (graph, arguments, hints): the post-AOT graph to minify when a worker cannot load
+    ``graph`` (a Dynamo graph whose code FX cannot re-trace: a ``torch.func`` transform's)."""
+    from minifier import UnbuildableGraph, minify
 
+    note = ""
     try:
-        result = minify(graph, list(args), check=check, hint_nodes=list(hints), repro_dir=str(directory),
-                        config=dict(patches) or None, echo=lambda line: None)
+        try:
+            result = minify(graph, list(args), check=check, hint_nodes=list(hints), repro_dir=str(directory),
+                            config=dict(patches) or None, echo=lambda line: None)
+        except UnbuildableGraph as exc:
+            if instead is None:
+                raise
+            note = f"the Dynamo graph cannot be shipped to a worker ({_error_text(exc).split(' A worker')[0]}); " \
+                   "minified the post-AOT graph instead: "
+            result = minify(instead[0], list(instead[1]), check=check, hint_nodes=instead[2],
+                            repro_dir=str(directory), config=dict(patches) or None, echo=lambda line: None)
     except Exception as exc:  # noqa: BLE001 - the diagnosis stands without a repro
-        return "", f"the minifier could not shrink the graph: {_error_text(exc)}"
-    return str(result.repro_path or ""), result.summary()
+        return "", f"{note}the minifier could not shrink the graph: {_error_text(exc)}"
+    return str(result.repro_path or ""), note + result.summary()
 
 
 def _first_call(graph: "GraphCapture", calls: Sequence[tuple[list[Any], list[Any], str]]) -> list[Any]:
@@ -407,6 +419,7 @@ def diagnose(fn: Callable[..., Any], *inputs: Any, kwargs: Optional[dict[str, An
     hints: list[str] = []
     target_graph: Optional[Any] = None
     args: list[Any] = []
+    instead: Optional[tuple[Any, list[Any], list[str]]] = None  # the post-AOT graph, if the Dynamo one cannot ship
     if result.verdict == "inaccurate":
         say("finding the first diverging buffer (forward, replayed on the compiled graph's own arguments)")
         result.divergence = DivergenceReport()
@@ -415,10 +428,15 @@ def diagnose(fn: Callable[..., Any], *inputs: Any, kwargs: Optional[dict[str, An
                                                                    seed=seed, tol=tol,
                                                                    narrow_options=inductor_options):
                 first_call = _first_call(graph, calls)
-                if first_call:
-                    target_graph, args = graph.dynamo_graph, first_call
                 culprit = result.divergence.culprit
                 hints = list(graph.nodes[culprit].dynamo_nodes) if culprit in graph.nodes else []
+                if graph.post_grad_graph is not None:
+                    instead = (graph.post_grad_graph, graph.call_args, [culprit] if culprit else [])
+                if first_call:
+                    target_graph, args = graph.dynamo_graph, first_call
+                elif instead is not None:
+                    target_graph, args, hints = instead
+                    instead = None
                 break
         else:  # no graph's own arguments were kept: compile again, keeping the Dynamo call's
             result.divergence = find_first_divergence(fn, *inputs, tol=tol, seed=seed)
@@ -457,7 +475,8 @@ def diagnose(fn: Callable[..., Any], *inputs: Any, kwargs: Optional[dict[str, An
         say(f"minifying from the culprit ({', '.join(hints) or 'no hint'})")
         check = {"compile_error": CompileFailure(), "runtime_error": RuntimeFailure()}.get(result.verdict,
                                                                                           AccuracyFailure())
-        result.repro_path, result.minifier = _minify(target_graph, args, check, hints, out / "repros", patches)
+        result.repro_path, result.minifier = _minify(target_graph, args, check, hints, out / "repros", patches,
+                                                     instead)
         step("minify", began, result.minifier)
     return _finish(result, out, graphs, started, say)
 

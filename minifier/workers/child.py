@@ -90,7 +90,7 @@ def _warm(judge: Any, *, run: bool, build: bool) -> None:
 
 def serve(requests: BinaryIO, replies: BinaryIO) -> int:
     """Judge one candidate per request until the requests end."""
-    from minifier.judge import INVALID, judge, outcome
+    from minifier.judge import INVALID, UNLOADABLE, judge, outcome
 
     while True:
         payload = read_frame(requests)
@@ -99,8 +99,8 @@ def serve(requests: BinaryIO, replies: BinaryIO) -> int:
         try:
             request = pickle.loads(payload)
         except Exception as exc:  # noqa: BLE001 - a class or op this process cannot import: say so, keep serving
-            write_message(replies, outcome(INVALID, f"{type(exc).__name__}: the worker could not load the candidate",
-                                           f"{exc!r}; a module the graph needs is not imported in worker processes"))
+            write_message(replies, outcome(INVALID, f"{type(exc).__name__}: {UNLOADABLE}",
+                                           f"{type(exc).__name__}: {exc}"))
             continue
         if request["spec"].get("nice") and hasattr(os, "setpriority"):  # speculative: only idle cycles, from now on
             os.setpriority(os.PRIO_PROCESS, 0, max(os.getpriority(os.PRIO_PROCESS, 0), request["spec"]["nice"]))

@@ -451,7 +451,7 @@ class WorkerPool:
 
     def judge(self, setup: WorkerSetup, module: torch.nn.Module, inputs: Sequence[Any], spec: dict[str, Any],
               timeout: float, slot: int = 0) -> dict[str, Any]:
-        from ..judge import CRASH, TIMEOUT
+        from ..judge import CRASH, INVALID, TIMEOUT, UNLOADABLE
 
         worker = self.get(setup, slot)
         result = worker.judge(module, inputs, spec, timeout)
@@ -459,6 +459,10 @@ class WorkerPool:
             with self._lock:
                 self.crashes += 1
             self.get(setup, slot)  # start the replacement now: it warms while the caller carries on
+        elif result["kind"] == INVALID and result.get("signature", "").endswith(UNLOADABLE):
+            # A failed re-trace ran part of the graph's code on proxies, which can leave global state
+            # changed (a torch.func transform's nesting level): that worker judges nothing more.
+            self.discard(setup, slot)
         return result
 
     def shutdown(self, wait: bool = True) -> None:
