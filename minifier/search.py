@@ -41,7 +41,15 @@ class UnbuildableGraph(MinifierError):
     """A worker cannot load the graph: FX ships a GraphModule by re-tracing its code, which some
     code refuses (a ``torch.func`` transform's batching calls, a ``torch.Size`` of symbolic sizes),
     or the graph holds a class a worker cannot import. The post-AOT ATen graph of the same
-    computation can be minified instead."""
+    computation can be minified instead. ``reason``: the worker's error."""
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+        super().__init__(f"minify: a worker cannot load this graph ({reason}). A worker rebuilds a graph by "
+                         "re-tracing its code with FX: the code must not refuse proxies (a torch.func transform's "
+                         "batching calls, a torch.Size of symbolic sizes do) and its classes and ops must be "
+                         "importable. For a Dynamo graph, minify the post-AOT ATen graph of the same computation "
+                         "instead")
 
 
 @dataclasses.dataclass
@@ -546,11 +554,7 @@ def _confirm(run: _Run, chosen: Sequence[str],
         return original, known, {}
     if original.kind == INVALID and original.signature.endswith(UNLOADABLE):
         cancel(pending, run.discard)
-        raise UnbuildableGraph(f"minify: a worker cannot load this graph ({original.message}). A worker rebuilds "
-                               "a graph by re-tracing its code with FX: the code must not refuse proxies (a "
-                               "torch.func transform's batching calls, a torch.Size of symbolic sizes do) and its "
-                               "classes and ops must be importable. For a Dynamo graph, minify the post-AOT ATen "
-                               "graph of the same computation instead")
+        raise UnbuildableGraph(original.message)
     if not run.check.accepts_original(original):
         cancel(pending, run.discard)
         detail = original.signature or original.message[:300]

@@ -248,8 +248,8 @@ def _minify(graph: torch.fx.GraphModule, args: Sequence[Any], check: Any, hints:
         except UnbuildableGraph as exc:
             if instead is None:
                 raise
-            note = f"the Dynamo graph cannot be shipped to a worker ({_error_text(exc).split(' A worker')[0]}); " \
-                   "minified the post-AOT graph instead: "
+            reason = exc.reason.split("\n")[0][:200]
+            note = f"a worker cannot load the Dynamo graph ({reason}); minified the post-AOT graph instead: "
             result = minify(instead[0], list(instead[1]), check=check, hint_nodes=instead[2],
                             repro_dir=str(directory), config=dict(patches) or None, echo=lambda line: None)
     except Exception as exc:  # noqa: BLE001 - the diagnosis stands without a repro
