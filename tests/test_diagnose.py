@@ -3,6 +3,7 @@ failing layer, the culprit kernel line, the user's source line and a repro that 
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -221,6 +222,38 @@ def test_the_command_on_a_script_without_a_bug_exits_zero_and_minifies_nothing(t
     assert "no bug found" in proc.stdout and "checked 1 compiled target(s), graphs: #" in proc.stdout
     assert not (tmp_path / "diagnosis" / "repros").exists()
     assert "[diagnose" not in proc.stderr  # quiet when piped
+
+
+_SEGFAULTING_SCRIPT = """\
+import torch
+import instrumented_backend as ib
+
+
+def decoder(z):
+    h = torch.nn.functional.silu(z * 2.0)
+    return torch.tanh(h) + 1.0
+
+
+null_tanh = ib.faults.bad_lowering("tanh", "decltype({x})(*(volatile int*)nullptr)",
+                                   vectorized="decltype({x})(*(volatile int*)nullptr)")
+with null_tanh:
+    print(torch.compile(decoder)(torch.randn(8, 16)).sum())
+"""
+
+
+def test_the_command_names_the_kernel_and_lines_of_compiled_code_that_segfaults(tmp_path):
+    """The script's compiled kernel dereferences null: the command died with it (exit -11, no
+    word). The diagnosis now runs in a forked child; the fault traceback's line of the output
+    code is mapped to the kernel it launches and the source lines of that kernel's nodes."""
+    script = tmp_path / "segfaults.py"
+    script.write_text(_SEGFAULTING_SCRIPT)
+    proc = _cli("--out", "out", str(script), cwd=tmp_path)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "the compiled code killed the process (SIGSEGV)" in proc.stdout, proc.stdout + proc.stderr
+    assert re.search(r"kernel: cpp_fused\w*tanh\w* \(graph #\d+ 0/0 inference\)", proc.stdout), proc.stdout
+    assert "segfaults.py:7: return torch.tanh(h) + 1.0" in proc.stdout, proc.stdout
+    runnable = re.search(r"the graph, runnable: (\S+)", proc.stdout)[1]
+    assert (tmp_path / runnable).is_file() and (tmp_path / "out" / "crash" / "fault_traceback.txt").is_file()
 
 
 def test_the_command_diagnoses_the_tutorial_script_unchanged(tmp_path):

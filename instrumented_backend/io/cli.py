@@ -86,6 +86,19 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _diagnose(args: argparse.Namespace) -> int:
+    """The diagnosis runs in a forked child: compiled code that kills it (a segfaulting kernel) is
+    then reported by kernel and source line instead of ending the command."""
+    from ..diagnosis.crash import run_surviving_crashes
+
+    code, crash = run_surviving_crashes(lambda: _diagnose_here(args), args.out)
+    if crash is not None:
+        print(crash.render())
+        print(f"instrumented_backend diagnose: the fault traceback and the graphs compiled before the crash are in "
+              f"{Path(args.out) / 'crash'}")
+    return code
+
+
+def _diagnose_here(args: argparse.Namespace) -> int:
     import contextlib
 
     from ..diagnosis import faults
