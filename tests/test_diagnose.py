@@ -362,3 +362,16 @@ def test_a_recorded_first_call_is_a_copy_the_script_cannot_change_later():
     (call,) = calls
     assert torch.equal(call.args[0][0], torch.ones(4)) and torch.equal(call.args[1]["by"], torch.ones(4))
     assert call.args[1]["by"].requires_grad and not call.args[0][0].requires_grad
+
+
+def test_a_crash_outside_compiled_code_or_without_a_traceback_is_said_so(tmp_path):
+    from instrumented_backend.diagnosis.crash import explain_crash
+
+    killed = explain_crash(9, tmp_path / "absent.txt", tmp_path / "graphs")
+    assert not killed.located and "SIGKILL" in killed.render() and "out-of-memory" in killed.render()
+    log = tmp_path / "fault.txt"
+    log.write_text('Fatal Python error: Segmentation fault\n\nCurrent thread 0x1 (most recent call first):\n'
+                   f'  File "{tmp_path / "user.py"}", line 3 in step\n')
+    elsewhere = explain_crash(11, log, tmp_path / "graphs")
+    assert elsewhere.signal == "SIGSEGV" and not elsewhere.located
+    assert "the crash was elsewhere" in elsewhere.render() and "user.py" in elsewhere.render()

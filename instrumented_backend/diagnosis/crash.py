@@ -51,6 +51,10 @@ class CrashReport:
 
     def render(self) -> str:
         lines = [f"the compiled code killed the process ({self.signal})"]
+        if not self.fault_traceback.strip():
+            lines.append("no fault traceback was written: the signal is one Python cannot report (SIGKILL, "
+                         "as the out-of-memory killer sends)")
+            return "\n".join(lines)
         if not self.located:
             lines.append("no frame of Inductor's output code in the fault traceback: the crash was elsewhere")
             lines.append(self.fault_traceback.strip())
