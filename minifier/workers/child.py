@@ -98,7 +98,7 @@ def serve(requests: BinaryIO, replies: BinaryIO) -> int:
             return 0
         try:
             request = pickle.loads(payload)
-        except Exception as exc:  # noqa: BLE001 - a class or op this process cannot import: say so, keep serving
+        except Exception as exc:  # noqa: BLE001 - code FX cannot re-trace, a class it cannot import: say so
             write_message(replies, outcome(INVALID, f"{type(exc).__name__}: {UNLOADABLE}",
                                            f"{type(exc).__name__}: {exc}"))
             continue
