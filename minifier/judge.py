@@ -149,9 +149,15 @@ def clone_inputs(values: Sequence[Any]) -> list[Any]:
     return [clone_tensor(v) if isinstance(v, torch.Tensor) else v for v in values]
 
 
+def widened(value: torch.Tensor) -> torch.Tensor:
+    """``value`` in double precision (errors are measured, and the fp64 referee runs, in it):
+    complex128 for a complex tensor (casting it to float64 would drop the imaginary part), else float64."""
+    return value.to(torch.complex128) if value.is_complex() else value.double()
+
+
 def _to_fp64(value: Any) -> Any:
     if isinstance(value, torch.Tensor) and (value.is_floating_point() or value.is_complex()):
-        return value.detach().to(torch.complex128 if value.is_complex() else torch.float64)
+        return widened(value.detach())
     return value
 
 
@@ -207,12 +213,6 @@ class TensorVerdict:
         return {name: getattr(self, name) for name in self.FIELDS}
 
 
-def _widened(value: torch.Tensor) -> torch.Tensor:
-    """``value`` in double precision for measuring errors: complex128 for a complex tensor (casting it
-    to float64 would drop the imaginary part), else float64."""
-    return value.to(torch.complex128) if value.is_complex() else value.double()
-
-
 def _scalar(value: torch.Tensor) -> "float | complex":
     """One element as a Python number (a complex one for a complex tensor)."""
     return complex(value.item()) if value.is_complex() else float(value.item())
@@ -221,7 +221,7 @@ def _scalar(value: torch.Tensor) -> "float | complex":
 def _rmse(reference: torch.Tensor, value: torch.Tensor) -> float:
     if not reference.numel():
         return 0.0
-    return math.sqrt(torch.mean(torch.square((_widened(reference) - _widened(value)).abs())).item())
+    return math.sqrt(torch.mean(torch.square((widened(reference) - widened(value)).abs())).item())
 
 
 def compare_tensor(compiled: torch.Tensor, eager: torch.Tensor, fp64: Optional[torch.Tensor] = None,
@@ -245,10 +245,11 @@ def compare_tensor(compiled: torch.Tensor, eager: torch.Tensor, fp64: Optional[t
         verdict.passed = not bool(bad.any())
     else:
         atol = rtol = tol if tol is not None else tolerance_for(eager.dtype)
-        difference = (_widened(compiled) - _widened(eager)).abs()
+        wide_eager = widened(eager)
+        difference = (widened(compiled) - wide_eager).abs()
         finite = torch.isfinite(difference)
         verdict.max_abs_error = float(difference[finite].max().item()) if finite.any() else 0.0
-        relative = difference / _widened(eager).abs().clamp_min(1e-12)
+        relative = difference / wide_eager.abs().clamp_min(1e-12)
         verdict.max_rel_error = float(relative[finite].max().item()) if finite.any() else 0.0
         bad = ~torch.isclose(compiled, eager, atol=atol, rtol=rtol, equal_nan=True)
         fp64_ok = isinstance(fp64, torch.Tensor) and fp64.shape == eager.shape
@@ -281,7 +282,7 @@ def _detail(index: int, ref: Any, res: Any) -> str:
     if isinstance(ref, torch.Tensor) and isinstance(res, torch.Tensor) and ref.shape == res.shape:
         if ref.dtype != res.dtype:
             return f"out[{index}]: dtype {res.dtype}, eager {ref.dtype}"
-        diff = (_widened(res) - _widened(ref)).abs()
+        diff = (widened(res) - widened(ref)).abs()
         diff = torch.where(torch.isnan(diff), torch.full_like(diff, float("inf")), diff)
         return f"out[{index}]: max |compiled - eager| = {diff.max().item():.4g}" if diff.numel() else f"out[{index}]"
     shape = getattr(res, "shape", None)

@@ -17,7 +17,7 @@ from typing import Any, Callable, Optional, Sequence
 import torch
 import torch.utils._pytree as pytree
 
-from minifier.judge import RMSE_MULTIPLIER, clone_tensor, compare_tensor, tolerance_for  # noqa: F401 - re-exported
+from minifier.judge import RMSE_MULTIPLIER, clone_tensor, compare_tensor, tolerance_for, widened  # noqa: F401
 
 __all__ = ["OutputComparison", "AccuracyReport", "AccuracyError", "compare_outputs", "check_accuracy",
            "default_tolerance", "clone_inputs", "to_fp64", "check_graph_call",
@@ -108,8 +108,7 @@ def to_fp64(value: Any) -> Any:
     if isinstance(value, torch.nn.Module):
         return copy.deepcopy(value).double()
     if isinstance(value, torch.Tensor) and (value.is_floating_point() or value.is_complex()):
-        wide = torch.complex128 if value.is_complex() else torch.float64
-        return value.detach().to(wide).requires_grad_(value.requires_grad)
+        return widened(value.detach()).requires_grad_(value.requires_grad)
     return value
 
 

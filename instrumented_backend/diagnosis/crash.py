@@ -145,8 +145,7 @@ def _attribute(report: CrashReport, code: str, dumps: Path) -> None:
         return
     report.graph = graph.label
     report.graph_folder = str(dumps / graph_folder_name(graph))
-    kernel = next((k for k in graph.kernels
-                   if report.line in k.call_lines or (k.kind == "extern" and k.start_line == report.line)), None)
+    kernel = next((k for k in graph.kernels if report.line in k.call_lines), None)  # an extern's: its own line
     if kernel is not None:
         report.kernel = kernel.name
         tagged = [line for line in kernel.lines if line.fx_nodes]

@@ -169,10 +169,8 @@ _BUFFER = re.compile(r"\bbuf\d+\b")
 
 
 def _launches(graph: GraphCapture) -> dict[int, KernelInfo]:
-    """{output-code line: kernel} for every kernel launch and extern call in ``call()``."""
-    launches = {n: k for k in graph.kernels for n in k.call_lines}
-    launches.update({k.start_line: k for k in graph.kernels if k.kind == "extern"})
-    return launches
+    """{output-code line: kernel} for every kernel launch and extern call (its own line) in ``call()``."""
+    return {n: k for k in graph.kernels for n in k.call_lines}
 
 
 def _named_buffers(graph: GraphCapture, text: str) -> list[str]:
