@@ -289,6 +289,16 @@ def test_moved_custom_op_registries_are_reported_by_name(monkeypatch):
         _seams.check_seams()
 
 
+def test_a_moved_ordering_wrapper_is_reported_by_name(monkeypatch):
+    """Post-grad graphs are minified with Inductor's control_deps wrappers inlined, found as
+    torch.ops.higher_order.control_deps: when it goes, check_seams says so."""
+    import types
+
+    monkeypatch.setattr(torch.ops, "higher_order", types.SimpleNamespace())  # a namespace without it
+    with pytest.raises(_seams.SeamMoved, match=r"control_deps\(additional_deps, subgraph, \*args\) moved"):
+        _seams.check_seams()
+
+
 def test_a_compile_pool_that_no_longer_reads_torch_warm_pool_is_reported(monkeypatch):
     """The zygote switches Inductor's warm compile pool off through TORCH_WARM_POOL; if Inductor
     stops reading it, the zygote would start a pool thread and could not fork."""
