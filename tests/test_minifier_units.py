@@ -729,3 +729,25 @@ def test_copies_of_inputs_keep_the_strides_of_views_with_gaps_and_overlaps():
         assert copy.stride() == original.stride() and torch.equal(copy, original)
         assert copy.untyped_storage().data_ptr() != original.untyped_storage().data_ptr()
     assert copies[3] == 3
+
+
+def test_a_repro_loads_a_graph_whose_printed_code_names_devices_and_infinities(tmp_path):
+    """A backward graph's ``full(..., device=device(type='cpu'))`` and a ``clamp`` to ``inf``
+    print names the repro must define: without them ``make_module`` died with a NameError."""
+    from minifier.context import CarriedContext
+    from minifier.repro import load_repro, write_repro
+
+    def graph(x):
+        zero = torch.ops.aten.full.default([], 0.0, dtype=torch.float32, device=torch.device("cpu"))
+        return (torch.ops.aten.clamp.default(torch.ops.aten.add.Tensor(x, zero), -float("inf"), float("inf")),)
+
+    gm = make_fx(graph)(torch.randn(4))
+    text = gm.code
+    assert "device(type='cpu')" in text and "inf" in text, text
+    path = write_repro(gm, [torch.randn(4)], spec={"level": "aten"},
+                       expected={"kind": "crash", "signature": "signal SIGSEGV", "failing": []}, pattern=None,
+                       context=CarriedContext(), path=tmp_path / "repro.py")
+    repro = load_repro(path)
+    rebuilt = repro.make_module()
+    x = torch.randn(4)
+    assert torch.equal(rebuilt(x)[0], gm(x)[0])
