@@ -6,7 +6,7 @@
     result = minify(gm, example_inputs, check=AccuracyFailure())
     result.graph_module, result.inputs, result.repro_path, result.log
 
-``python -m minifier repro.py`` shrinks a saved repro again.
+``python -m minifier repro.py`` (:func:`minify_repro`) shrinks a saved repro again.
 
 This package never imports ``instrumented_backend``: the backend uses the minifier, not the
 other way round. Packages that change how Inductor compiles (fault injection) tell the
@@ -25,7 +25,7 @@ __all__ = [
     "minify", "MinifyResult", "MinifierError", "NotFailingError", "UnbuildableGraph", "detect_level",
     "Failure", "AccuracyFailure", "CompileFailure", "RuntimeFailure",
     "CarriedContext", "register_context_provider", "current_context",
-    "Candidate", "GraphSlicer", "STRATEGIES", "strategy", "prewarm",
+    "Candidate", "GraphSlicer", "STRATEGIES", "strategy", "prewarm", "minify_repro",
 ]
 
 _HOME = {
@@ -36,6 +36,7 @@ _HOME = {
     **dict.fromkeys(("Candidate", "GraphSlicer"), ".graph"),
     **dict.fromkeys(("STRATEGIES", "strategy"), ".strategies"),
     "prewarm": ".workers",
+    "minify_repro": ".repro",
 }
 
 

@@ -7,15 +7,11 @@ so its torch import runs while this process imports torch and loads the repro.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional, Sequence
+from typing import Optional, Sequence
 
 from ._carried import read_carried
-
-if TYPE_CHECKING:
-    from .checks import Failure
 
 
 def start_worker_early(path: Path) -> bool:
@@ -39,32 +35,6 @@ def start_worker_early(path: Path) -> bool:
     return True
 
 
-def load_repro(path: Path):
-    """Import a repro script as a module (its ``ENV`` and fault imports take effect here)."""
-    from .search import MinifierError
-
-    if not path.is_file():
-        raise MinifierError(f"no repro script at {path}")
-    spec = importlib.util.spec_from_file_location("minifier_repro", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    for name in ("SPEC", "EXPECTED", "make_module", "make_inputs"):
-        if not hasattr(module, name):
-            raise MinifierError(f"{path} is not a minifier repro (no {name})")
-    return module
-
-
-def check_for(expected: dict, spec: dict, pattern: Optional[str]) -> "Failure":
-    from .checks import AccuracyFailure, CompileFailure, RuntimeFailure
-
-    kind = expected["kind"]
-    if kind == "accuracy":
-        return AccuracyFailure(pattern=pattern, tol=spec.get("tol"))
-    if kind == "compile_error":
-        return CompileFailure(pattern=pattern)
-    return RuntimeFailure(pattern=pattern)
-
-
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m minifier", description=__doc__)
     parser.add_argument("repro", type=Path, help="a repro script written by the minifier")
@@ -77,17 +47,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args = parser.parse_args(argv)
     if not args.no_isolate:
         start_worker_early(args.repro)
-    from .search import MinifierError, minify
+    from .repro import minify_repro
+    from .search import MinifierError
 
     try:
-        repro = load_repro(args.repro)
-        spec = repro.SPEC
-        config = {k: v for k, v in (spec.get("config") or {}).items() if k != "fallback_random"}
-        result = minify(repro.make_module(), repro.make_inputs(),
-                        check=check_for(repro.EXPECTED, spec, args.pattern or getattr(repro, "PATTERN", None)),
-                        level=spec["level"], config=config, dynamic=spec.get("dynamic") or {},
-                        isolate=not args.no_isolate, timeout=args.timeout,
-                        repro_dir=args.out or args.repro.parent, seed=spec.get("seed", 0))
+        result = minify_repro(args.repro, out=args.out, pattern=args.pattern, isolate=not args.no_isolate,
+                              timeout=args.timeout)
     except MinifierError as exc:
         print(f"minifier: {exc}", file=sys.stderr)
         return 2
