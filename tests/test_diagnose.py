@@ -244,7 +244,9 @@ with null_tanh:
 def test_the_command_names_the_kernel_and_lines_of_compiled_code_that_segfaults(tmp_path):
     """The script's compiled kernel dereferences null: the command died with it (exit -11, no
     word). The diagnosis now runs in a forked child; the fault traceback's line of the output
-    code is mapped to the kernel it launches and the source lines of that kernel's nodes."""
+    code is mapped to the kernel it launches and the source lines of that kernel's nodes. The
+    child saved the graph's first call before it ran: the crash is minified from it, in workers,
+    to the one node that crashes (the kernel fused seven), its source line and a repro."""
     script = tmp_path / "segfaults.py"
     script.write_text(_SEGFAULTING_SCRIPT)
     proc = _cli("--out", "out", str(script), cwd=tmp_path)
@@ -254,6 +256,13 @@ def test_the_command_names_the_kernel_and_lines_of_compiled_code_that_segfaults(
     assert "segfaults.py:7: return torch.tanh(h) + 1.0" in proc.stdout, proc.stdout
     runnable = re.search(r"the graph, runnable: (\S+)", proc.stdout)[1]
     assert (tmp_path / runnable).is_file() and (tmp_path / "out" / "crash" / "fault_traceback.txt").is_file()
+    assert re.search(r"minified: 7 -> 1 nodes", proc.stdout), proc.stdout + proc.stderr
+    assert "culprit: tanh (the smallest graph that still crashes)" in proc.stdout, proc.stdout
+    culprit_line = r"culprit source line: \S*segfaults\.py:7: return torch\.tanh\(h\) \+ 1\.0"
+    assert re.search(culprit_line, proc.stdout), proc.stdout
+    repro = re.search(r"run it: python (\S+)", proc.stdout)[1]
+    rerun = subprocess.run([sys.executable, repro], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert rerun.returncode == 1 and "REPRODUCES" in rerun.stdout, rerun.stdout + rerun.stderr
 
 
 def test_the_command_diagnoses_the_tutorial_script_unchanged(tmp_path):

@@ -227,3 +227,22 @@ def test_line_maps_are_assembled_on_first_read_and_a_failing_step_degrades(refer
     assert len(assembled) == 1, "one assembly serves every field"
     late = _instrumentation_warnings(record)
     assert len(late) == 1 and "line map on fire" in late[0] and "line_map" in late[0]
+
+
+def test_a_failing_first_call_hook_costs_one_warning_not_the_call(reference):
+    """The diagnose command's child saves each graph's first call for a crash report; a hook that
+    fails there warns once and the call runs and returns what plain Inductor's does."""
+    seen: list[tuple[str, int, dict]] = []
+
+    def hook(graph, args, options):
+        seen.append((graph.kind, len(args), dict(options)))
+        raise OSError("disk full")
+
+    with backend_module.before_first_call(hook), warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        result, _ = compile_and_run(_fn, X)
+        again, _ = compile_and_run(_fn, X)  # a new compile: the hook runs once per graph's first call
+    assert torch.equal(result, reference[0]) and torch.equal(again, reference[0])
+    assert [kind for kind, _, _ in seen] == ["inference", "inference"] and seen[0][1] == 1
+    messages = _instrumentation_warnings(record)
+    assert len(messages) == 1 and "before the first call of graph" in messages[0] and "disk full" in messages[0]

@@ -38,7 +38,7 @@ from .graph_copy import GraphSnapshot, count_nodes, printed_later
 from .options import BackendOptions, parse_options
 from .registry import open_sessions, record
 
-__all__ = ["instrumented", "CompileJob"]
+__all__ = ["instrumented", "CompileJob", "keep_call_args", "before_first_call"]
 
 
 
@@ -115,8 +115,10 @@ class CompileJob:
                 raise
             raise explained from None
         graph = self._publish(builder, compiled, None)
-        if graph is not None and _keeping_call_args.get():
-            _keep_first_call_args(compiled, graph)
+        hook = _first_call_hook.get()
+        if graph is not None and (_keeping_call_args.get() or hook is not None):
+            _watch_first_call(compiled, graph, keep=_keeping_call_args.get(), hook=hook,
+                              inductor_patches=self.options.inductor_patches)
         return compiled
 
     def _publish(self, builder: CaptureBuilder, compiled: Any,
@@ -135,6 +137,10 @@ class CompileJob:
 
 
 _keeping_call_args: contextvars.ContextVar[bool] = contextvars.ContextVar("keep_call_args", default=False)
+# Called with (the capture, its first call's arguments, the compile's Inductor options) before that call runs.
+FirstCallHook = Callable[[GraphCapture, list[Any], Mapping[str, Any]], None]
+_first_call_hook: contextvars.ContextVar[Optional[FirstCallHook]] = contextvars.ContextVar("first_call_hook",
+                                                                                          default=None)
 
 
 @contextlib.contextmanager
@@ -148,8 +154,22 @@ def keep_call_args() -> Iterator[None]:
         _keeping_call_args.reset(token)
 
 
-def _keep_first_call_args(compiled: Any, graph: GraphCapture) -> None:
-    """Make ``compiled`` (Inductor's compiled graph) copy its first call's arguments onto ``graph``.
+@contextlib.contextmanager
+def before_first_call(hook: FirstCallHook) -> Iterator[None]:
+    """Inside the block, each graph compiled calls ``hook(graph, args, inductor_options)`` just
+    before its compiled code first runs (``args``: copies of that call's arguments, strides kept).
+    A hook that raises costs one warning, never the call."""
+    token = _first_call_hook.set(hook)
+    try:
+        yield
+    finally:
+        _first_call_hook.reset(token)
+
+
+def _watch_first_call(compiled: Any, graph: GraphCapture, *, keep: bool, hook: Optional[FirstCallHook],
+                      inductor_patches: Mapping[str, Any]) -> None:
+    """Make ``compiled`` (Inductor's compiled graph) copy its first call's arguments onto ``graph``
+    (``keep``) and hand them to ``hook``, before the call runs.
 
     Wraps the compiled graph's ``current_callable`` (what its ``__call__`` runs, with the list of
     arguments, which the generated ``call`` empties): the object AOTAutograd holds stays Inductor's.
@@ -158,12 +178,21 @@ def _keep_first_call_args(compiled: Any, graph: GraphCapture) -> None:
     if original is None:
         warn_once("call_args", f"cannot keep the call arguments of graph {graph.label}")
         return
+    first = [True]
 
     def call(args: list[Any]) -> Any:
-        if graph.call_args is None:
+        if first[0]:
+            first[0] = False
             from minifier.judge import clone_inputs  # strides kept: the compiled code asserts them
 
-            graph.call_args = clone_inputs(args)
+            copies = clone_inputs(args)
+            if keep:
+                graph.call_args = copies
+            if hook is not None:
+                try:
+                    hook(graph, copies, inductor_patches)
+                except Exception as exc:  # noqa: BLE001 - never worth the user's call
+                    warn_once("first_call_hook", f"before the first call of graph {graph.label}: {exc!r}")
         return original(args)
 
     compiled.current_callable = call

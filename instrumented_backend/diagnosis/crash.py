@@ -6,11 +6,17 @@ write the traceback on a fatal signal. When the child dies by a signal, :func:`e
 reads that traceback: its innermost frame in Inductor's output code is the ``call()`` line that
 launched the crashing kernel, and the dumped capture of that code maps the line to the kernel, its
 FX nodes and the user's source lines.
+
+Before each graph's compiled code first runs, the child also saves the graph (post-grad) with
+copies of that call's arguments as a minifier repro (``crash/first_calls/``). :func:`minify_crash`
+pins the crashing graph's repro to the signal and shrinks it in worker processes, where the crash
+costs a worker, not this process: the culprit node, its source line and a small repro.
 """
 
 from __future__ import annotations
 
 import faulthandler
+import json
 import os
 import re
 import shutil
@@ -19,11 +25,14 @@ import sys
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Any, Callable, Mapping, Optional
 
 from ..capture.options import DUMP_DIR_ENV
 
-__all__ = ["CrashReport", "run_surviving_crashes", "explain_crash"]
+__all__ = ["CrashReport", "run_surviving_crashes", "explain_crash", "minify_crash", "SNAPSHOT_LIMIT"]
+
+SNAPSHOT_LIMIT = 256 << 20  # a first call whose arguments hold more bytes is not saved
+_PENDING = "signal (pending: saved before the first call)"
 
 _FRAME = re.compile(r'File "([^"]+)", line (\d+) in (\S+)')
 
@@ -43,6 +52,12 @@ class CrashReport:
     fx_nodes: list[str] = field(default_factory=list)
     sources: list[str] = field(default_factory=list)  # "file:line: code", in graph order
     fault_traceback: str = ""
+    first_call_repro: str = ""  # the crashing graph and its first call's arguments, as a repro
+    not_narrowed: str = ""  # why the crash was not minified, when it was not
+    minified: str = ""  # the minifier's summary line
+    culprit_nodes: list[str] = field(default_factory=list)  # the minified graph's op nodes
+    culprit_sources: list[str] = field(default_factory=list)
+    repro_path: str = ""
 
     @property
     def located(self) -> bool:
@@ -66,8 +81,18 @@ class CrashReport:
             lines.append(f"  FX nodes: {', '.join(self.fx_nodes)}")
         lines.extend(f"  source: {source}" for source in self.sources)
         if self.graph_folder:
-            lines.append(f"  the graph, runnable: {self.graph_folder}/fx_graph_runnable.py (the minifier judges "
-                         "candidates in worker processes: minify(gm, inputs, check=RuntimeFailure()) survives it)")
+            lines.append(f"  the graph, runnable: {self.graph_folder}/fx_graph_runnable.py")
+        if self.first_call_repro:
+            lines.append(f"  the graph on its first call's arguments, as a repro: {self.first_call_repro}")
+        if self.minified:
+            lines.append(f"  {self.minified}")
+        if self.culprit_nodes:
+            lines.append(f"  culprit: {', '.join(self.culprit_nodes)} (the smallest graph that still crashes)")
+        lines.extend(f"  culprit source line: {source}" for source in self.culprit_sources)
+        if self.repro_path:
+            lines.append(f"  run it: python {self.repro_path}")
+        if self.not_narrowed:
+            lines.append(f"  not minified: {self.not_narrowed}")
         return "\n".join(lines)
 
 
@@ -80,7 +105,8 @@ def _signal_name(number: int) -> str:
 
 def run_surviving_crashes(work: Callable[[], int], out_dir: "str | Path") -> tuple[int, Optional[CrashReport]]:
     """``work()``'s exit status, run in a forked child on Linux; ``(1, report)`` when the child
-    died by a signal. Elsewhere ``work`` runs here and a crash ends this process."""
+    died by a signal (:func:`minify_crash` narrows the report). Elsewhere ``work`` runs here and
+    a crash ends this process."""
     if not sys.platform.startswith("linux") or not hasattr(os, "fork"):
         return work(), None
     crash_dir = Path(out_dir) / "crash"
@@ -93,9 +119,12 @@ def run_surviving_crashes(work: Callable[[], int], out_dir: "str | Path") -> tup
     if pid == 0:  # the child: the whole diagnosis
         code = 1
         try:
+            from ..capture.backend import before_first_call
+
             faulthandler.enable(file=fault_log.open("w"), all_threads=False)
             os.environ[DUMP_DIR_ENV] = str(dumps)
-            code = work()
+            with before_first_call(lambda graph, args, options: save_first_call(graph, args, options, crash_dir)):
+                code = work()
         except SystemExit as exc:
             code = exc.code if isinstance(exc.code, int) else 1
         except BaseException:  # noqa: BLE001 - reported as the in-process run would
@@ -110,6 +139,133 @@ def run_surviving_crashes(work: Callable[[], int], out_dir: "str | Path") -> tup
         shutil.rmtree(crash_dir, ignore_errors=True)
         return code, None
     return 1, explain_crash(-code, fault_log, dumps)
+
+
+def _first_call_path(crash_dir: Path, graph_folder: str) -> Path:
+    return crash_dir / "first_calls" / f"{graph_folder}.py"
+
+
+def save_first_call(graph: Any, args: list[Any], inductor_options: Mapping[str, Any], crash_dir: Path) -> None:
+    """Write ``graph``'s post-grad graph with ``args`` (its first call's, copied) as a minifier
+    repro whose expected failure is pending: a crash in that call fills it in."""
+    import torch
+
+    from minifier import current_context
+    from minifier.graph import inline_ordering_wrappers
+    from minifier.repro import write_repro
+
+    from ..io.dump import graph_folder_name
+
+    if graph.post_grad_graph is None:
+        return
+    path = _first_call_path(crash_dir, graph_folder_name(graph))
+    size = sum(a.untyped_storage().nbytes() for a in args if isinstance(a, torch.Tensor))
+    if size > SNAPSHOT_LIMIT:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.with_suffix(".skipped").write_text(f"its first call's arguments hold {size >> 20} MiB, over the "
+                                                f"{SNAPSHOT_LIMIT >> 20} MiB kept for a crash\n")
+        return
+    module = inline_ordering_wrappers(graph.post_grad_graph)
+    context = current_context(dict(inductor_options))
+    names = _op_node_names(module)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.with_suffix(".nodes.json").write_text(json.dumps(names))
+    nodes = len(names)
+    write_repro(module, args, spec={"level": "aten", "want": "runtime", "seed": 0, "tol": None,
+                                    "config": dict(context.config), "dynamic": {}, "timeout": None},
+                expected={"kind": "crash", "signature": _PENDING, "failing": []}, pattern=None, context=context,
+                path=path, header={"start_nodes": nodes, "final_nodes": nodes})
+
+
+def _op_node_names(module: Any) -> list[str]:
+    return [n.name for n in module.graph.nodes if n.op not in ("placeholder", "output")]
+
+
+def _renamed(path: Path) -> dict[str, str]:
+    """The post-grad graph's node names by the names a repro's ``make_module`` gives them (tracing
+    names a node after its op: ``tanh`` comes back ``tanh_default``), matched in graph order."""
+    from minifier.repro import load_repro
+
+    names_file = path.with_suffix(".nodes.json")
+    if not names_file.is_file():
+        return {}
+    original = json.loads(names_file.read_text())
+    traced = _op_node_names(load_repro(path).make_module())
+    return dict(zip(traced, original)) if len(traced) == len(original) else {}
+
+
+def minify_crash(report: CrashReport, out_dir: "str | Path", *,
+                 echo: Optional[Callable[[str], None]] = None) -> CrashReport:
+    """Shrink the crashing graph's first-call repro to the smallest graph that dies by the same
+    signal (judged in worker processes); fill ``report``'s culprit, source lines and repro.
+    Every reason it cannot is said in ``report.not_narrowed``; nothing raises."""
+    if not report.graph_folder:
+        return report
+    crash_dir = Path(out_dir) / "crash"
+    path = _first_call_path(crash_dir, Path(report.graph_folder).name)
+    if not path.is_file():
+        skipped = path.with_suffix(".skipped")
+        report.not_narrowed = (skipped.read_text().strip() if skipped.is_file()
+                               else "the graph's first call was not saved (it crashed in a later call or a replay)")
+        return report
+    text = path.read_text()
+    path.write_text(text.replace(repr(_PENDING), repr(f"signal {report.signal}")))
+    report.first_call_repro = str(path)
+    try:
+        _activate_carried_faults(text)
+        from minifier import minify_repro
+
+        renamed = _renamed(path)
+        traced_name = {original: traced for traced, original in renamed.items()}
+        hints = [traced_name[n] for n in report.fx_nodes if n in traced_name]
+        result = minify_repro(path, out=Path(out_dir) / "repros", hint_nodes=hints, echo=echo)
+    except Exception as exc:  # noqa: BLE001 - the crash report stands without it
+        report.not_narrowed = f"{type(exc).__name__}: {exc}".strip()
+        return report
+    report.minified = result.summary().removeprefix("minifier: ")
+    if not result.reproduced:
+        report.not_narrowed = "the smallest graph did not crash again when re-checked"
+        return report
+    report.repro_path = str(result.repro_path)
+    report.culprit_nodes = [renamed.get(n.name, n.name) for n in result.graph_module.graph.nodes
+                            if n.op == "call_function"]
+    from ..io.dump import graph_folder_name
+
+    folder = Path(report.graph_folder).name
+    graph = next((g for g in _dumped_graphs(crash_dir / "graphs") if graph_folder_name(g) == folder), None)
+    if graph is not None:
+        report.culprit_sources = _sources(graph, report.culprit_nodes)
+    return report
+
+
+def _activate_carried_faults(repro_text: str) -> None:
+    """The injected faults the crashing child had on (the repro's ``ENV``), on here too: the
+    minifier carries the faults in effect in this process into its workers."""
+    from minifier._carried import read_carried
+
+    from .faults import ENV_VAR, install_from_environment
+
+    env = dict((read_carried(repro_text) or ((), ()))[1])
+    if ENV_VAR in env and not os.environ.get(ENV_VAR):
+        os.environ[ENV_VAR] = env[ENV_VAR]
+        install_from_environment()
+
+
+def _dumped_graphs(dumps: Path) -> list[Any]:
+    """The captures the child dumped (none when the dump cannot be read)."""
+    from ..io.dump import DumpError
+    from ..io.load import load
+
+    try:
+        return load(dumps).graphs if dumps.exists() else []
+    except DumpError:
+        return []
+
+
+def _sources(graph: Any, fx_nodes: list[str]) -> list[str]:
+    """``file:line: code`` of each node's source line, in order, once each."""
+    sources = [graph.nodes[n].source for n in fx_nodes if n in graph.nodes and graph.nodes[n].source]
+    return list(dict.fromkeys(f"{s}: {s.code}".rstrip(": ") for s in sources))
 
 
 def explain_crash(signal_number: int, fault_log: "str | Path", dumps: "str | Path") -> CrashReport:
@@ -133,14 +289,9 @@ def explain_crash(signal_number: int, fault_log: "str | Path", dumps: "str | Pat
 
 def _attribute(report: CrashReport, code: str, dumps: Path) -> None:
     """Fill the kernel, FX nodes and sources from the dumped capture whose output code is ``code``."""
-    from ..io.dump import DumpError, graph_folder_name
-    from ..io.load import load
+    from ..io.dump import graph_folder_name
 
-    try:
-        graphs = load(dumps).graphs if dumps.exists() else []
-    except DumpError:
-        return
-    graph = next((g for g in graphs if g.output_code == code), None)
+    graph = next((g for g in _dumped_graphs(dumps) if g.output_code == code), None)
     if graph is None:
         return
     report.graph = graph.label
@@ -152,5 +303,4 @@ def _attribute(report: CrashReport, code: str, dumps: Path) -> None:
     else:
         tagged = [line for line in graph.wrapper_lines if line.number == report.line and line.fx_nodes]
     report.fx_nodes = list(dict.fromkeys(n for line in tagged for n in line.fx_nodes))
-    sources = [graph.nodes[n].source for n in report.fx_nodes if n in graph.nodes and graph.nodes[n].source]
-    report.sources = list(dict.fromkeys(f"{s}: {s.code}".rstrip(": ") for s in sources))
+    report.sources = _sources(graph, report.fx_nodes)

@@ -87,11 +87,16 @@ def _run(args: argparse.Namespace) -> int:
 
 def _diagnose(args: argparse.Namespace) -> int:
     """The diagnosis runs in a forked child: compiled code that kills it (a segfaulting kernel) is
-    then reported by kernel and source line instead of ending the command."""
-    from ..diagnosis.crash import run_surviving_crashes
+    then reported by kernel and source line instead of ending the command, and the graph it ran
+    is minified from its first call's arguments (unless ``--no-minify``)."""
+    from ..diagnosis.crash import minify_crash, run_surviving_crashes
 
     code, crash = run_surviving_crashes(lambda: _diagnose_here(args), args.out)
     if crash is not None:
+        if not args.no_minify and crash.located:
+            print(f"instrumented_backend diagnose: the compiled code killed the process ({crash.signal}); "
+                  "minifying the graph it ran", file=sys.stderr)
+            minify_crash(crash, args.out)
         print(crash.render())
         print(f"instrumented_backend diagnose: the fault traceback and the graphs compiled before the crash are in "
               f"{Path(args.out) / 'crash'}")
