@@ -384,3 +384,20 @@ def test_a_crash_outside_compiled_code_or_without_a_traceback_is_said_so(tmp_pat
     elsewhere = explain_crash(11, log, tmp_path / "graphs")
     assert elsewhere.signal == "SIGSEGV" and not elsewhere.located
     assert "the crash was elsewhere" in elsewhere.render() and "user.py" in elsewhere.render()
+
+
+def test_a_script_error_the_diagnosis_cannot_make_again_is_said_so(tmp_path):
+    """The script compiles under a fault it turns off again (``with``): its compile error is gone
+    when the diagnosis compiles the target again. "No bug found" alone read as if the script's
+    error were not there; the command now says the error did not recur, and why it can happen."""
+    from instrumented_backend.diagnosis.diagnose import diagnose_script
+
+    script = tmp_path / "scoped.py"
+    script.write_text("import torch\nimport instrumented_backend as ib\n\n\ndef f(x):\n"
+                      "    return torch.maximum(torch.neg(x), x)\n\n\n"
+                      "with ib.faults.cast_dropping_neg():\n"
+                      "    torch.compile(f)(torch.arange(8, dtype=torch.uint8))\n")
+    said: list[str] = []
+    results = diagnose_script(script, out_dir=tmp_path / "out", minify=False, progress=False, echo=said.append)
+    assert len(results) == 1 and not results[0].found
+    assert any("the script's own error did not recur" in line and "C++ compile error" in line for line in said), said

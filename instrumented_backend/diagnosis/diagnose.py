@@ -550,4 +550,8 @@ def diagnose_script(script: "str | Path", argv: Sequence[str] = (), *, out_dir: 
                 break
     if not calls:
         say(f"instrumented_backend diagnose: {script} compiled nothing with torch.compile; nothing to diagnose")
+    elif raised and not any(result.found for result in results):
+        say(f"instrumented_backend diagnose: the script's own error did not recur when what it compiled was "
+            f"compiled and run again ({raised}): it depends on something on only while the script ran (a fault "
+            "or config set around the call, state built by earlier steps)")
     return results
