@@ -36,7 +36,7 @@ _HOME = {
     **dict.fromkeys(("Candidate", "GraphSlicer"), ".graph"),
     **dict.fromkeys(("STRATEGIES", "strategy"), ".strategies"),
     "prewarm": ".workers",
-    "minify_repro": ".repro",
+    "minify_repro": ".saved",
 }
 
 

@@ -47,7 +47,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args = parser.parse_args(argv)
     if not args.no_isolate:
         start_worker_early(args.repro)
-    from .repro import minify_repro
+    from .saved import minify_repro
     from .search import MinifierError
 
     try:

@@ -3,19 +3,18 @@
 A repro needs torch only (plus the package that injected a fault, when one is part of the bug).
 It embeds :mod:`minifier.judge` verbatim, compiles with Inductor's caches off (a stale cached
 build cannot "reproduce" a fixed bug) and exits 1 when the failure reproduces, 0 when not.
-``python -m minifier repro.py`` (or :func:`minify_repro`) shrinks it again.
+``python -m minifier repro.py`` (or :func:`minifier.saved.minify_repro`) shrinks it again.
 """
 
 from __future__ import annotations
 
 import base64
 import datetime
-import importlib.util
 import inspect
 import io
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional, Sequence
+from typing import Any, Optional, Sequence
 
 import torch
 
@@ -24,11 +23,7 @@ from ._carried import carried_import_lines
 from ._seams import module_source, symbolic_hint
 from .context import CarriedContext
 
-if TYPE_CHECKING:
-    from .checks import Failure
-    from .search import MinifyResult
-
-__all__ = ["write_repro", "load_repro", "minify_repro", "REPRO_DIR", "INLINE_LIMIT"]
+__all__ = ["write_repro", "REPRO_DIR", "INLINE_LIMIT"]
 
 REPRO_DIR = Path("minifier_repros")
 INLINE_LIMIT = 1 << 20  # inputs up to 1 MiB are embedded in the script; larger ones go beside it
@@ -182,51 +177,3 @@ if __name__ == "__main__":
 '''
     target.write_text(text)
     return target
-
-
-# ------------------------------------------------------------------------- reading one back
-
-def load_repro(path: "str | Path") -> Any:
-    """Import a repro script as a module (its ``ENV`` and carried imports take effect here)."""
-    from .search import MinifierError
-
-    path = Path(path)
-    if not path.is_file():
-        raise MinifierError(f"no repro script at {path}")
-    spec = importlib.util.spec_from_file_location("minifier_repro", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    for name in ("SPEC", "EXPECTED", "make_module", "make_inputs"):
-        if not hasattr(module, name):
-            raise MinifierError(f"{path} is not a minifier repro (no {name})")
-    return module
-
-
-def _check_for(expected: dict[str, Any], spec: dict[str, Any], pattern: Optional[str]) -> "Failure":
-    from .checks import AccuracyFailure, CompileFailure, RuntimeFailure
-
-    kind = expected["kind"]
-    if kind == "accuracy":
-        return AccuracyFailure(pattern=pattern, tol=spec.get("tol"))
-    if kind == "compile_error":
-        return CompileFailure(pattern=pattern)
-    return RuntimeFailure(pattern=pattern)
-
-
-def minify_repro(path: "str | Path", *, out: "str | Path | None" = None, pattern: Optional[str] = None,
-                 isolate: bool = True, timeout: Optional[float] = None, hint_nodes: Iterable[str] = (),
-                 echo: Optional[Callable[[str], None]] = None) -> "MinifyResult":
-    """Shrink the graph of the repro script at ``path`` again, pinned to the failure it expects
-    (and ``pattern``, else the script's own), with its config and carried setup; the new repro
-    goes to ``out`` (default: beside it). What ``python -m minifier repro.py`` runs."""
-    from .search import minify
-
-    path = Path(path)
-    repro = load_repro(path)
-    spec = repro.SPEC
-    config = {k: v for k, v in (spec.get("config") or {}).items() if k != "fallback_random"}
-    return minify(repro.make_module(), repro.make_inputs(),
-                  check=_check_for(repro.EXPECTED, spec, pattern or getattr(repro, "PATTERN", None)),
-                  level=spec["level"], config=config, dynamic=spec.get("dynamic") or {}, isolate=isolate,
-                  timeout=timeout, hint_nodes=hint_nodes, repro_dir=out if out is not None else path.parent,
-                  seed=spec.get("seed", 0), echo=echo)

@@ -509,7 +509,7 @@ from minifier.workers import WorkerSetup
 imports, env = read_carried(Path({str(path)!r}).read_text())
 early = WorkerSetup(imports=imports, env=env).key
 assert "torch" not in sys.modules, "the CLI's early worker start imported torch"
-from minifier.repro import load_repro
+from minifier.saved import load_repro
 from minifier import current_context
 load_repro(Path({str(path)!r}))
 print(early == WorkerSetup.for_context(current_context()).key, early[0])

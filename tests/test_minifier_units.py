@@ -735,7 +735,8 @@ def test_a_repro_loads_a_graph_whose_printed_code_names_devices_and_infinities(t
     """A backward graph's ``full(..., device=device(type='cpu'))`` and a ``clamp`` to ``inf``
     print names the repro must define: without them ``make_module`` died with a NameError."""
     from minifier.context import CarriedContext
-    from minifier.repro import load_repro, write_repro
+    from minifier.repro import write_repro
+    from minifier.saved import load_repro
 
     def graph(x):
         zero = torch.ops.aten.full.default([], 0.0, dtype=torch.float32, device=torch.device("cpu"))

@@ -184,7 +184,7 @@ def _op_node_names(module: Any) -> list[str]:
 def _renamed(path: Path) -> dict[str, str]:
     """The post-grad graph's node names by the names a repro's ``make_module`` gives them (tracing
     names a node after its op: ``tanh`` comes back ``tanh_default``), matched in graph order."""
-    from minifier.repro import load_repro
+    from minifier.saved import load_repro
 
     names_file = path.with_suffix(".nodes.json")
     if not names_file.is_file():
