@@ -401,3 +401,69 @@ def test_a_script_error_the_diagnosis_cannot_make_again_is_said_so(tmp_path):
     results = diagnose_script(script, out_dir=tmp_path / "out", minify=False, progress=False, echo=said.append)
     assert len(results) == 1 and not results[0].found
     assert any("the script's own error did not recur" in line and "C++ compile error" in line for line in said), said
+
+
+_STEP_INSIDE_SCRIPT = """\
+import torch
+
+torch.manual_seed(0)
+model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.Tanh(), torch.nn.Linear(32, 4))
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+
+
+@torch.compile
+def train_step(x, y):
+    optimizer.zero_grad()
+    loss = torch.nn.functional.mse_loss(model(torch.neg(x)), y)
+    loss.backward()
+    optimizer.step()
+    return loss
+
+
+for _ in range(2):
+    train_step(torch.randn(8, 16), torch.randn(8, 4))
+"""
+
+
+def test_a_compiled_training_step_that_runs_its_own_backward_is_diagnosed(tmp_path):
+    """The compiled function is the whole step: a global model, ``loss.backward()`` and the
+    optimizer inside. Judged as inference, under no_grad, its eager run died in ``backward()``
+    and the command with it. Now it is a training step: each run starts from the same weights and
+    optimizer state, and its parameters' gradients are compared."""
+    from instrumented_backend.diagnosis.diagnose import diagnose_script
+
+    script = tmp_path / "step.py"
+    script.write_text(_STEP_INSIDE_SCRIPT)
+    said: list[str] = []
+    with ib.faults.doubling_neg():
+        results = diagnose_script(script, out_dir=tmp_path / "out", minify=False, progress=False, echo=said.append)
+    (result,) = results
+    assert "train_step (2 args, training step)" in said[0], said
+    assert result.found and result.gradients is not None and not result.gradients.passed
+    assert len(result.gradients.outputs) == 4 + 2  # the model's four parameters, then x and y
+    assert result.layers.first_failing == "inductor" and result.divergence.culprit == "neg"
+    assert any(line.source and line.source.line == 11 for line in result.culprit_lines)
+
+
+def test_the_state_a_training_step_names_is_put_back_after_each_run():
+    from instrumented_backend.diagnosis.step_state import StepState
+
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.BatchNorm1d(4))
+    optimizer = torch.optim.Adam(model.parameters(), lr=0.1)
+    scale = torch.ones(4, requires_grad=True)
+
+    def step(x):
+        optimizer.zero_grad()
+        (model(x) * scale).sum().backward()
+        optimizer.step()
+
+    state = StepState.of(step)
+    assert state.modules == [model] and state.optimizers == [optimizer] and state.tensors == [scale]
+    assert len(state.parameters()) == 5  # the linear's two, the norm's two, scale
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    with state.kept():
+        step(torch.randn(8, 4))
+        assert optimizer.state and not torch.equal(model[0].weight, before["0.weight"])
+    assert all(torch.equal(v, before[k]) for k, v in model.state_dict().items())  # running stats too
+    assert not optimizer.state and model[0].weight.grad is None and scale.grad is None
+    assert StepState.of(model).parameters() == [] and StepState.of(len).parameters() == []

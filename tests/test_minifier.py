@@ -482,7 +482,7 @@ def test_hanging_candidates_are_killed_after_the_timeout(out):
     )
     with hang:
         result = keep(minify(aten_graph(_neg_in_the_middle, x), [x], check=RuntimeFailure(), hint_nodes=["neg"],
-                             timeout=12, repro_dir=out, echo=lambda s: None))
+                             timeout=8, repro_dir=out, echo=lambda s: None))
     assert result.original.kind == "timeout"
     assert OPS(result) == ["aten.neg.default"] and result.reproduced
 

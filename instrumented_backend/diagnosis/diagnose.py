@@ -24,7 +24,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Callable, NamedTuple, Optional, Sequence
 
 import torch
 import torch.utils._pytree as pytree
@@ -34,6 +34,7 @@ from .accuracy import AccuracyReport, clone_inputs, compare_outputs, eager_is_no
 from .compile_error import CompileErrorReport, find_cpp_compile_error
 from .divergence import DivergenceReport, divergence_in_graph, find_first_divergence
 from .layers import LayerReport, LayerResult, find_failing_layer, same_random_numbers
+from .step_state import StepState
 
 if TYPE_CHECKING:
     from ..graphs import GraphCapture
@@ -154,34 +155,70 @@ def _float_leaves(value: Any) -> list[torch.Tensor]:
     return [t for t in pytree.tree_leaves(value) if isinstance(t, torch.Tensor) and t.is_floating_point()]
 
 
-def _training_step(fn: Callable[..., Any], inputs: Sequence[Any],
-                   seed: int) -> tuple[Any, list[Optional[torch.Tensor]]]:
-    """Outputs, and gradients of a fixed random weighting of them with respect to every
-    trainable parameter and floating input (in that order)."""
+class _Step(NamedTuple):
+    """One training step's outputs, gradients (parameters, then floating inputs), and whether the
+    step ran its own backward (``loss.backward()`` inside the function)."""
+
+    outputs: Any
+    grads: list[Optional[torch.Tensor]]
+    own_backward: bool
+
+
+def _training_step(fn: Callable[..., Any], inputs: Sequence[Any], seed: int,
+                   state: Optional[StepState] = None) -> _Step:
+    """Outputs, and gradients with respect to every trainable parameter (a module's, or those of
+    the modules, optimizers and tensors ``fn`` names: ``state``) and floating input, in that order.
+
+    The gradients are those of a fixed random weighting of the outputs, unless ``fn`` runs its own
+    backward (a training step: ``loss.backward(); optimizer.step()``): then the gradients it leaves.
+    ``state`` is put back afterwards, so each run starts from the same weights."""
+    state = state if state is not None else StepState.of(fn)
     inputs = [v.detach().clone().requires_grad_(True) if isinstance(v, torch.Tensor) and v.is_floating_point()
               else v for v in clone_inputs(inputs)]
-    params = [p for p in fn.parameters() if p.requires_grad] if isinstance(fn, torch.nn.Module) else []
+    params = [p for p in fn.parameters() if p.requires_grad] if isinstance(fn, torch.nn.Module) else state.parameters()
     leaves = params + [v for v in inputs if isinstance(v, torch.Tensor) and v.requires_grad]
-    torch.manual_seed(seed)
-    with torch.enable_grad():
-        out = fn(*inputs)
-        outs = _float_leaves(out)
-        generator = torch.Generator().manual_seed(seed + 1)
-        loss = sum((o * torch.randn(o.shape, generator=generator).to(o.dtype).to(o.device)).sum() for o in outs)
-        grads = list(torch.autograd.grad(loss, leaves, allow_unused=True)) if leaves and outs else []
-    return pytree.tree_map(lambda t: t.detach() if isinstance(t, torch.Tensor) else t, out), grads
+    with state.kept():
+        for param in params:
+            param.grad = None
+        torch.manual_seed(seed)
+        with torch.enable_grad():
+            out = fn(*inputs)
+            own_backward = any(leaf.grad is not None for leaf in leaves)
+            if own_backward:
+                grads = [None if leaf.grad is None else leaf.grad.detach().clone() for leaf in leaves]
+            else:
+                outs = _float_leaves(out)
+                generator = torch.Generator().manual_seed(seed + 1)
+                loss = sum((o * torch.randn(o.shape, generator=generator).to(o.dtype).to(o.device)).sum()
+                           for o in outs)
+                grads = list(torch.autograd.grad(loss, leaves, allow_unused=True)) if leaves and outs else []
+    return _Step(pytree.tree_map(lambda t: t.detach() if isinstance(t, torch.Tensor) else t, out), grads,
+                 own_backward)
+
+
+def _training_is_nondeterministic(fn: Callable[..., Any], inputs: Sequence[Any], seed: int,
+                                  tol: Optional[float]) -> tuple[bool, bool]:
+    """(Do two eager training steps from the same state and seed disagree, in outputs or
+    gradients? Does the step run its own backward?)"""
+    state = StepState.of(fn)
+    first, second = (_training_step(fn, inputs, seed, state) for _ in range(2))
+    same = (compare_outputs(second.outputs, first.outputs, tol=tol).passed
+            and compare_outputs(second.grads, first.grads, tol=tol).passed)
+    return not same, first.own_backward
 
 
 def _judge_training(fn: Callable[..., Any], compiled: Callable[..., Any], inputs: Sequence[Any], seed: int,
                     tol: Optional[float]) -> tuple[AccuracyReport, AccuracyReport]:
-    eager_out, eager_grads = _training_step(fn, inputs, seed)
+    state = StepState.of(fn)  # the compiled function names the same state
+    eager = _training_step(fn, inputs, seed, state)
     try:
-        ref_out, ref_grads = _training_step(to_fp64(fn), [to_fp64(v) for v in inputs], seed)
+        reference = _training_step(to_fp64(fn), [to_fp64(v) for v in inputs], seed, state)
+        ref_out, ref_grads = reference.outputs, reference.grads
     except Exception:  # noqa: BLE001 - an op without float64: judged without the referee
         ref_out, ref_grads = None, None
-    out, grads = _training_step(compiled, inputs, seed)
-    return (compare_outputs(out, eager_out, ref_out, tol=tol),
-            compare_outputs(grads, eager_grads, ref_grads, tol=tol))
+    compiled_step = _training_step(compiled, inputs, seed, state)
+    return (compare_outputs(compiled_step.outputs, eager.outputs, ref_out, tol=tol),
+            compare_outputs(compiled_step.grads, eager.grads, ref_grads, tol=tol))
 
 
 def _error_text(exc: BaseException) -> str:
@@ -349,7 +386,11 @@ def diagnose(fn: Callable[..., Any], *inputs: Any, kwargs: Optional[dict[str, An
 
     began = time.perf_counter()
     say("eager, twice with one seed")
-    eager, nondeterministic = eager_is_nondeterministic(fn, inputs, seed, tol)  # eager's outputs, kept
+    own_backward = False  # a training step that runs its own backward: never run under no_grad
+    if train:
+        eager, (nondeterministic, own_backward) = None, _training_is_nondeterministic(fn, inputs, seed, tol)
+    else:
+        eager, nondeterministic = eager_is_nondeterministic(fn, inputs, seed, tol)  # eager's outputs, kept
     step("eager", began)
     if nondeterministic:
         result.verdict = "nondeterministic"
@@ -408,9 +449,10 @@ def diagnose(fn: Callable[..., Any], *inputs: Any, kwargs: Optional[dict[str, An
     say(f"{result.verdict}: finding the failing layer")
     dynamic, fullgraph = dynamo_kwargs.get("dynamic"), bool(dynamo_kwargs.get("fullgraph"))
     # A training step's failure may be the backward's alone (its compile, its gradients): the layers
-    # run the whole step then, or every layer would pass.
-    result.layers = (_training_layers(fn, inputs, seed, tol, patches, dynamic, fullgraph)
-                     if result.verdict == "wrong_gradient" or (train and result.verdict != "inaccurate")
+    # run the whole step then, or every layer would pass. A step running its own backward cannot
+    # run under no_grad at all.
+    whole_step = result.verdict == "wrong_gradient" or (train and (own_backward or result.verdict != "inaccurate"))
+    result.layers = (_training_layers(fn, inputs, seed, tol, patches, dynamic, fullgraph) if whole_step
                      else find_failing_layer(fn, *inputs, layers=_TRAINING_LAYERS, options=patches, dynamic=dynamic,
                                              fullgraph=fullgraph, tol=tol, seed=seed, bisect=bisect))
     step("layer", began, result.layers.first_failing or "")
@@ -500,10 +542,13 @@ def _finish(result: Diagnosis, out: Path, graphs: list["GraphCapture"], started:
 
 
 def _trains(call: Any) -> bool:
-    """Was the compiled target called for training (grad on, and something to differentiate)?"""
+    """Was the compiled target called for training (grad on, and something to differentiate: its
+    parameters, its inputs', or those of the modules and tensors it names)?"""
     if not call.grad_enabled:
         return False
     if isinstance(call.target, torch.nn.Module) and any(p.requires_grad for p in call.target.parameters()):
+        return True
+    if StepState.of(call.target).parameters():  # a function of a model it names (a training step)
         return True
     leaves = pytree.tree_leaves([list(call.args), dict(call.kwargs)])
     return any(isinstance(a, torch.Tensor) and a.requires_grad for a in leaves)

@@ -1,0 +1,85 @@
+"""The trainable state a compiled function reads by name, kept and put back around each run.
+
+A training step is often a function, not a module: ``def step(x, y): loss = model(x)...;
+loss.backward(); optimizer.step(); return loss``, with ``model`` and ``optimizer`` globals (or
+closure variables). Judging it means running it several times (eager twice, the fp64 referee,
+compiled), each from the same state, and comparing the gradients it leaves on the model's
+parameters. :class:`StepState` finds that state (the modules, optimizers and tensors requiring
+grad the function names) and :meth:`StepState.kept` puts it back after each run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import inspect
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator
+
+import torch
+
+__all__ = ["StepState"]
+
+
+@dataclass
+class StepState:
+    """Modules, optimizers and trainable tensors a function names (closure, then globals)."""
+
+    modules: list[torch.nn.Module] = field(default_factory=list)
+    optimizers: list[torch.optim.Optimizer] = field(default_factory=list)
+    tensors: list[torch.Tensor] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, fn: Callable[..., Any]) -> "StepState":
+        """What ``fn`` names; empty for a module (its own parameters are judged) or a callable
+        Python cannot inspect."""
+        state = cls()
+        if isinstance(fn, torch.nn.Module):
+            return state
+        function = inspect.unwrap(getattr(fn, "__func__", fn))
+        if not inspect.isfunction(function):
+            return state
+        try:
+            names = inspect.getclosurevars(function)
+        except (TypeError, ValueError):
+            return state
+        for value in [*names.nonlocals.values(), *names.globals.values()]:
+            if isinstance(value, torch.nn.Module) and not any(value is m for m in state.modules):
+                state.modules.append(value)
+            elif isinstance(value, torch.optim.Optimizer) and not any(value is o for o in state.optimizers):
+                state.optimizers.append(value)
+            elif isinstance(value, torch.Tensor) and value.requires_grad and value.is_leaf:
+                state.tensors.append(value)
+        return state
+
+    def parameters(self) -> list[torch.Tensor]:
+        """Every tensor requiring grad that the modules, optimizers and names hold, once each."""
+        found: dict[int, torch.Tensor] = {}
+        for module in self.modules:
+            found.update((id(p), p) for p in module.parameters() if p.requires_grad)
+        for optimizer in self.optimizers:
+            for group in optimizer.param_groups:
+                found.update((id(p), p) for p in group["params"] if p.requires_grad)
+        found.update((id(t), t) for t in self.tensors)
+        return list(found.values())
+
+    @contextlib.contextmanager
+    def kept(self) -> Iterator[None]:
+        """Run the block, then put back every parameter, buffer, gradient and optimizer state
+        as they were (a step that updates the weights must not move the next run's start)."""
+        params = self.parameters()
+        values = [p.detach().clone() for p in params]
+        grads = [None if p.grad is None else p.grad.detach().clone() for p in params]
+        buffers = [(b, b.detach().clone()) for m in self.modules for b in m.buffers()]
+        optimizer_states = [copy.deepcopy(o.state_dict()) for o in self.optimizers]
+        try:
+            yield
+        finally:
+            with torch.no_grad():
+                for param, value, grad in zip(params, values, grads):
+                    param.copy_(value)
+                    param.grad = grad
+                for buffer, value in buffers:
+                    buffer.copy_(value)
+            for optimizer, saved in zip(self.optimizers, optimizer_states):
+                optimizer.load_state_dict(saved)
