@@ -102,8 +102,11 @@ class CompiledCall:
     # The torch.compile arguments it was compiled with that change what is compiled (COMPILE_SETTINGS).
     compile_kwargs: dict[str, Any] = field(default_factory=dict)
     # The script later ran a backward through this call's outputs (a training step): set by a
-    # gradient hook on its outputs that require grad (the first eight).
+    # gradient hook on its outputs that require grad (the first eight), or by the call itself.
     backward: bool = False
+    # The call ran its own backward: a gradient reached a parameter of the modules, optimizers or
+    # tensors the compiled function names (``loss.backward()`` inside a compiled training step).
+    own_backward: bool = False
 
     @property
     def options(self) -> dict[str, Any]:
@@ -117,6 +120,14 @@ def _detached(value: Any) -> Any:
     that is replayed."""
     return torch.utils._pytree.tree_map_only(
         torch.Tensor, lambda t: t.detach().clone().requires_grad_(t.requires_grad), value)
+
+
+def _step_state(target: Any) -> Any:
+    """The trainable state a compiled function names (None for a module, or when there is none)."""
+    from ..diagnosis.step_state import StepState
+
+    state = StepState.of(target)
+    return state if state.parameters() else None
 
 
 def _watch_backward(result: Any, record: CompiledCall) -> None:
@@ -159,8 +170,12 @@ def record_compiled_calls(calls: list[CompiledCall]) -> Callable[[], None]:
                                   {k: _detached(v) for k, v in kwargs.items()}, torch.is_grad_enabled(),
                                   getattr(target, "__qualname__", type(target).__name__), settings)
             calls.append(record)
+            state = _step_state(target)
+            marks = state.gradient_marks() if state is not None else []
             result = call(*args, **kwargs)
             _watch_backward(result, record)
+            if state is not None and state.backward_since(marks):
+                record.backward = record.own_backward = True
             return result
         return wrapper
 

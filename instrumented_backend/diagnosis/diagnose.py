@@ -542,13 +542,14 @@ def _finish(result: Diagnosis, out: Path, graphs: list["GraphCapture"], started:
 
 
 def _trains(call: Any) -> bool:
-    """Was the compiled target called for training (grad on, and something to differentiate: its
-    parameters, its inputs', or those of the modules and tensors it names)?"""
+    """Was the compiled target called for training? Grad on, and: a module with trainable
+    parameters, an input requiring grad, or a backward seen through the call (after it, through
+    its outputs, or inside it: a function that names its model and optimizer)."""
     if not call.grad_enabled:
         return False
     if isinstance(call.target, torch.nn.Module) and any(p.requires_grad for p in call.target.parameters()):
         return True
-    if StepState.of(call.target).parameters():  # a function of a model it names (a training step)
+    if call.backward:  # a gradient reached what the call computed, or it ran its own backward
         return True
     leaves = pytree.tree_leaves([list(call.args), dict(call.kwargs)])
     return any(isinstance(a, torch.Tensor) and a.requires_grad for a in leaves)

@@ -14,7 +14,7 @@ import contextlib
 import copy
 import inspect
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Optional
 
 import torch
 
@@ -62,6 +62,18 @@ class StepState:
                 found.update((id(p), p) for p in group["params"] if p.requires_grad)
         found.update((id(t), t) for t in self.tensors)
         return list(found.values())
+
+    def gradient_marks(self) -> list[tuple[Optional[torch.Tensor], int]]:
+        """Each parameter's gradient and its version: different after a backward (a new gradient,
+        or one accumulated in place); see :meth:`backward_since`."""
+        return [(p.grad, -1 if p.grad is None else p.grad._version) for p in self.parameters()]
+
+    def backward_since(self, marks: list[tuple[Optional[torch.Tensor], int]]) -> bool:
+        """Did a gradient reach a parameter since ``marks`` were taken?"""
+        now = self.gradient_marks()
+        return len(now) == len(marks) and any(
+            grad is not None and (grad is not before or version != before_version)
+            for (grad, version), (before, before_version) in zip(now, marks))
 
     @contextlib.contextmanager
     def kept(self) -> Iterator[None]:
