@@ -472,4 +472,19 @@ def test_the_state_a_training_step_names_is_put_back_after_each_run():
         assert state.backward_since(marks)
     assert all(torch.equal(v, before[k]) for k, v in model.state_dict().items())  # running stats too
     assert not optimizer.state and model[0].weight.grad is None and scale.grad is None
-    assert StepState.of(model).parameters() == [] and StepState.of(len).parameters() == []
+    assert StepState.of(len).parameters() == []
+
+
+def test_judging_a_modules_training_step_leaves_its_weights_statistics_and_gradients_as_they_were():
+    """A module target is its own state: the judge's runs (eager twice, fp64, compiled) used to
+    advance its BatchNorm statistics and now would have cleared its gradients; both are put back."""
+    from instrumented_backend.diagnosis.diagnose import _training_step
+
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.BatchNorm1d(4)).train()
+    for param in model.parameters():
+        param.grad = torch.full_like(param, 7.0)
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    step = _training_step(model, [torch.randn(8, 4)], seed=0)
+    assert len(step.grads) == 4 + 1 and all(g is not None for g in step.grads) and not step.own_backward
+    assert all(torch.equal(v, before[k]) for k, v in model.state_dict().items())  # running stats too
+    assert all(torch.equal(p.grad, torch.full_like(p, 7.0)) for p in model.parameters())

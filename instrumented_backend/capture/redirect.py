@@ -102,11 +102,9 @@ class CompiledCall:
     # The torch.compile arguments it was compiled with that change what is compiled (COMPILE_SETTINGS).
     compile_kwargs: dict[str, Any] = field(default_factory=dict)
     # The script later ran a backward through this call's outputs (a training step): set by a
-    # gradient hook on its outputs that require grad (the first eight), or by the call itself.
+    # gradient hook on its outputs that require grad (the first eight); or the call ran its own
+    # (``loss.backward()`` inside a compiled step): a gradient reached a parameter the function names.
     backward: bool = False
-    # The call ran its own backward: a gradient reached a parameter of the modules, optimizers or
-    # tensors the compiled function names (``loss.backward()`` inside a compiled training step).
-    own_backward: bool = False
 
     @property
     def options(self) -> dict[str, Any]:
@@ -123,7 +121,7 @@ def _detached(value: Any) -> Any:
 
 
 def _step_state(target: Any) -> Any:
-    """The trainable state a compiled function names (None for a module, or when there is none)."""
+    """The trainable state a compiled target names or is (None when it has no trainable parameter)."""
     from ..diagnosis.step_state import StepState
 
     state = StepState.of(target)
@@ -175,7 +173,7 @@ def record_compiled_calls(calls: list[CompiledCall]) -> Callable[[], None]:
             result = call(*args, **kwargs)
             _watch_backward(result, record)
             if state is not None and state.backward_since(marks):
-                record.backward = record.own_backward = True
+                record.backward = True
             return result
         return wrapper
 

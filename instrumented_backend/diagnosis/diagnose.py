@@ -167,7 +167,8 @@ class _Step(NamedTuple):
 def _training_step(fn: Callable[..., Any], inputs: Sequence[Any], seed: int,
                    state: Optional[StepState] = None) -> _Step:
     """Outputs, and gradients with respect to every trainable parameter (a module's, or those of
-    the modules, optimizers and tensors ``fn`` names: ``state``) and floating input, in that order.
+    the modules, optimizers and tensors ``fn`` names: ``state``, by default ``StepState.of(fn)``)
+    and floating input, in that order.
 
     The gradients are those of a fixed random weighting of the outputs, unless ``fn`` runs its own
     backward (a training step: ``loss.backward(); optimizer.step()``): then the gradients it leaves.
@@ -175,7 +176,7 @@ def _training_step(fn: Callable[..., Any], inputs: Sequence[Any], seed: int,
     state = state if state is not None else StepState.of(fn)
     inputs = [v.detach().clone().requires_grad_(True) if isinstance(v, torch.Tensor) and v.is_floating_point()
               else v for v in clone_inputs(inputs)]
-    params = [p for p in fn.parameters() if p.requires_grad] if isinstance(fn, torch.nn.Module) else state.parameters()
+    params = state.parameters()
     leaves = params + [v for v in inputs if isinstance(v, torch.Tensor) and v.requires_grad]
     with state.kept():
         for param in params:
@@ -200,8 +201,7 @@ def _training_is_nondeterministic(fn: Callable[..., Any], inputs: Sequence[Any],
                                   tol: Optional[float]) -> tuple[bool, bool]:
     """(Do two eager training steps from the same state and seed disagree, in outputs or
     gradients? Does the step run its own backward?)"""
-    state = StepState.of(fn)
-    first, second = (_training_step(fn, inputs, seed, state) for _ in range(2))
+    first, second = (_training_step(fn, inputs, seed) for _ in range(2))
     same = (compare_outputs(second.outputs, first.outputs, tol=tol).passed
             and compare_outputs(second.grads, first.grads, tol=tol).passed)
     return not same, first.own_backward
@@ -209,14 +209,15 @@ def _training_is_nondeterministic(fn: Callable[..., Any], inputs: Sequence[Any],
 
 def _judge_training(fn: Callable[..., Any], compiled: Callable[..., Any], inputs: Sequence[Any], seed: int,
                     tol: Optional[float]) -> tuple[AccuracyReport, AccuracyReport]:
-    state = StepState.of(fn)  # the compiled function names the same state
-    eager = _training_step(fn, inputs, seed, state)
+    # A function's float64 run reads the same globals; a module's is a float64 copy, its own state.
+    named = None if isinstance(fn, torch.nn.Module) else StepState.of(fn)
+    eager = _training_step(fn, inputs, seed, named)
     try:
-        reference = _training_step(to_fp64(fn), [to_fp64(v) for v in inputs], seed, state)
+        reference = _training_step(to_fp64(fn), [to_fp64(v) for v in inputs], seed, named)
         ref_out, ref_grads = reference.outputs, reference.grads
     except Exception:  # noqa: BLE001 - an op without float64: judged without the referee
         ref_out, ref_grads = None, None
-    compiled_step = _training_step(compiled, inputs, seed, state)
+    compiled_step = _training_step(compiled, inputs, seed, named)  # an OptimizedModule: the module's
     return (compare_outputs(compiled_step.outputs, eager.outputs, ref_out, tol=tol),
             compare_outputs(compiled_step.grads, eager.grads, ref_grads, tol=tol))
 

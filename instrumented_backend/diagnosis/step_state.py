@@ -5,7 +5,8 @@ loss.backward(); optimizer.step(); return loss``, with ``model`` and ``optimizer
 closure variables). Judging it means running it several times (eager twice, the fp64 referee,
 compiled), each from the same state, and comparing the gradients it leaves on the model's
 parameters. :class:`StepState` finds that state (the modules, optimizers and tensors requiring
-grad the function names) and :meth:`StepState.kept` puts it back after each run.
+grad the function names; a module target is its own) and :meth:`StepState.kept` puts it back
+after each run, so judging a step never moves the user's weights, running statistics or gradients.
 """
 
 from __future__ import annotations
@@ -31,10 +32,10 @@ class StepState:
 
     @classmethod
     def of(cls, fn: Callable[..., Any]) -> "StepState":
-        """What ``fn`` names; empty for a module (its own parameters are judged) or a callable
-        Python cannot inspect."""
+        """What ``fn`` names; a module is its own state; empty for a callable Python cannot inspect."""
         state = cls()
         if isinstance(fn, torch.nn.Module):
+            state.modules.append(fn)
             return state
         function = inspect.unwrap(getattr(fn, "__func__", fn))
         if not inspect.isfunction(function):
