@@ -488,3 +488,51 @@ def test_judging_a_modules_training_step_leaves_its_weights_statistics_and_gradi
     assert len(step.grads) == 4 + 1 and all(g is not None for g in step.grads) and not step.own_backward
     assert all(torch.equal(v, before[k]) for k, v in model.state_dict().items())  # running stats too
     assert all(torch.equal(p.grad, torch.full_like(p, 7.0)) for p in model.parameters())
+
+
+def test_a_crash_on_a_thread_without_python_frames_is_located_by_the_thread_that_launched_it(tmp_path):
+    """A large kernel runs on OpenMP threads: the one that faults has no Python frame, and the
+    fault handler wrote only that thread's (nothing), so GPT-2's crashing GELU kernel was
+    "elsewhere". Every thread's traceback is written now: the launching thread is in call()."""
+    from instrumented_backend.diagnosis.crash import run_surviving_crashes
+
+    code = tmp_path / "output_code.py"
+    code.write_text("import ctypes\nimport threading\n\nasync_compile = None\n\n\ndef call(args):\n"
+                    "    worker = threading.Thread(target=ctypes.string_at, args=(0,))  # reads address 0\n"
+                    "    worker.start()\n    worker.join()\n")
+
+    def work() -> int:
+        namespace: dict = {}
+        exec(compile(code.read_text(), str(code), "exec"), namespace)  # noqa: S102 - the test's own file
+        namespace["call"]([])
+        return 0
+
+    status, report = run_surviving_crashes(work, tmp_path / "out")
+    assert status == 1 and report is not None and report.signal == "SIGSEGV"
+    assert report.located and report.code_path == str(code), report.fault_traceback
+    assert (report.line, report.statement) in ((9, "worker.start()"), (10, "worker.join()"))  # it may not be back
+
+
+def test_a_crashing_graphs_nodes_are_named_as_in_the_capture_after_the_repro_folds_constants(tmp_path):
+    """Tracing a saved repro renames each call after its op and folds calls without tensor
+    inputs (GPT-2's position ``iota``) into constants: matching by position named GPT-2's culprit
+    ``tanh_default``, with no source line. Calls are matched to the next post-grad call of the op."""
+    from types import SimpleNamespace
+
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    from instrumented_backend.diagnosis.crash import _first_call_path, _renamed, save_first_call
+
+    def graph(x):
+        positions = torch.ops.prims.iota.default(8, start=0, step=1, dtype=torch.int64, device=torch.device("cpu"),
+                                                 requires_grad=False)
+        shifted = torch.ops.aten.unsqueeze.default(positions, 0)
+        return (torch.ops.aten.tanh.default(torch.ops.aten.add.Tensor(x, shifted)),)
+
+    gm = make_fx(graph)(torch.randn(2, 8))
+    capture = SimpleNamespace(post_grad_graph=gm, index=0, compile_id="0/0", kind="inference")
+    save_first_call(capture, [torch.randn(2, 8)], {}, tmp_path)
+    renamed = _renamed(_first_call_path(tmp_path, "000_0-0_inference"))
+    originals = {n.name for n in gm.graph.nodes if n.op == "call_function"}
+    assert set(renamed.values()) == originals - {"iota", "unsqueeze"}, renamed
+    assert renamed[next(k for k, v in renamed.items() if v == "tanh")].startswith("tanh")

@@ -121,7 +121,9 @@ def run_surviving_crashes(work: Callable[[], int], out_dir: "str | Path") -> tup
         try:
             from ..capture.backend import before_first_call
 
-            faulthandler.enable(file=fault_log.open("w"), all_threads=False)
+            # Every thread: a kernel's OpenMP thread that faults has no Python frame; the one
+            # that launched the kernel is in Inductor's call().
+            faulthandler.enable(file=fault_log.open("w"), all_threads=True)
             os.environ[DUMP_DIR_ENV] = str(dumps)
             with before_first_call(lambda graph, args, options: save_first_call(graph, args, options, crash_dir)):
                 code = work()
@@ -167,31 +169,40 @@ def save_first_call(graph: Any, args: list[Any], inductor_options: Mapping[str, 
         return
     module = inline_ordering_wrappers(graph.post_grad_graph)
     context = current_context(dict(inductor_options))
-    names = _op_node_names(module)
+    ops = _op_nodes(module)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.with_suffix(".nodes.json").write_text(json.dumps(names))
-    nodes = len(names)
+    path.with_suffix(".nodes.json").write_text(json.dumps(ops))
+    nodes = sum(1 for n in module.graph.nodes if n.op not in ("placeholder", "output"))
     write_repro(module, args, spec={"level": "aten", "want": "runtime", "seed": 0, "tol": None,
                                     "config": dict(context.config), "dynamic": {}, "timeout": None},
                 expected={"kind": "crash", "signature": _PENDING, "failing": []}, pattern=None, context=context,
                 path=path, header={"start_nodes": nodes, "final_nodes": nodes})
 
 
-def _op_node_names(module: Any) -> list[str]:
-    return [n.name for n in module.graph.nodes if n.op not in ("placeholder", "output")]
+def _op_nodes(module: Any) -> list[tuple[str, str]]:
+    """``(name, op)`` of each call in graph order."""
+    return [(n.name, str(n.target)) for n in module.graph.nodes if n.op == "call_function"]
 
 
 def _renamed(path: Path) -> dict[str, str]:
-    """The post-grad graph's node names by the names a repro's ``make_module`` gives them (tracing
-    names a node after its op: ``tanh`` comes back ``tanh_default``), matched in graph order."""
+    """The post-grad graph's node names by the names a repro's ``make_module`` gives them.
+
+    Tracing the repro names a node after its op (``tanh`` comes back ``tanh_default``) and folds
+    calls without tensor inputs into constants (an ``iota`` of positions, its ``unsqueeze``): each
+    traced call is matched to the next post-grad call of the same op, in graph order."""
     from minifier.saved import load_repro
 
     names_file = path.with_suffix(".nodes.json")
     if not names_file.is_file():
         return {}
-    original = json.loads(names_file.read_text())
-    traced = _op_node_names(load_repro(path).make_module())
-    return dict(zip(traced, original)) if len(traced) == len(original) else {}
+    original = [tuple(item) for item in json.loads(names_file.read_text())]
+    renamed, position = {}, 0
+    for traced_name, op in _op_nodes(load_repro(path).make_module()):
+        match = next((i for i in range(position, len(original)) if original[i][1] == op), None)
+        if match is None:
+            return renamed  # the rest cannot be matched with any confidence
+        renamed[traced_name], position = original[match][0], match + 1
+    return renamed
 
 
 def minify_crash(report: CrashReport, out_dir: "str | Path", *,
