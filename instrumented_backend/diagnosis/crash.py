@@ -29,7 +29,8 @@ from typing import Any, Callable, Mapping, Optional
 
 from ..capture.options import DUMP_DIR_ENV
 
-__all__ = ["CrashReport", "run_surviving_crashes", "explain_crash", "minify_crash", "SNAPSHOT_LIMIT"]
+__all__ = ["CrashReport", "run_surviving_crashes", "explain_crash", "minify_crash", "crash_folder",
+           "SNAPSHOT_LIMIT"]
 
 SNAPSHOT_LIMIT = 256 << 20  # a first call whose arguments hold more bytes is not saved
 _PENDING = "signal (pending: saved before the first call)"
@@ -103,13 +104,18 @@ def _signal_name(number: int) -> str:
         return f"signal {number}"
 
 
+def crash_folder(out_dir: "str | Path") -> Path:
+    """Where a crash's fault traceback, dumped graphs and first-call repros go under ``out_dir``."""
+    return Path(out_dir) / "crash"
+
+
 def run_surviving_crashes(work: Callable[[], int], out_dir: "str | Path") -> tuple[int, Optional[CrashReport]]:
     """``work()``'s exit status, run in a forked child on Linux; ``(1, report)`` when the child
     died by a signal (:func:`minify_crash` narrows the report). Elsewhere ``work`` runs here and
     a crash ends this process."""
     if not sys.platform.startswith("linux") or not hasattr(os, "fork"):
         return work(), None
-    crash_dir = Path(out_dir) / "crash"
+    crash_dir = crash_folder(out_dir)
     shutil.rmtree(crash_dir, ignore_errors=True)
     crash_dir.mkdir(parents=True)
     fault_log, dumps = crash_dir / "fault_traceback.txt", crash_dir / "graphs"
@@ -212,8 +218,8 @@ def minify_crash(report: CrashReport, out_dir: "str | Path", *,
     Every reason it cannot is said in ``report.not_narrowed``; nothing raises."""
     if not report.graph_folder:
         return report
-    crash_dir = Path(out_dir) / "crash"
-    path = _first_call_path(crash_dir, Path(report.graph_folder).name)
+    crash_dir, folder = crash_folder(out_dir), Path(report.graph_folder).name
+    path = _first_call_path(crash_dir, folder)
     if not path.is_file():
         skipped = path.with_suffix(".skipped")
         report.not_narrowed = (skipped.read_text().strip() if skipped.is_file()
@@ -242,7 +248,6 @@ def minify_crash(report: CrashReport, out_dir: "str | Path", *,
                             if n.op == "call_function"]
     from ..io.dump import graph_folder_name
 
-    folder = Path(report.graph_folder).name
     graph = next((g for g in _dumped_graphs(crash_dir / "graphs") if graph_folder_name(g) == folder), None)
     if graph is not None:
         report.culprit_sources = _sources(graph, report.culprit_nodes)

@@ -89,7 +89,7 @@ def _diagnose(args: argparse.Namespace) -> int:
     """The diagnosis runs in a forked child: compiled code that kills it (a segfaulting kernel) is
     then reported by kernel and source line instead of ending the command, and the graph it ran
     is minified from its first call's arguments (unless ``--no-minify``)."""
-    from ..diagnosis.crash import minify_crash, run_surviving_crashes
+    from ..diagnosis.crash import crash_folder, minify_crash, run_surviving_crashes
 
     code, crash = run_surviving_crashes(lambda: _diagnose_here(args), args.out)
     if crash is not None:
@@ -99,7 +99,7 @@ def _diagnose(args: argparse.Namespace) -> int:
             minify_crash(crash, args.out)
         print(crash.render())
         print(f"instrumented_backend diagnose: the fault traceback and the graphs compiled before the crash are in "
-              f"{Path(args.out) / 'crash'}")
+              f"{crash_folder(args.out)}")
     return code
 
 
