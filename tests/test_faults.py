@@ -92,3 +92,24 @@ def test_child_process_inherits_the_fault():
     )
     out = run_python(code, env=env).splitlines()
     assert out[-2:] == ["doubling neg", "[2.0, -4.0]"]
+
+
+def test_a_fault_entered_without_keeping_its_object_stays_on_until_exited():
+    """``ib.faults.doubling_neg().__enter__()`` in a script keeps no reference to the object; its
+    collection closed the generator-based context inside it, which silently turned the fault off."""
+    import gc
+    import weakref
+
+    collected = weakref.ref(ib.faults.doubling_neg(reset_dynamo=False))
+    ib.faults.doubling_neg(reset_dynamo=False).__enter__()
+    gc.collect()
+    try:
+        assert collected() is None  # (what a script's temporary is)
+        assert [f.name for f in ib.faults.active_faults()] == ["doubling neg"]
+        assert ib.faults.ENV_VAR in os.environ
+    finally:
+        from instrumented_backend.diagnosis.faults import _entered
+
+        while _entered:  # nothing public reaches a fault whose object is gone: the test's own cleanup
+            _entered.pop().__exit__(None, None, None)
+    assert ib.faults.active_faults() == [] and ib.faults.ENV_VAR not in os.environ

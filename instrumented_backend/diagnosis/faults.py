@@ -103,6 +103,7 @@ def _lowering(template: str, names: list[str]) -> staticmethod:
 
 _lock = threading.RLock()
 _active: list[Fault] = []
+_entered: list[Any] = []  # entered contexts: a fault stays on until its __exit__, not its object's collection
 
 
 def active_faults() -> list[Fault]:
@@ -211,10 +212,15 @@ class bad_lowering(contextlib.ContextDecorator):
         context = _activated(self.fault, reset_dynamo=self.reset_dynamo)
         fault = context.__enter__()
         self._contexts.append(context)
+        with _lock:  # ``bad_lowering(...).__enter__()`` with no reference kept: collecting the object
+            _entered.append(context)  # must not close the context (and turn the fault off) silently
         return fault
 
     def __exit__(self, *exc_info: Any) -> None:
-        self._contexts.pop().__exit__(*exc_info)
+        context = self._contexts.pop()
+        with _lock:
+            _entered.remove(context)
+        context.__exit__(*exc_info)
 
     def __repr__(self) -> str:
         return f"bad_lowering({self.fault.label})"
