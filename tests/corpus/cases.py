@@ -370,3 +370,34 @@ def _gpt2_dynamic() -> Workload:
     model = transformers.GPT2LMHeadModel(transformers.GPT2Config(**_GPT2)).eval()
     return Workload(model, [(_tokens(length=8),), (_tokens(length=12),), (_tokens(length=20),)],
                     compile_kwargs={"dynamic": True})
+
+
+@case("qwen2_train", nondeterministic=_ATOMIC_EMBEDDING)
+def _qwen2_train() -> Workload:
+    return _language_model("Qwen2Config", "Qwen2ForCausalLM", True, vocab_size=128, max_position_embeddings=64,
+                           num_key_value_heads=1, **_TINY)
+
+
+@case("bart")
+def _bart() -> Workload:
+    from transformers import BartConfig, BartForConditionalGeneration
+
+    config = BartConfig(vocab_size=128, d_model=32, encoder_layers=1, decoder_layers=1, encoder_attention_heads=2,
+                        decoder_attention_heads=2, encoder_ffn_dim=64, decoder_ffn_dim=64, max_position_embeddings=64)
+    model = BartForConditionalGeneration(config).eval()
+    return Workload(model, [()], kwargs={"input_ids": _tokens(), "decoder_input_ids": _tokens(length=8)})
+
+
+@case("swin")
+def _swin() -> Workload:
+    from transformers import SwinConfig, SwinForImageClassification
+
+    config = SwinConfig(image_size=32, patch_size=4, num_channels=3, embed_dim=16, depths=[1, 1], num_heads=[2, 2],
+                        window_size=4, num_labels=5)
+    return Workload(SwinForImageClassification(config).eval(), [(torch.randn(2, 3, 32, 32),)])
+
+
+@case("distilbert_train", nondeterministic=_ATOMIC_EMBEDDING)
+def _distilbert_train() -> Workload:
+    return _language_model("DistilBertConfig", "DistilBertForMaskedLM", True, vocab_size=128,
+                           max_position_embeddings=64, dim=32, n_layers=2, n_heads=2, hidden_dim=64)
