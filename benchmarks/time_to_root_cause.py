@@ -7,12 +7,16 @@ Cases: the tutorial's doubling-neg bug (forward); a 6-block Linear/LayerNorm sta
 alone uses relu, with relu's lowering broken (forward); the same stack with the ``where`` of relu's
 gradient broken (backward only, found from the gradients). Each line: the diagnosis's wall time,
 one ``backend="inductor"`` compile-and-run of the same model (training step for the backward
-case), their ratio, the verdict and the culprit source line found.
+case), their ratio, the verdict and the culprit source line found. Each of the two runs starts
+from a fresh Inductor cache directory (holding only the CPU's vector-ISA probe, as on any machine
+that used Inductor; see ``minifier_vs_pytorch.py``), so neither reuses a kernel the other, an
+earlier case or an earlier run built; ``--smoke`` shares the process's cache.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 import tempfile
 import time
@@ -73,13 +77,21 @@ def main(argv: list[str]) -> int:
             ("6-block stack, relu's gradient broken (backward only)", stack, (x,), True,
              lambda: ib.faults.bad_lowering("where", "{a} ? {c} : {b}", config={"cpp.simdlen": 1})),
         ]
+    if args.smoke:
+        fresh_cache = contextlib.nullcontext
+    else:
+        from minifier_vs_pytorch import fresh_cache
+    from minifier.workers import pool
+
     failed = 0
     for name, model, inputs, train, fault in cases:
-        plain = _plain_compile_seconds(model, inputs, train)
-        with fault(), tempfile.TemporaryDirectory() as out:
+        with fresh_cache():
+            plain = _plain_compile_seconds(model, inputs, train)
+        with fault(), tempfile.TemporaryDirectory() as out, fresh_cache():
             started = time.perf_counter()
             result = ib.diagnose(model, *inputs, train=train, out_dir=out, progress=False)
             seconds = time.perf_counter() - started
+            pool.shutdown()  # its worker used this case's cache directory
         lines = result.culprit_lines
         where = f"{lines[0].source.file.rsplit('/', 1)[-1]}:{lines[0].source.line} {lines[0].source.code}" \
             if lines and lines[0].source else "no culprit line"

@@ -163,6 +163,13 @@ def test_first_divergence_in_a_larger_graph_with_a_bad_exp():
         report = ib.find_first_divergence(block, *inputs)
     assert report.found and report.culprit_target == "aten.exp.default"
     assert any(c.passed for c in report.checked)  # buffers before it (layer norm) matched eager
+    # The softmax kernel's nodes compiled together name exp first (those before it match), and
+    # exp alone confirms it: two compiles, not one per node up to the culprit.
+    probed = dict(report.probed)
+    assert len(probed) > 2 and probed[report.culprit], report.render()
+    assert not any(probed[name] for name, _ in report.probed[:[n for n, _ in report.probed].index(report.culprit)])
+    assert report.narrowed == [(report.culprit, True)], report.render()
+    assert f"{report.culprit} diverges first" in report.render()
     lines = report.key_lines
     assert lines and all(line.source.line == first + 3 for line in lines)  # the softmax line
     assert any("exp()" in line.text or "std::exp" in line.text for line in lines)

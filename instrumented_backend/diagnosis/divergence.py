@@ -8,9 +8,11 @@
 3. Run the post-grad graph eagerly with an FX interpreter, keeping every node's value, and walk
    the buffers in execution order: the first whose value differs from its FX node's eager value
    is the first diverging buffer, and the kernel that wrote it the first diverging kernel.
-4. A fused kernel computes several FX nodes; to say which one is wrong, each of the kernel's nodes
-   that feed the diverging buffer is compiled alone with Inductor, on eager inputs, and
-   compared: the first that diverges is the culprit, and its kernel lines are the answer.
+4. A fused kernel computes several FX nodes; to say which one is wrong, the kernel's nodes that
+   feed the diverging buffer are compiled together with Inductor, on eager inputs, every node's
+   value an output (one compile), and the first that diverges is compiled alone to confirm it:
+   it is the culprit, and its kernel lines are the answer. When the probe names none, or its
+   first is right alone (a bug of the fusion, not of one node), each node is compiled alone in turn.
 """
 
 from __future__ import annotations
@@ -59,6 +61,7 @@ class DivergenceReport:
     kernel: Optional[str] = None
     culprit: Optional[str] = None  # the FX node whose code is wrong (after narrowing)
     culprit_target: str = ""
+    probed: list[tuple[str, bool]] = field(default_factory=list)  # (node, diverges) compiled together
     narrowed: list[tuple[str, bool]] = field(default_factory=list)  # (node, diverges alone)
     lines: list[KernelLine] = field(default_factory=list)  # the culprit's lines in the kernel
     note: str = ""
@@ -84,6 +87,10 @@ class DivergenceReport:
         ]
         if self.kernel:
             out.append(f"  written by kernel {self.kernel}")
+        if self.probed:
+            first_bad = next((node for node, diverges in self.probed if diverges), None)
+            out.append(f"  its {len(self.probed)} nodes compiled together, each value an output: "
+                       + (f"{first_bad} diverges first" if first_bad else "none diverges"))
         for node, diverges in self.narrowed:
             out.append(f"  {node} compiled alone: {'DIVERGES' if diverges else 'matches eager'}")
         if self.culprit:
@@ -129,29 +136,93 @@ def _single_op_module(node: torch.fx.Node) -> tuple[torch.fx.GraphModule, list[t
     return torch.fx.GraphModule(torch.nn.Module(), graph), inputs
 
 
+def _probe_module(nodes: list[torch.fx.Node]) -> tuple[torch.fx.GraphModule, list[torch.fx.Node]]:
+    """A graph computing ``nodes`` (in graph order) from their other inputs, every node an output.
+
+    The ``getitem`` of a tuple-valued member (``var_mean``'s halves) is computed inside too; any
+    other input is a placeholder, fed its eager value."""
+    members = set(nodes)
+
+    def inside(value: torch.fx.Node) -> bool:
+        return value in members or (value.op == "call_function" and value.target is operator.getitem
+                                    and value.args[0] in members)
+
+    graph = torch.fx.Graph()
+    inputs: list[torch.fx.Node] = []
+    mapping: dict[torch.fx.Node, torch.fx.Node] = {}
+    for node in nodes:  # placeholders first, in order of first use
+        for value in node.all_input_nodes:
+            if not inside(value) and value not in mapping:
+                mapping[value] = graph.placeholder(f"in_{len(inputs)}")
+                inputs.append(value)
+    for node in nodes[0].graph.nodes:
+        if node in members or (inside(node) and node not in mapping):
+            mapping[node] = graph.node_copy(node, lambda value: mapping[value])
+    graph.output(tuple(mapping[node] for node in nodes))
+    return torch.fx.GraphModule(torch.nn.Module(), graph), inputs
+
+
+def _compiled_result(module: torch.fx.GraphModule, inputs: list[torch.fx.Node], values: dict[str, Any], seed: int,
+                     options: dict[str, Any]) -> Any:
+    torch.compiler.reset()
+    compiled = torch.compile(module, backend="inductor", options=options)
+    return run_seeded(compiled, [values[i.name] for i in inputs], seed)
+
+
+def _diverges_alone(node: torch.fx.Node, values: dict[str, Any], seed: int, tol: Optional[float],
+                    options: dict[str, Any]) -> bool:
+    """``node`` compiled alone on eager inputs differs from eager (or fails to compile or run)."""
+    module, inputs = _single_op_module(node)
+    try:
+        result = _compiled_result(module, inputs, values, seed, options)
+    except Exception:  # noqa: BLE001 - compiling alone failed: it is at fault on its own
+        return True
+    return not compare_outputs(result, values[node.name], tol=tol).passed
+
+
+def _probe(candidates: list[torch.fx.Node], values: dict[str, Any], seed: int, tol: Optional[float],
+           options: dict[str, Any]) -> list[tuple[str, bool]]:
+    """Each candidate and whether its value diverges when all are compiled together (one compile);
+    empty when that compile or run fails."""
+    try:
+        module, inputs = _probe_module(candidates)
+        results = _compiled_result(module, inputs, values, seed, options)
+    except Exception:  # noqa: BLE001 - the probe is a shortcut: without it, one compile per node
+        return []
+    if not isinstance(results, (tuple, list)) or len(results) != len(candidates):
+        return []
+    return [(node.name, not compare_outputs(result, values[node.name], tol=tol).passed)
+            for node, result in zip(candidates, results)]
+
+
 def _narrow(graph: GraphCapture, diverging: str, kernel_nodes: list[str], values: dict[str, Any], seed: int,
-            tol: Optional[float], options: dict[str, Any]) -> tuple[Optional[str], list[tuple[str, bool]], str]:
+            tol: Optional[float], options: dict[str, Any]
+            ) -> tuple[Optional[str], list[tuple[str, bool]], list[tuple[str, bool]], str]:
+    """The culprit among the kernel's nodes that feed ``diverging``: (culprit, the probe's verdicts,
+    the nodes compiled alone and their verdicts, a note)."""
     post_grad = graph.post_grad_graph
     nodes = {n.name: n for n in post_grad.graph.nodes}
     target = nodes[diverging]
     ancestors = _ancestors(target) | {target}
     candidates = [n for n in post_grad.graph.nodes if n.name in kernel_nodes and n in ancestors
                   and n.op == "call_function" and n.target is not operator.getitem]
+    # Two compiles (the probe, the confirmation) beat one per node from three nodes on.
+    probed = _probe(candidates, values, seed, tol, options) if len(candidates) > 2 else []
     tried: list[tuple[str, bool]] = []
+    first_bad = next((name for name, diverges in probed if diverges), None)
+    if first_bad is not None:
+        diverges = _diverges_alone(nodes[first_bad], values, seed, tol, options)
+        tried.append((first_bad, diverges))
+        if diverges:
+            return first_bad, probed, tried, ""
     for node in candidates:
-        module, inputs = _single_op_module(node)
-        torch.compiler.reset()
-        try:
-            compiled = torch.compile(module, backend="inductor", options=options)
-            result = run_seeded(compiled, [values[i.name] for i in inputs], seed)
-        except Exception:  # noqa: BLE001 - compiling alone failed: it is at fault on its own
-            tried.append((node.name, True))
-            return node.name, tried, ""
-        diverges = not compare_outputs(result, values[node.name], tol=tol).passed
+        if node.name == first_bad:
+            continue  # compiled alone above
+        diverges = _diverges_alone(node, values, seed, tol, options)
         tried.append((node.name, diverges))
         if diverges:
-            return node.name, tried, ""
-    return None, tried, "no node of the kernel diverges alone (a fusion or scheduling bug?)"
+            return node.name, probed, tried, ""
+    return None, probed, tried, "no node of the kernel diverges alone (a fusion or scheduling bug?)"
 
 
 def _ancestors(node: torch.fx.Node) -> set[torch.fx.Node]:
@@ -361,8 +432,8 @@ def _explain(report: DivergenceReport, graph: GraphCapture, name: str, eager: di
             kernel_nodes.extend(n for n in line.fx_nodes if n not in kernel_nodes)
     culprit = name
     if options is not None and len(kernel_nodes) > 1:
-        found, tried, note = _narrow(graph, name, kernel_nodes, eager, seed, tol, options)
-        report.narrowed, report.note = tried, note
+        found, probed, tried, note = _narrow(graph, name, kernel_nodes, eager, seed, tol, options)
+        report.probed, report.narrowed, report.note = probed, tried, note
         culprit = found or name
     report.culprit = culprit
     report.culprit_target = graph.nodes[culprit].target if culprit in graph.nodes else ""
