@@ -203,9 +203,26 @@ def _drifts(x: torch.Tensor) -> torch.Tensor:
     return x * _calls["n"]
 
 
-def test_a_nondeterministic_function_is_not_reported_as_a_bug(tmp_path):
+def test_a_nondeterministic_function_is_not_reported_as_a_bug(tmp_path, monkeypatch):
+    """Nothing is minified, so the minifier's worker, started as the diagnosis starts, is closed."""
+    import importlib
+
+    from minifier.workers import pool
+
+    diagnose_module = importlib.import_module("instrumented_backend.diagnosis.diagnose")  # not the function
+
+    released = []
+
+    def release(setup):
+        released.append((setup, setup is not None and pool.has(setup)))
+        release_worker(setup)
+
+    release_worker = diagnose_module.release_worker
+    monkeypatch.setattr(diagnose_module, "release_worker", release)
     result = ib.diagnose(_drifts, torch.randn(8), out_dir=tmp_path)
     assert result.verdict == "nondeterministic" and not result.found and not result.repro_path
+    ((setup, running),) = released
+    assert running and not pool.has(setup)
 
 
 def _cli(*argv: str, cwd: Path) -> subprocess.CompletedProcess:

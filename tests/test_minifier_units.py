@@ -351,6 +351,30 @@ def test_a_warm_worker_serves_a_cold_setup_and_other_contexts_get_their_own(monk
     assert [s.warm for s in started] == [True, False]
 
 
+def test_closing_one_setups_workers_leaves_the_others(monkeypatch):
+    from minifier.workers import parent as workers
+
+    class FakeWorker:
+        def __init__(self, setup):
+            self.setup, self.closed = setup, False
+
+        def alive(self):
+            return not self.closed
+
+        def close(self, wait=True):
+            self.closed = True
+
+    monkeypatch.setattr(workers, "Worker", FakeWorker)
+    pool = workers.WorkerPool(fork=False)
+    mine, other = workers.WorkerSetup(imports=("a",)), workers.WorkerSetup(imports=("b",))
+    assert not pool.has(mine)
+    first, second = pool.get(mine), pool.get(mine, slot=1)
+    assert pool.has(mine) and not pool.has(other)
+    pool.close(mine)
+    assert first.closed and second.closed and not pool.has(mine)
+    pool.close(other)  # none: nothing to do
+
+
 def test_the_isa_probe_threads_start_after_everything_they_import_is_imported():
     """The probe threads run while the worker imports Inductor on another thread; an import on
     them (setuptools' distutils shim edits sys.meta_path) could make a concurrent import miss its

@@ -9,8 +9,9 @@ turns it on for scripts you cannot edit; ``INSTRUMENTED_BACKEND_MINIFY_DIR`` say
 The minifier's judging worker starts when a failure is found, not before: starting it ahead of
 need (a fresh process importing torch) made the first call of a function that does not fail
 1.25x slower on 2 cores even at the lowest priority (``benchmarks/minify_option.py``), and most
-compiles do not fail. :func:`prewarm_worker` starts it early where a failure is already known
-(``ib.diagnose`` calls it once it has one, while it looks for the layer and the culprit).
+compiles do not fail. :func:`prewarm_worker` starts it early where a failure is expected
+(``ib.diagnose`` calls it as it starts, since it is asked to find one, and closes it again with
+:func:`release_worker` when it finds none).
 """
 
 from __future__ import annotations
@@ -23,20 +24,39 @@ import torch
 from ..fail_soft import warn_once
 from ..seams.fake_mode import real_tensors, size_hint
 
-__all__ = ["MINIFY_DIR_ENV", "minify_accuracy_failure", "minify_compile_failure", "real_inputs", "prewarm_worker"]
+__all__ = ["MINIFY_DIR_ENV", "minify_accuracy_failure", "minify_compile_failure", "real_inputs", "prewarm_worker",
+           "release_worker"]
 
 MINIFY_DIR_ENV = "INSTRUMENTED_BACKEND_MINIFY_DIR"
 
 
-def prewarm_worker() -> None:
-    """Start the minifier's worker for the current context now (fail-soft: a failure only costs time)."""
+def prewarm_worker() -> Optional[Any]:
+    """Start the minifier's worker for the current context now (fail-soft: a failure only costs
+    time). Returns the worker's setup when this call started it (for :func:`release_worker`),
+    None when one was already running or none could be started."""
     try:
         from minifier import current_context, prewarm
-        from minifier.workers import WorkerSetup
+        from minifier.workers import WorkerSetup, pool
 
-        prewarm(WorkerSetup.for_context(current_context()))
+        setup = WorkerSetup.for_context(current_context())
+        already = pool.has(setup)
+        prewarm(setup)
+        return None if already else setup
     except Exception as exc:  # noqa: BLE001 - minification will start its own worker
         warn_once("minify_prewarm", f"could not start the minifier's worker early ({exc!r})")
+        return None
+
+
+def release_worker(setup: Optional[Any]) -> None:
+    """Close the worker :func:`prewarm_worker` started, when nothing came to need it."""
+    if setup is None:
+        return
+    try:
+        from minifier.workers import pool
+
+        pool.close(setup)
+    except Exception as exc:  # noqa: BLE001 - it exits with the process anyway
+        warn_once("minify_release", f"could not close the minifier's unused worker ({exc!r})")
 
 
 def _repro_dir() -> Optional[str]:

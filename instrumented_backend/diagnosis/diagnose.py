@@ -31,6 +31,7 @@ import torch.utils._pytree as pytree
 
 from ..records import KernelLine, to_plain
 from .accuracy import AccuracyReport, clone_inputs, compare_outputs, eager_is_nondeterministic, to_fp64
+from .auto_minify import prewarm_worker, release_worker
 from .compile_error import CompileErrorReport, find_cpp_compile_error
 from .divergence import DivergenceReport, divergence_in_graph, find_first_divergence
 from .layers import LayerReport, LayerResult, find_failing_layer, same_random_numbers
@@ -385,6 +386,11 @@ def diagnose(fn: Callable[..., Any], *inputs: Any, kwargs: Optional[dict[str, An
     def step(label: str, began: float, summary: str = "") -> None:
         result.steps.append(DiagnosisStep(label, time.perf_counter() - began, summary))
 
+    # The minifier's worker starts now, at low priority: its imports (seconds) overlap the steps
+    # before the minification instead of delaying it. Closed again when no bug is found.
+    worker = None
+    if minify:
+        worker = prewarm_worker()
     began = time.perf_counter()
     say("eager, twice with one seed")
     own_backward = False  # a training step that runs its own backward: never run under no_grad
@@ -395,6 +401,7 @@ def diagnose(fn: Callable[..., Any], *inputs: Any, kwargs: Optional[dict[str, An
     step("eager", began)
     if nondeterministic:
         result.verdict = "nondeterministic"
+        release_worker(worker)  # nothing will be minified
         return _finish(result, out, [], started, say)
 
     began = time.perf_counter()
@@ -440,12 +447,8 @@ def diagnose(fn: Callable[..., Any], *inputs: Any, kwargs: Optional[dict[str, An
             result.verdict = "wrong_gradient"
     step("compile and judge", began, result.verdict)
     if not result.found:
+        release_worker(worker)
         return _finish(result, out, graphs, started, say)
-    if minify:  # the minifier's worker starts now, at low priority, while the layer and divergence run
-        from .auto_minify import prewarm_worker
-
-        prewarm_worker()
-
     began = time.perf_counter()
     say(f"{result.verdict}: finding the failing layer")
     dynamic, fullgraph = dynamo_kwargs.get("dynamic"), bool(dynamo_kwargs.get("fullgraph"))

@@ -441,6 +441,22 @@ class WorkerPool:
                 worker = self._workers[(setup.key, slot)] = self._start(setup)
             return worker
 
+    def has(self, setup: WorkerSetup) -> bool:
+        """Whether a live worker or zygote for ``setup`` is already kept."""
+        with self._lock:
+            return (any(key[0] == setup.key and worker.alive() for key, worker in self._workers.items())
+                    or any(key == setup.key and zygote.alive() for key, zygote in self._zygotes.items()))
+
+    def close(self, setup: WorkerSetup) -> None:
+        """Close ``setup``'s workers and zygote without waiting (others are left as they are)."""
+        with self._lock:
+            workers = [self._workers.pop(key) for key in [k for k in self._workers if k[0] == setup.key]]
+            zygote = self._zygotes.pop(setup.key, None)
+        for worker in workers:
+            worker.close(wait=False)
+        if zygote is not None:
+            zygote.close(wait=False)
+
     def discard(self, setup: WorkerSetup, slot: int) -> None:
         """Kill the worker in ``slot`` (its candidate is no longer wanted); not counted as a crash."""
         with self._lock:
