@@ -132,6 +132,34 @@ def test_failing_layer_table_and_inductor_bisector():
         ib.find_failing_layer(foo1, *x, layers=("inductr",))
 
 
+@pytest.mark.parametrize("failing, judged, statuses", [
+    ({"inductor"}, ["inductor", "aot_eager_decomp_partition"], ["skipped", "skipped", "ok", "inaccurate"]),
+    ({"inductor", "aot_eager_decomp_partition"}, ["inductor", "aot_eager_decomp_partition", "aot_eager"],
+     ["skipped", "ok", "inaccurate", "inaccurate"]),
+    ({"eager", "aot_eager", "aot_eager_decomp_partition", "inductor"},
+     ["inductor", "aot_eager_decomp_partition", "aot_eager", "eager"], ["inaccurate"] * 4),
+    ({"aot_eager"}, ["inductor", "eager", "aot_eager", "aot_eager_decomp_partition"],  # last passes: all run
+     ["ok", "inaccurate", "ok", "ok"]),
+], ids=["inductor", "decompositions", "dynamo", "last-layer-passes"])
+def test_layers_judged_top_down_stop_below_the_first_that_passes(failing, judged, statuses):
+    from instrumented_backend.diagnosis.layers import LayerReport, LayerResult, judge_layers
+
+    layers = ("eager", "aot_eager", "aot_eager_decomp_partition", "inductor")
+    calls = []
+
+    def judge(backend):
+        calls.append(backend)
+        return LayerResult(backend, "inaccurate" if backend in failing else "ok")
+
+    report = LayerReport(layers=judge_layers(layers, judge, top_down=True))
+    assert calls == judged and [layer.status for layer in report.layers] == statuses
+    assert report.first_failing == next((b for b, s in zip(layers, statuses) if s == "inaccurate"), None)
+    calls.clear()
+    in_order = judge_layers(layers, judge, stop_at_first=True)
+    assert calls == [layer.backend for layer in in_order] and in_order[-1].status == (
+        "inaccurate" if failing else "ok")
+
+
 def test_first_divergence_points_at_the_neg_line():
     x = tutorial_inputs(torch.float32)
     with ib.faults.doubling_neg():

@@ -34,7 +34,7 @@ from .accuracy import AccuracyReport, clone_inputs, compare_outputs, eager_is_no
 from .auto_minify import prewarm_worker, release_worker
 from .compile_error import CompileErrorReport, find_cpp_compile_error
 from .divergence import DivergenceReport, divergence_in_graph, find_first_divergence
-from .layers import LayerReport, LayerResult, find_failing_layer, same_random_numbers
+from .layers import LayerReport, LayerResult, find_failing_layer, judge_layers, same_random_numbers
 from .step_state import StepState
 
 if TYPE_CHECKING:
@@ -251,8 +251,7 @@ def _compile_settings(
 
 def _training_layers(fn: Callable[..., Any], inputs: Sequence[Any], seed: int, tol: Optional[float],
                      patches: dict[str, Any], dynamic: Optional[bool], fullgraph: bool) -> LayerReport:
-    report = LayerReport()
-    for backend in _TRAINING_LAYERS:
+    def judge(backend: str) -> LayerResult:
         torch.compiler.reset()
         started = time.perf_counter()
         options = {"options": {**patches, "fallback_random": True}} if backend == "inductor" else {}
@@ -261,12 +260,13 @@ def _training_layers(fn: Callable[..., Any], inputs: Sequence[Any], seed: int, t
                 compiled = torch.compile(fn, backend=backend, dynamic=dynamic, fullgraph=fullgraph, **options)
                 outputs, grads = _judge_training(fn, compiled, inputs, seed, tol)
         except Exception as exc:  # noqa: BLE001 - a failing layer is a finding
-            report.layers.append(LayerResult(backend, "error", _error_text(exc), time.perf_counter() - started))
-            continue
+            return LayerResult(backend, "error", _error_text(exc), time.perf_counter() - started)
         failing = [o.path for o in grads.failing] + [f"output {o.path}" for o in outputs.failing]
         status = "ok" if not failing else "inaccurate"
         detail = "outputs and gradients match eager" if not failing else f"differs: {', '.join(failing)[:100]}"
-        report.layers.append(LayerResult(backend, status, detail, time.perf_counter() - started, grads))
+        return LayerResult(backend, status, detail, time.perf_counter() - started, grads)
+
+    report = LayerReport(layers=judge_layers(_TRAINING_LAYERS, judge, top_down=True))
     torch.compiler.reset()
     return report
 
@@ -458,7 +458,7 @@ def diagnose(fn: Callable[..., Any], *inputs: Any, kwargs: Optional[dict[str, An
     whole_step = result.verdict == "wrong_gradient" or (train and (own_backward or result.verdict != "inaccurate"))
     result.layers = (_training_layers(fn, inputs, seed, tol, patches, dynamic, fullgraph) if whole_step
                      else find_failing_layer(fn, *inputs, layers=_TRAINING_LAYERS, options=patches, dynamic=dynamic,
-                                             fullgraph=fullgraph, tol=tol, seed=seed, bisect=bisect))
+                                             fullgraph=fullgraph, tol=tol, seed=seed, bisect=bisect, top_down=True))
     step("layer", began, result.layers.first_failing or "")
 
     began = time.perf_counter()

@@ -13,7 +13,7 @@ import contextlib
 import io
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, Sequence
 
 import torch
 
@@ -26,7 +26,8 @@ from .accuracy import (
 )
 from .compile_error import find_cpp_compile_error, parse_compiler_output
 
-__all__ = ["LAYERS", "LayerResult", "LayerReport", "find_failing_layer", "same_random_numbers"]
+__all__ = ["LAYERS", "SKIPPED", "LayerResult", "LayerReport", "find_failing_layer", "judge_layers",
+           "same_random_numbers"]
 
 LAYERS = ("eager", "aot_eager", "aot_eager_decomp_partition", "inductor", "instrumented")
 
@@ -41,7 +42,8 @@ _WHAT_IT_ADDS = {
 
 @dataclass
 class LayerResult:
-    """One backend's outcome: ``status`` is ``ok``, ``error`` or ``inaccurate``."""
+    """One backend's outcome: ``status`` is ``ok``, ``error``, ``inaccurate`` or ``skipped`` (not
+    run: a later layer, which runs this one's part too, passes)."""
 
     backend: str
     status: str
@@ -61,14 +63,15 @@ class LayerReport:
     @property
     def first_failing(self) -> Optional[str]:
         for layer in self.layers:
-            if layer.status != "ok":
+            if layer.status not in ("ok", SKIPPED):
                 return layer.backend
         return None
 
     def render(self) -> str:
         from tabulate import tabulate
 
-        rows = [[layer.backend, layer.status.upper() if layer.status != "ok" else "ok", f"{layer.seconds:.1f}s",
+        rows = [[layer.backend, layer.status.upper() if layer.status not in ("ok", SKIPPED) else layer.status,
+                 f"{layer.seconds:.1f}s" if layer.status != SKIPPED else "",
                  layer.detail[:110]] for layer in self.layers]
         out = [tabulate(rows, headers=["backend", "result", "time", "detail"])]
         if self.nondeterministic:
@@ -85,6 +88,37 @@ class LayerReport:
 
     def __str__(self) -> str:
         return self.render()
+
+
+SKIPPED = "skipped"
+
+
+def judge_layers(layers: Sequence[str], judge: Callable[[str], LayerResult], *, top_down: bool = False,
+                 stop_at_first: bool = False) -> list[LayerResult]:
+    """Each layer's result, in the order of ``layers`` (each runs the parts of those before it).
+
+    In order by default (``stop_at_first``: none after the first failure). ``top_down`` judges the
+    last layer first, then each one below it until one passes; the layers below a passing one are
+    not run (``skipped``): where the bug is in a late layer (Inductor's), the first failing layer
+    is found in two runs instead of one per layer. When the last layer passes, every layer runs."""
+    if not top_down:
+        results: list[LayerResult] = []
+        for backend in layers:
+            results.append(judge(backend))
+            if stop_at_first and results[-1].status != "ok":
+                break
+        return results
+    found = {layers[-1]: judge(layers[-1])}
+    if found[layers[-1]].status == "ok":
+        found.update((backend, judge(backend)) for backend in layers[:-1])
+    else:
+        for index in range(len(layers) - 2, -1, -1):
+            found[layers[index]] = judge(layers[index])
+            if found[layers[index]].status == "ok":
+                found.update((below, LayerResult(below, SKIPPED, f"not run: {layers[index]} passes, and it runs "
+                                                 "this layer's part too")) for below in layers[:index])
+                break
+    return [found[backend] for backend in layers]
 
 
 def _error_summary(exc: BaseException) -> str:
@@ -164,13 +198,14 @@ def _bisect(fn: Callable[..., Any], inputs: tuple[Any, ...], eager: Any, fp64: A
 def find_failing_layer(fn: Callable[..., Any], *inputs: Any, layers: tuple[str, ...] = LAYERS,
                        options: Optional[dict[str, Any]] = None, dynamic: Optional[bool] = None,
                        fullgraph: bool = False, tol: Optional[float] = None, seed: int = 0, bisect: bool = False,
-                       stop_at_first: bool = False) -> LayerReport:
+                       stop_at_first: bool = False, top_down: bool = False) -> LayerReport:
     """Run ``fn`` under each layer of torch.compile and report the first that errors or is inaccurate.
 
     ``options`` go to the Inductor-based layers, ``dynamic`` and ``fullgraph`` to every ``torch.compile``
     (with ``fullgraph=True`` a graph break fails the first layer, Dynamo's, as it failed the user).
     ``bisect=True`` runs Inductor's ``CompilerBisector`` when a layer fails (many compiles: seconds to minutes).
-    ``stop_at_first`` skips the layers after the first failure.
+    ``stop_at_first`` skips the layers after the first failure; ``top_down`` starts from the last
+    layer and skips those below the first that passes (:func:`judge_layers`).
     """
     unknown = [name for name in layers if name not in LAYERS]
     if unknown:
@@ -178,13 +213,14 @@ def find_failing_layer(fn: Callable[..., Any], *inputs: Any, layers: tuple[str, 
     eager, nondeterministic = eager_is_nondeterministic(fn, inputs, seed, tol)
     report = LayerReport(nondeterministic=nondeterministic)
     fp64 = fp64_reference(fn, inputs, seed)
-    for backend in layers:
+
+    def judge(backend: str) -> LayerResult:
         result = _judge(backend, fn, inputs, eager, fp64, tol, seed, options, dynamic, fullgraph)
         if nondeterministic and result.status == "inaccurate":
             result.status, result.detail = "ok", "not judged: eager is nondeterministic"
-        report.layers.append(result)
-        if stop_at_first and result.status != "ok":
-            break
+        return result
+
+    report.layers = judge_layers(layers, judge, top_down=top_down, stop_at_first=stop_at_first)
     torch.compiler.reset()
     if bisect and report.first_failing is not None and not nondeterministic:
         report.bisection = _bisect(fn, inputs, eager, fp64, tol, seed)
