@@ -554,3 +554,27 @@ def test_a_crashing_graphs_nodes_are_named_as_in_the_capture_after_the_repro_fol
     originals = {n.name for n in gm.graph.nodes if n.op == "call_function"}
     assert set(renamed.values()) == originals - {"iota", "unsqueeze"}, renamed
     assert renamed[next(k for k, v in renamed.items() if v == "tanh")].startswith("tanh")
+
+
+def _relu_plus_one(x: torch.Tensor) -> torch.Tensor:
+    return torch.relu(x) + 1
+
+
+def _softmax(x: torch.Tensor) -> torch.Tensor:
+    return torch.softmax(x, dim=-1)
+
+
+def test_an_injected_fault_that_finds_no_bug_is_said_why(tmp_path):
+    """Trying the tool with a fault: one on an op the graph never computes in generated code, and
+    one a softmax normalises away (a scaled exp), both rightly find no bug; the diagnosis says which."""
+    with ib.faults.doubling_neg():
+        result = ib.diagnose(_relu_plus_one, torch.randn(8, 8), out_dir=tmp_path, minify=False)
+    assert not result.found
+    (note,) = result.fault_notes
+    assert "fault (doubling neg) was in effect, but no kernel compiled here computes neg" in note
+    assert f"note: {note}" in result.render()
+    with ib.faults.bad_lowering("exp", "std::exp({x}) * decltype({x})(1.01)",
+                                vectorized="{x}.exp() * decltype({x})(1.01)"):
+        result = ib.diagnose(_softmax, torch.randn(8, 8), out_dir=tmp_path, minify=False)
+    assert not result.found and "generated expression(s) of exp, yet every result matches eager" in \
+        result.fault_notes[0], result.render()

@@ -34,6 +34,7 @@ from .accuracy import AccuracyReport, clone_inputs, compare_outputs, eager_is_no
 from .auto_minify import prewarm_worker, release_worker
 from .compile_error import CompileErrorReport, find_cpp_compile_error
 from .divergence import DivergenceReport, divergence_in_graph, find_first_divergence
+from .faults import active_faults, lowering_uses
 from .layers import LayerReport, LayerResult, find_failing_layer, judge_layers, same_random_numbers
 from .step_state import StepState
 
@@ -76,6 +77,7 @@ class Diagnosis:
     seconds: float = 0.0
     compile_seconds: float = 0.0  # the instrumented compile of the target alone
     compiled_with: dict[str, Any] = field(default_factory=dict)  # torch.compile's dynamic/mode/options/fullgraph
+    fault_notes: list[str] = field(default_factory=list)  # injected faults in effect that found no bug: why
 
     @property
     def found(self) -> bool:
@@ -102,6 +104,7 @@ class Diagnosis:
                 "inaccurate": "the compiled outputs are wrong", "wrong_gradient": "the compiled gradients are wrong"}
         out = [f"diagnose {self.target}{' (training step)' if self.train else ''}: {head[self.verdict]}",
                f"graphs checked: {', '.join(self.graphs) or 'none'}"]
+        out += [f"note: {note}" for note in self.fault_notes]
         if self.compiled_with:
             settings = ", ".join(f"{k}={v!r}" for k, v in self.compiled_with.items())
             out.append(f"every step compiles as torch.compile(..., {settings}) did")
@@ -391,6 +394,7 @@ def diagnose(fn: Callable[..., Any], *inputs: Any, kwargs: Optional[dict[str, An
     worker = None
     if minify:
         worker = prewarm_worker()
+    faults_before = [(fault, lowering_uses(fault)) for fault in active_faults()]
     began = time.perf_counter()
     say("eager, twice with one seed")
     own_backward = False  # a training step that runs its own backward: never run under no_grad
@@ -448,6 +452,7 @@ def diagnose(fn: Callable[..., Any], *inputs: Any, kwargs: Optional[dict[str, An
     step("compile and judge", began, result.verdict)
     if not result.found:
         release_worker(worker)
+        result.fault_notes = _unfound_faults(faults_before)
         return _finish(result, out, graphs, started, say)
     began = time.perf_counter()
     say(f"{result.verdict}: finding the failing layer")
@@ -525,6 +530,23 @@ def diagnose(fn: Callable[..., Any], *inputs: Any, kwargs: Optional[dict[str, An
                                                      instead)
         step("minify", began, result.minifier)
     return _finish(result, out, graphs, started, say)
+
+
+def _unfound_faults(before: Sequence[tuple[Any, int]]) -> list[str]:
+    """Why each injected fault in effect made no bug: its op never reached generated code, or it
+    did and every result still matches eager."""
+    notes = []
+    for fault, uses in before:
+        written = lowering_uses(fault) - uses
+        if written == 0:
+            notes.append(f"the injected fault ({fault.label}) was in effect, but no kernel compiled here computes "
+                         f"{fault.op} in generated code (an extern kernel computes it, such as attention's SDPA, "
+                         "or the graphs have no such op)")
+        else:
+            notes.append(f"the injected fault ({fault.label}) went into {written} generated expression(s) of "
+                         f"{fault.op}, yet every result matches eager (a change within tolerance, or one the ops "
+                         "after it undo, as a softmax undoes a scaled exp)")
+    return notes
 
 
 def _finish(result: Diagnosis, out: Path, graphs: list["GraphCapture"], started: float,

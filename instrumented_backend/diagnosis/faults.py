@@ -36,7 +36,7 @@ from ..seams.caches import compile_caches_disabled
 from ..seams.inductor_options import inductor_config_patch
 
 __all__ = ["Fault", "bad_lowering", "SAME", "cast_dropping_neg", "doubling_neg", "active_faults", "patchable_ops",
-           "UnknownOpError", "ENV_VAR", "install_from_environment", "carried_context"]
+           "UnknownOpError", "ENV_VAR", "install_from_environment", "carried_context", "lowering_uses"]
 
 ENV_VAR = "INSTRUMENTED_BACKEND_FAULTS"
 
@@ -94,8 +94,24 @@ def _validate(fault: Fault) -> list[str]:
     return names
 
 
-def _lowering(template: str, names: list[str]) -> staticmethod:
+_uses: dict[tuple[Any, ...], int] = {}
+
+
+def _key(fault: Fault) -> tuple[Any, ...]:
+    return fault.op, fault.scalar, fault.vectorized, fault.name
+
+
+def lowering_uses(fault: Fault) -> int:
+    """How many C++ expressions ``fault``'s lowering has written in this process (0: no kernel
+    compiled while it was in effect computed its op in generated code)."""
+    return _uses.get(_key(fault), 0)
+
+
+def _lowering(template: str, names: list[str], fault: Fault) -> staticmethod:
+    key = _key(fault)
+
     def lowering(*args: Any) -> str:
+        _uses[key] = _uses.get(key, 0) + 1
         return template.format(*args, **dict(zip(names, args)))
 
     return staticmethod(lowering)
@@ -119,7 +135,7 @@ def _patched_overrides(fault: Fault, names: list[str]) -> Iterator[None]:
                               (cpp_overrides.VECTORIZED, fault.vectorized or fault.scalar)):
         own = cpp_overrides.defines(flavour, fault.op)
         saved.append((flavour, own, cpp_overrides.get_override(flavour, fault.op) if own else None))
-        cpp_overrides.set_override(flavour, fault.op, _lowering(template, names))
+        cpp_overrides.set_override(flavour, fault.op, _lowering(template, names, fault))
     try:
         yield
     finally:
