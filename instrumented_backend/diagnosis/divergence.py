@@ -117,25 +117,6 @@ def _eager_values(graph: torch.fx.GraphModule, args: list[Any], seed: int) -> di
     return {node.name: value for node, value in interpreter.env.items()}
 
 
-def _single_op_module(node: torch.fx.Node) -> tuple[torch.fx.GraphModule, list[torch.fx.Node]]:
-    """A graph computing ``node`` alone from its tensor inputs (other arguments kept constant)."""
-    graph = torch.fx.Graph()
-    inputs: list[torch.fx.Node] = []
-    mapping: dict[torch.fx.Node, torch.fx.Node] = {}
-
-    def arg(value: torch.fx.Node) -> torch.fx.Node:
-        if value not in mapping:
-            mapping[value] = graph.placeholder(f"in_{len(inputs)}")
-            inputs.append(value)
-        return mapping[value]
-
-    new_args = torch.fx.map_arg(node.args, arg)
-    new_kwargs = torch.fx.map_arg(node.kwargs, arg)
-    out = graph.call_function(node.target, new_args, new_kwargs)
-    graph.output(out)
-    return torch.fx.GraphModule(torch.nn.Module(), graph), inputs
-
-
 def _probe_module(nodes: list[torch.fx.Node]) -> tuple[torch.fx.GraphModule, list[torch.fx.Node]]:
     """A graph computing ``nodes`` (in graph order) from their other inputs, every node an output.
 
@@ -172,9 +153,9 @@ def _compiled_result(module: torch.fx.GraphModule, inputs: list[torch.fx.Node], 
 def _diverges_alone(node: torch.fx.Node, values: dict[str, Any], seed: int, tol: Optional[float],
                     options: dict[str, Any]) -> bool:
     """``node`` compiled alone on eager inputs differs from eager (or fails to compile or run)."""
-    module, inputs = _single_op_module(node)
+    module, inputs = _probe_module([node])
     try:
-        result = _compiled_result(module, inputs, values, seed, options)
+        (result,) = _compiled_result(module, inputs, values, seed, options)
     except Exception:  # noqa: BLE001 - compiling alone failed: it is at fault on its own
         return True
     return not compare_outputs(result, values[node.name], tol=tol).passed
