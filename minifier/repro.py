@@ -56,6 +56,26 @@ def _new_path(directory: Path) -> Path:
     raise FileExistsError(f"no free repro name in {directory}")
 
 
+INPUTS_HEADER = "# Inputs:\n"  # the line that opens the inputs block (its DATA line closes it)
+
+
+def inputs_block(inputs: Sequence[Any], state: dict[str, torch.Tensor], target: Path) -> str:
+    """The repro's ``# Inputs:`` lines and its ``DATA = ...`` line; inputs and the graph's
+    constants (``state``) are embedded up to :data:`INLINE_LIMIT`, else saved beside ``target``."""
+    buffer = io.BytesIO()
+    torch.save({"inputs": [v.detach().clone() if isinstance(v, torch.Tensor) else _plain(v) for v in inputs],
+                "state": {k: v.detach().clone() for k, v in state.items()}}, buffer)
+    blob = buffer.getvalue()
+    if len(blob) <= INLINE_LIMIT:
+        data_line = f"DATA = {base64.b64encode(blob).decode()!r}"
+    else:
+        sidecar = target.with_suffix(".inputs.pt")
+        sidecar.write_bytes(blob)
+        data_line = f"DATA = None  # saved beside this script: {sidecar.name}"
+    described = "\n".join(f"#   {i}: {_describe(v)}" for i, v in enumerate(inputs))
+    return f"{INPUTS_HEADER}{described}\n{data_line}"
+
+
 def write_repro(module: torch.fx.GraphModule, inputs: Sequence[Any], *, spec: dict[str, Any], expected: dict[str, Any],
                 pattern: Optional[str], context: CarriedContext, directory: "str | Path | None" = None,
                 header: Optional[dict[str, Any]] = None, path: "str | Path | None" = None) -> Path:
@@ -63,20 +83,9 @@ def write_repro(module: torch.fx.GraphModule, inputs: Sequence[Any], *, spec: di
     directory = Path(directory) if directory is not None else REPRO_DIR
     target = Path(path) if path is not None else _new_path(directory)
     target.parent.mkdir(parents=True, exist_ok=True)
-    buffer = io.BytesIO()
-    torch.save({"inputs": [v.detach().clone() if isinstance(v, torch.Tensor) else _plain(v) for v in inputs],
-                "state": {k: v.detach().clone() for k, v in module.state_dict().items()}}, buffer)
-    blob = buffer.getvalue()
-    if len(blob) <= INLINE_LIMIT:
-        data_line = f"DATA = {base64.b64encode(blob).decode()!r}"
-        sidecar = None
-    else:
-        sidecar = target.with_suffix(".inputs.pt")
-        sidecar.write_bytes(blob)
-        data_line = f"DATA = None  # saved beside this script: {sidecar.name}"
+    data_block = inputs_block(inputs, module.state_dict(), target)
     header = header or {}
     expected = {k: expected[k] for k in ("kind", "signature", "failing")}
-    described = "\n".join(f"#   {i}: {_describe(v)}" for i, v in enumerate(inputs))
     imports = carried_import_lines(context.imports)
     failure = expected["kind"] + (f": {expected['signature']}" if expected["kind"] != "accuracy" else "")
     text = f'''#!/usr/bin/env python3
@@ -109,9 +118,7 @@ SPEC = {spec!r}
 EXPECTED = {expected!r}
 PATTERN = {pattern!r}
 
-# Inputs:
-{described}
-{data_line}
+{data_block}
 
 
 def load_data():

@@ -3,6 +3,8 @@ failing layer, the culprit kernel line, the user's source line and a repro that 
 
 from __future__ import annotations
 
+import base64
+import io
 import re
 import subprocess
 import sys
@@ -281,6 +283,81 @@ def test_the_command_names_the_kernel_and_lines_of_compiled_code_that_segfaults(
     assert re.search(culprit_line, proc.stdout), proc.stdout
     repro = re.search(r"run it: python (\S+)", proc.stdout)[1]
     assert "torch.ops.aten.tanh.default" in (tmp_path / repro).read_text()
+
+
+_LATER_CALL_SEGFAULT_SCRIPT = """\
+import torch
+import instrumented_backend as ib
+
+
+def decoder(z):
+    h = z * 2.0
+    return torch.tanh(h) + 1.0
+
+
+# tanh dereferences null on a value over 100, in the scalar and the vectorized kernel
+scalar = "({x} > 100 ? decltype({x})(*(volatile int*)nullptr) : std::tanh({x}))"
+none_over = "(({x} > decltype({x})(100)).zero_mask() == (1 << decltype({x})::size()) - 1)"
+vectorized = ("({x}.tanh() + decltype({x})(0.0f * *(volatile float*)(" + none_over
+              + " ? (const void*)\\"zzzz\\" : nullptr)))")
+with ib.faults.bad_lowering("tanh", scalar, vectorized=vectorized):
+    decode = torch.compile(decoder)
+    for step in range(4):
+        z = torch.randn(8, 16)
+        if step == 2:
+            z[3, 5] = 1000.0
+        print(step, decode(z).sum())
+"""
+
+
+def test_the_command_minifies_a_crash_in_a_graphs_later_call_from_that_calls_arguments(tmp_path):
+    """The graph's first two calls run; its third segfaults on one value. The crash was located
+    but not minified ("the graph does not fail ... it gives 'pass'": the saved first call does not
+    crash). Each later call's arguments are saved before it runs; the crash is minified from the
+    call that crashed, whose repro is named."""
+    script = tmp_path / "later.py"
+    script.write_text(_LATER_CALL_SEGFAULT_SCRIPT)
+    proc = _cli("--out", "out", str(script), cwd=tmp_path)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "the compiled code killed the process (SIGSEGV)" in proc.stdout and "\n1 tensor(" in proc.stdout
+    call_repro = re.search(r"the graph on the arguments of call 3 \(the one that crashed\), as a repro: (\S+)",
+                           proc.stdout)
+    assert call_repro, proc.stdout + proc.stderr
+    assert "Tensor(shape=(8, 16)" in (tmp_path / call_repro[1]).read_text()
+    assert re.search(r"minified: 3 -> 1 nodes", proc.stdout), proc.stdout + proc.stderr
+    assert "culprit: tanh (the smallest graph that still crashes)" in proc.stdout, proc.stdout
+    assert re.search(r"culprit source line: \S*later\.py:7: return torch\.tanh\(h\) \+ 1\.0", proc.stdout)
+    repro = re.search(r"run it: python (\S+)", proc.stdout)[1]
+    inputs = [torch.load(io.BytesIO(base64.b64decode(line.split("'")[1])), weights_only=True)["inputs"]
+              for line in (tmp_path / repro).read_text().splitlines() if line.startswith("DATA = '")]
+    assert inputs and any(float(t.max()) > 100 for t in inputs[0] if isinstance(t, torch.Tensor))
+
+
+def test_a_later_call_is_kept_over_the_one_before_and_never_left_stale(tmp_path, monkeypatch):
+    """Only a graph's latest later call is kept (a crash is in the last call it made); one over
+    the size limit, or with an argument the snapshot cannot hold, leaves a note in place of the
+    call before, which must not be minified as if it had crashed."""
+    from types import SimpleNamespace
+
+    from instrumented_backend.diagnosis import crash
+    from instrumented_backend.diagnosis.call_snapshot import read_snapshot
+
+    monkeypatch.setattr(crash, "SNAPSHOT_LIMIT", 1 << 10)
+    monkeypatch.setattr(crash, "_snapshots", {})
+    graph = SimpleNamespace(post_grad_graph=object(), index=0, compile_id="0/0", kind="inference")
+    kept, note = tmp_path / "later_calls" / "000_0-0_inference", tmp_path / "later_calls" / "000_0-0_inference.skipped"
+    crash.save_later_call(graph, 2, [torch.ones(4), 3], tmp_path)
+    number, args = read_snapshot(kept)
+    assert number == 2 and torch.equal(args[0], torch.ones(4)) and args[1] == 3
+    crash.save_later_call(graph, 3, [torch.ones(1024)], tmp_path)
+    assert read_snapshot(kept) is None and "its call 3 hold" in note.read_text()
+    assert crash._crashing_call_repro(tmp_path, "000_0-0_inference")[1:] == (None, note.read_text().strip())
+    crash.save_later_call(graph, 4, [torch.zeros(2)], tmp_path)
+    assert not note.exists() and read_snapshot(kept)[0] == 4
+    crash.save_later_call(graph, 5, [torch.zeros(2), object()], tmp_path)
+    assert read_snapshot(kept) is None and "its call 5 could not be kept: argument 1 is a object" in note.read_text()
+    crash.save_later_call(graph, 6, [torch.zeros(2)], tmp_path)
+    assert crash._crashing_call_repro(tmp_path, "000_0-0_inference")[1] is None  # no first call: nothing to copy
 
 
 def test_the_command_diagnoses_the_tutorial_script_unchanged(tmp_path):

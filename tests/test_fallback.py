@@ -238,7 +238,7 @@ def test_a_failing_first_call_hook_costs_one_warning_not_the_call(reference):
         seen.append((graph.kind, len(args), dict(options)))
         raise OSError("disk full")
 
-    with backend_module.before_first_call(hook), warnings.catch_warnings(record=True) as record:
+    with backend_module.before_calls(hook), warnings.catch_warnings(record=True) as record:
         warnings.simplefilter("always")
         result, _ = compile_and_run(_fn, X)
         again, _ = compile_and_run(_fn, X)  # a new compile: the hook runs once per graph's first call

@@ -776,3 +776,41 @@ def test_a_repro_loads_a_graph_whose_printed_code_names_devices_and_infinities(t
     rebuilt = repro.make_module()
     x = torch.randn(4)
     assert torch.equal(rebuilt(x)[0], gm(x)[0])
+
+
+def test_a_repro_rewritten_for_another_calls_inputs_keeps_its_graph_and_constants(tmp_path):
+    """A crash in a graph's third call is reproduced by the graph on that call's arguments: the
+    first call's repro is copied with the new inputs (described, embedded or saved beside it) and
+    its own constants; everything else in the script is unchanged."""
+    from minifier.context import CarriedContext
+    from minifier.repro import INLINE_LIMIT, write_repro
+    from minifier.saved import load_repro, repro_with_inputs
+
+    class Shifted(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.register_buffer("shift", torch.arange(4.0))
+
+        def forward(self, x):
+            return (torch.tanh(x) + self.shift,)
+
+    gm = torch.fx.symbolic_trace(Shifted())
+    first = write_repro(gm, [torch.zeros(4)], spec={"level": "aten"},
+                        expected={"kind": "crash", "signature": "signal SIGSEGV", "failing": []}, pattern=None,
+                        context=CarriedContext(), path=tmp_path / "first.py")
+    third = torch.full((4,), 1000.0)
+    copy = repro_with_inputs(first, [third], tmp_path / "call3.py")
+    repro = load_repro(copy)
+    assert torch.equal(repro.make_inputs()[0], third)
+    assert torch.equal(repro.make_module()(third)[0], torch.tanh(third) + torch.arange(4.0))
+    before, after = first.read_text().splitlines(), copy.read_text().splitlines()
+    changed = [(a, b) for a, b in zip(before, after) if a != b]
+    assert len(before) == len(after) and len(changed) == 1 and changed[0][1].startswith("DATA = ")
+    big = torch.randn(INLINE_LIMIT // 4 + 1)  # over the inline limit: saved beside the script
+    wide = repro_with_inputs(first, [big], tmp_path / "wide.py")
+    assert "DATA = None" in wide.read_text() and f"shape=({big.numel()},)" in wide.read_text()
+    assert torch.equal(load_repro(wide).make_inputs()[0], big)
+    repro_with_inputs(first, [third], wide)  # a stale sidecar must not be read for the inline data
+    assert not wide.with_suffix(".inputs.pt").exists() and torch.equal(load_repro(wide).make_inputs()[0], third)
+    with pytest.raises(ValueError, match="not a minifier repro"):
+        repro_with_inputs(REPO / "README.md", [third], tmp_path / "nope.py")

@@ -38,7 +38,7 @@ from .graph_copy import GraphSnapshot, count_nodes, printed_later
 from .options import BackendOptions, parse_options
 from .registry import open_sessions, record
 
-__all__ = ["instrumented", "CompileJob", "keep_call_args", "before_first_call"]
+__all__ = ["instrumented", "CompileJob", "keep_call_args", "before_calls"]
 
 
 
@@ -115,10 +115,10 @@ class CompileJob:
                 raise
             raise explained from None
         graph = self._publish(builder, compiled, None)
-        hook = _first_call_hook.get()
-        if graph is not None and (_keeping_call_args.get() or hook is not None):
-            _watch_first_call(compiled, graph, keep=_keeping_call_args.get(), hook=hook,
-                              inductor_patches=self.options.inductor_patches)
+        hooks = _call_hooks.get()
+        if graph is not None and (_keeping_call_args.get() or hooks is not None):
+            _watch_calls(compiled, graph, keep=_keeping_call_args.get(), hooks=hooks,
+                         inductor_patches=self.options.inductor_patches)
         return compiled
 
     def _publish(self, builder: CaptureBuilder, compiled: Any,
@@ -139,8 +139,10 @@ class CompileJob:
 _keeping_call_args: contextvars.ContextVar[bool] = contextvars.ContextVar("keep_call_args", default=False)
 # Called with (the capture, its first call's arguments, the compile's Inductor options) before that call runs.
 FirstCallHook = Callable[[GraphCapture, list[Any], Mapping[str, Any]], None]
-_first_call_hook: contextvars.ContextVar[Optional[FirstCallHook]] = contextvars.ContextVar("first_call_hook",
-                                                                                          default=None)
+# Called with (the capture, the call's number: 2, 3, ..., its arguments, not copied) before each later call runs.
+LaterCallHook = Callable[[GraphCapture, int, list[Any]], None]
+_call_hooks: contextvars.ContextVar[Optional[tuple[Optional[FirstCallHook], Optional[LaterCallHook]]]] = \
+    contextvars.ContextVar("call_hooks", default=None)
 
 
 @contextlib.contextmanager
@@ -155,21 +157,25 @@ def keep_call_args() -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def before_first_call(hook: FirstCallHook) -> Iterator[None]:
-    """Inside the block, each graph compiled calls ``hook(graph, args, inductor_options)`` just
-    before its compiled code first runs (``args``: copies of that call's arguments, strides kept).
-    A hook that raises costs one warning, never the call."""
-    token = _first_call_hook.set(hook)
+def before_calls(first: Optional[FirstCallHook], *, later: Optional[LaterCallHook] = None) -> Iterator[None]:
+    """Inside the block, each graph compiled calls ``first(graph, args, inductor_options)`` just
+    before its compiled code first runs (``args``: copies of that call's arguments, strides kept),
+    and ``later(graph, number, args)`` before each later call (``args``: the call's own list, which
+    the hook must not change; ``number`` counts from 2). A hook that raises costs one warning,
+    never the call."""
+    token = _call_hooks.set((first, later))
     try:
         yield
     finally:
-        _first_call_hook.reset(token)
+        _call_hooks.reset(token)
 
 
-def _watch_first_call(compiled: Any, graph: GraphCapture, *, keep: bool, hook: Optional[FirstCallHook],
-                      inductor_patches: Mapping[str, Any]) -> None:
+def _watch_calls(compiled: Any, graph: GraphCapture, *, keep: bool,
+                 hooks: Optional[tuple[Optional[FirstCallHook], Optional[LaterCallHook]]],
+                 inductor_patches: Mapping[str, Any]) -> None:
     """Make ``compiled`` (Inductor's compiled graph) copy its first call's arguments onto ``graph``
-    (``keep``) and hand them to ``hook``, before the call runs.
+    (``keep``) and hand them to the first-call hook, and each later call's to the later-call hook,
+    before the call runs.
 
     Wraps the compiled graph's ``current_callable`` (what its ``__call__`` runs, with the list of
     arguments, which the generated ``call`` empties): the object AOTAutograd holds stays Inductor's.
@@ -178,21 +184,27 @@ def _watch_first_call(compiled: Any, graph: GraphCapture, *, keep: bool, hook: O
     if original is None:
         warn_once("call_args", f"cannot keep the call arguments of graph {graph.label}")
         return
-    first = [True]
+    first, later = hooks if hooks is not None else (None, None)
+    calls = [0]
 
     def call(args: list[Any]) -> Any:
-        if first[0]:
-            first[0] = False
+        calls[0] += 1
+        if calls[0] == 1 and (keep or first is not None):
             from minifier.judge import clone_inputs  # strides kept: the compiled code asserts them
 
             copies = clone_inputs(args)
             if keep:
                 graph.call_args = copies
-            if hook is not None:
+            if first is not None:
                 try:
-                    hook(graph, copies, inductor_patches)
+                    first(graph, copies, inductor_patches)
                 except Exception as exc:  # noqa: BLE001 - never worth the user's call
                     warn_once("first_call_hook", f"before the first call of graph {graph.label}: {exc!r}")
+        elif calls[0] > 1 and later is not None:
+            try:
+                later(graph, calls[0], args)
+            except Exception as exc:  # noqa: BLE001 - never worth the user's call
+                warn_once("later_call_hook", f"before call {calls[0]} of graph {graph.label}: {exc!r}")
         return original(args)
 
     compiled.current_callable = call

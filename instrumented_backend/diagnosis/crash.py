@@ -8,8 +8,10 @@ launched the crashing kernel, and the dumped capture of that code maps the line 
 FX nodes and the user's source lines.
 
 Before each graph's compiled code first runs, the child also saves the graph (post-grad) with
-copies of that call's arguments as a minifier repro (``crash/first_calls/``). :func:`minify_crash`
-pins the crashing graph's repro to the signal and shrinks it in worker processes, where the crash
+copies of that call's arguments as a minifier repro (``crash/first_calls/``), and before each later
+call that call's arguments (``crash/later_calls/``, the latest call of each graph only: a crash
+ends the graph's calls in the one that crashed). :func:`minify_crash` writes the repro of the
+call that crashed, pins it to the signal and shrinks it in worker processes, where the crash
 costs a worker, not this process: the culprit node, its source line and a small repro.
 """
 
@@ -30,9 +32,9 @@ from typing import Any, Callable, Mapping, Optional
 from ..capture.options import DUMP_DIR_ENV
 
 __all__ = ["CrashReport", "run_surviving_crashes", "explain_crash", "minify_crash", "crash_folder",
-           "SNAPSHOT_LIMIT"]
+           "save_first_call", "save_later_call", "SNAPSHOT_LIMIT"]
 
-SNAPSHOT_LIMIT = 256 << 20  # a first call whose arguments hold more bytes is not saved
+SNAPSHOT_LIMIT = 256 << 20  # a call whose arguments hold more bytes is not saved
 _PENDING = "signal (pending: saved before the first call)"
 
 _FRAME = re.compile(r'File "([^"]+)", line (\d+) in (\S+)')
@@ -53,7 +55,8 @@ class CrashReport:
     fx_nodes: list[str] = field(default_factory=list)
     sources: list[str] = field(default_factory=list)  # "file:line: code", in graph order
     fault_traceback: str = ""
-    first_call_repro: str = ""  # the crashing graph and its first call's arguments, as a repro
+    crashing_call: int = 0  # which call of the graph crashed (1: its first), when its arguments were saved
+    call_repro: str = ""  # the crashing graph and that call's arguments, as a repro
     not_narrowed: str = ""  # why the crash was not minified, when it was not
     minified: str = ""  # the minifier's summary line
     culprit_nodes: list[str] = field(default_factory=list)  # the minified graph's op nodes
@@ -83,8 +86,10 @@ class CrashReport:
         lines.extend(f"  source: {source}" for source in self.sources)
         if self.graph_folder:
             lines.append(f"  the graph, runnable: {self.graph_folder}/fx_graph_runnable.py")
-        if self.first_call_repro:
-            lines.append(f"  the graph on its first call's arguments, as a repro: {self.first_call_repro}")
+        if self.call_repro:
+            which = "its first call" if self.crashing_call == 1 else f"call {self.crashing_call}"
+            lines.append(f"  the graph on the arguments of {which} (the one that crashed), as a repro: "
+                         f"{self.call_repro}")
         if self.minified:
             lines.append(f"  {self.minified}")
         if self.culprit_nodes:
@@ -125,13 +130,14 @@ def run_surviving_crashes(work: Callable[[], int], out_dir: "str | Path") -> tup
     if pid == 0:  # the child: the whole diagnosis
         code = 1
         try:
-            from ..capture.backend import before_first_call
+            from ..capture.backend import before_calls
 
             # Every thread: a kernel's OpenMP thread that faults has no Python frame; the one
             # that launched the kernel is in Inductor's call().
             faulthandler.enable(file=fault_log.open("w"), all_threads=True)
             os.environ[DUMP_DIR_ENV] = str(dumps)
-            with before_first_call(lambda graph, args, options: save_first_call(graph, args, options, crash_dir)):
+            with before_calls(lambda graph, args, options: save_first_call(graph, args, options, crash_dir),
+                              later=lambda graph, number, args: save_later_call(graph, number, args, crash_dir)):
                 code = work()
         except SystemExit as exc:
             code = exc.code if isinstance(exc.code, int) else 1
@@ -155,8 +161,7 @@ def _first_call_path(crash_dir: Path, graph_folder: str) -> Path:
 
 def save_first_call(graph: Any, args: list[Any], inductor_options: Mapping[str, Any], crash_dir: Path) -> None:
     """Write ``graph``'s post-grad graph with ``args`` (its first call's, copied) as a minifier
-    repro whose expected failure is pending: a crash in that call fills it in."""
-    import torch
+    repro whose expected failure is pending: a crash fills it in."""
 
     from minifier import current_context
     from minifier.graph import inline_ordering_wrappers
@@ -167,7 +172,7 @@ def save_first_call(graph: Any, args: list[Any], inductor_options: Mapping[str, 
     if graph.post_grad_graph is None:
         return
     path = _first_call_path(crash_dir, graph_folder_name(graph))
-    size = sum(a.untyped_storage().nbytes() for a in args if isinstance(a, torch.Tensor))
+    size = _tensor_bytes(args)
     if size > SNAPSHOT_LIMIT:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.with_suffix(".skipped").write_text(f"its first call's arguments hold {size >> 20} MiB, over the "
@@ -183,6 +188,76 @@ def save_first_call(graph: Any, args: list[Any], inductor_options: Mapping[str, 
                                     "config": dict(context.config), "dynamic": {}, "timeout": None},
                 expected={"kind": "crash", "signature": _PENDING, "failing": []}, pattern=None, context=context,
                 path=path, header={"start_nodes": nodes, "final_nodes": nodes})
+
+
+def _later_call_path(crash_dir: Path, graph_folder: str) -> Path:
+    return crash_dir / "later_calls" / graph_folder
+
+
+def _skip_note(path: Path) -> Path:
+    return path.with_name(f"{path.name}.skipped")
+
+
+def _tensor_bytes(args: list[Any]) -> int:
+    import torch
+
+    return sum(a.untyped_storage().nbytes() for a in args if isinstance(a, torch.Tensor))
+
+
+_snapshots: dict[Path, Any] = {}  # this process's CallSnapshot per graph
+_noted: set[Path] = set()  # graphs whose latest later call could not be kept
+
+
+def save_later_call(graph: Any, number: int, args: list[Any], crash_dir: Path) -> None:
+    """Keep call ``number`` (2, 3, ...) of ``graph``'s arguments over its previous later call's
+    (a :class:`~.call_snapshot.CallSnapshot`: should this call crash, it is the last one kept).
+    Over :data:`SNAPSHOT_LIMIT`, or with an argument it cannot hold, a note of it replaces the
+    arguments (a stale earlier call must not be taken for the one that crashed)."""
+    from ..io.dump import graph_folder_name
+    from .call_snapshot import CallSnapshot, SnapshotUnsupported
+
+    if graph.post_grad_graph is None:
+        return
+    path = _later_call_path(crash_dir, graph_folder_name(graph))
+    snapshot = _snapshots.get(path)
+    if snapshot is None:
+        snapshot = _snapshots[path] = CallSnapshot(path)
+    size = _tensor_bytes(args)
+    why = (f"the arguments of its call {number} hold {size >> 20} MiB, over the {SNAPSHOT_LIMIT >> 20} MiB "
+           "kept for a crash" if size > SNAPSHOT_LIMIT else "")
+    if not why:
+        try:
+            snapshot.write(number, args)
+        except SnapshotUnsupported as exc:
+            why = f"its call {number} could not be kept: {exc}"
+    if why:
+        snapshot.discard()
+        _skip_note(path).write_text(why + "\n")
+        _noted.add(path)
+    elif path in _noted:
+        _skip_note(path).unlink(missing_ok=True)
+        _noted.discard(path)
+
+
+def _crashing_call_repro(crash_dir: Path, folder: str) -> tuple[int, Optional[Path], str]:
+    """(the number of the graph's call that crashed, its repro or None, why there is none)."""
+    from minifier.saved import repro_with_inputs
+
+    from .call_snapshot import read_snapshot
+
+    first = _first_call_path(crash_dir, folder)
+    later = _later_call_path(crash_dir, folder)
+    if _skip_note(later).is_file():
+        return 0, None, _skip_note(later).read_text().strip()
+    if not first.is_file():
+        skipped = first.with_suffix(".skipped")
+        return 0, None, (skipped.read_text().strip() if skipped.is_file()
+                         else "the graph's first call was not saved (it ran before the diagnosis watched it)")
+    kept = read_snapshot(later)
+    if kept is None:
+        return 1, first, ""
+    number, inputs = kept
+    return number, repro_with_inputs(first, inputs, later.with_name(f"{folder}.call{number}.py")), ""
 
 
 def _op_nodes(module: Any) -> list[tuple[str, str]]:
@@ -219,20 +294,23 @@ def minify_crash(report: CrashReport, out_dir: "str | Path", *,
     if not report.graph_folder:
         return report
     crash_dir, folder = crash_folder(out_dir), Path(report.graph_folder).name
-    path = _first_call_path(crash_dir, folder)
-    if not path.is_file():
-        skipped = path.with_suffix(".skipped")
-        report.not_narrowed = (skipped.read_text().strip() if skipped.is_file()
-                               else "the graph's first call was not saved (it crashed in a later call or a replay)")
-        return report
-    text = path.read_text()
-    path.write_text(text.replace(repr(_PENDING), repr(f"signal {report.signal}")))
-    report.first_call_repro = str(path)
+    first = _first_call_path(crash_dir, folder)
     try:
-        _activate_carried_faults(text)
+        if first.is_file():
+            _activate_carried_faults(first.read_text())
+        number, path, why_not = _crashing_call_repro(crash_dir, folder)
+    except Exception as exc:  # noqa: BLE001 - the crash report stands without it
+        report.not_narrowed = f"the crashing call's repro could not be written: {type(exc).__name__}: {exc}".strip()
+        return report
+    if path is None:
+        report.not_narrowed = why_not
+        return report
+    path.write_text(path.read_text().replace(repr(_PENDING), repr(f"signal {report.signal}")))
+    report.crashing_call, report.call_repro = number, str(path)
+    try:
         from minifier import minify_repro
 
-        renamed = _renamed(path)
+        renamed = _renamed(first)
         traced_name = {original: traced for traced, original in renamed.items()}
         hints = [traced_name[n] for n in report.fx_nodes if n in traced_name]
         result = minify_repro(path, out=Path(out_dir) / "repros", hint_nodes=hints, echo=echo)

@@ -88,7 +88,7 @@ def _run(args: argparse.Namespace) -> int:
 def _diagnose(args: argparse.Namespace) -> int:
     """The diagnosis runs in a forked child: compiled code that kills it (a segfaulting kernel) is
     then reported by kernel and source line instead of ending the command, and the graph it ran
-    is minified from its first call's arguments (unless ``--no-minify``)."""
+    is minified from the arguments of the call that crashed (unless ``--no-minify``)."""
     from ..diagnosis.crash import crash_folder, minify_crash, run_surviving_crashes
 
     code, crash = run_surviving_crashes(lambda: _diagnose_here(args), args.out)
