@@ -16,7 +16,7 @@ import torch
 
 __all__ = ["changed_inductor_config", "module_source", "inside_compile", "start_cpu_isa_probe", "is_aten_op",
            "symbolic_hint", "import_compiler", "op_defining_module", "ordering_wrapper",
-           "keep_fork_safe", "compile_without_threads", "check_seams",
+           "keep_fork_safe", "compile_without_threads", "propagate_symbolic_sizes", "check_seams",
            "SeamMoved"]
 
 # Settings that say where or how to cache, not how to compile: never carried into a repro.
@@ -145,6 +145,35 @@ def symbolic_hint(value: Any) -> Any:
     return value.node.hint
 
 
+def propagate_symbolic_sizes(module: torch.fx.GraphModule, inputs: list[Any], dynamic: dict[int, list[int]],
+                             ints: list[int]) -> None:
+    """Give each node of ``module`` a fake ``meta["val"]`` as a dynamic-shape trace would: the
+    ``dynamic`` dims of ``inputs`` ({index: [dims]}) and the ``ints`` (indices) symbolic, sizes
+    that follow from them symbolic too. For a graph that lost its meta values (a saved repro)."""
+    from torch._dynamo.source import ConstantSource
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.fx.experimental.symbolic_shapes import DimDynamic, ShapeEnv, StatelessSymbolicContext
+    from torch.fx.passes.fake_tensor_prop import FakeTensorProp
+
+    shape_env = ShapeEnv()
+    mode = FakeTensorMode(shape_env=shape_env)
+    fakes: list[Any] = []
+    for index, value in enumerate(inputs):
+        source = ConstantSource(f"input_{index}")
+        if isinstance(value, torch.Tensor):
+            marked = set(dynamic.get(index, ()))
+            sizes = [DimDynamic.DYNAMIC if d in marked else DimDynamic.STATIC for d in range(value.dim())]
+            context = StatelessSymbolicContext(dynamic_sizes=sizes, constraint_sizes=[None] * value.dim())
+            fakes.append(mode.from_tensor(value, source=source, symbolic_context=context))
+        elif index in ints and isinstance(value, int):
+            symbol = shape_env.create_symbol(value, source, dynamic_dim=DimDynamic.DYNAMIC)
+            fakes.append(shape_env.create_symintnode(symbol, hint=value, source=source))
+        else:
+            fakes.append(value)
+    with mode:
+        FakeTensorProp(module, mode).propagate_dont_convert_inputs(*fakes)
+
+
 def op_defining_module(op: Any) -> Optional[str]:
     """The module whose import defines ``op`` (a call_function target) in Python, or None for an op
     torch itself defines and for anything not an op overload: a ``torch.library.custom_op`` (its
@@ -246,3 +275,13 @@ def check_seams() -> None:
             ["self", "additional_deps", "subgraph"]:
         raise SeamMoved("torch.ops.higher_order.control_deps(additional_deps, subgraph, *args) moved "
                         "(post-grad graphs are minified with its subgraphs inlined)")
+    relu = torch.fx.symbolic_trace(torch.nn.ReLU())
+    try:
+        propagate_symbolic_sizes(relu, [torch.ones(3, 2)], {0: [0]}, [])
+        output = next(n for n in relu.graph.nodes if n.op == "call_function").meta["val"]
+        moved = not isinstance(output.shape[0], torch.SymInt) or isinstance(output.shape[1], torch.SymInt)
+    except (ImportError, AttributeError, TypeError) as exc:
+        moved, output = True, exc
+    if moved:
+        raise SeamMoved(f"fake-tensor propagation with a ShapeEnv moved ({output!r}): a saved repro's symbolic "
+                        "sizes are no longer propagated")

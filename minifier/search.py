@@ -15,7 +15,7 @@ from typing import Any, Callable, Iterable, Optional, Sequence
 import torch
 import torch.fx
 
-from ._seams import inside_compile, is_aten_op, op_defining_module
+from ._seams import inside_compile, is_aten_op, op_defining_module, propagate_symbolic_sizes
 from .checks import Failure
 from .context import CarriedContext, current_context
 from .graph import Candidate, GraphSlicer, InvalidCandidate, inline_ordering_wrappers, record_values
@@ -25,8 +25,8 @@ from .speculation import SPECULATE_UP_TO, Pending, cancel, first_half_guesses, s
 from .strategies import CLOSING, FIRST_DIVERGENCE, OPENING, STRATEGIES, divergence_probe
 from .workers import WorkerSetup, pool
 
-__all__ = ["minify", "MinifyResult", "MinifyState", "MinifierError", "NotFailingError", "UnbuildableGraph",
-           "detect_level", "default_workers"]
+__all__ = ["minify", "symbolic_inputs", "MinifyResult", "MinifyState", "MinifierError", "NotFailingError",
+           "UnbuildableGraph", "detect_level", "default_workers"]
 
 
 class MinifierError(RuntimeError):
@@ -117,6 +117,14 @@ def _symbolic(value: Any) -> tuple[list[int], bool]:
     if isinstance(value, torch.Tensor):
         return [d for d, size in enumerate(value.shape) if isinstance(size, torch.SymInt)], False
     return [], False
+
+
+def symbolic_inputs(module: torch.fx.GraphModule) -> tuple[dict[int, list[int]], list[int]]:
+    """``({input index: [dims with a symbolic size]}, [indices of symbolic ints])`` of ``module``'s
+    placeholders, read from their meta values (a graph compiled with dynamic shapes)."""
+    placeholders = [n for n in module.graph.nodes if n.op == "placeholder"]
+    read = [_symbolic(n.meta.get("val", n.meta.get("example_value"))) for n in placeholders]
+    return {i: dims for i, (dims, _) in enumerate(read) if dims}, [i for i, (_, is_int) in enumerate(read) if is_int]
 
 
 @dataclasses.dataclass
@@ -456,8 +464,8 @@ def _modules_defining_ops(module: torch.fx.GraphModule, isolate: bool) -> tuple[
 
 def _open(module: torch.fx.GraphModule, inputs: Sequence[Any], *, check: Failure, level: str, isolate: bool,
           timeout: Optional[float], config: Optional[dict[str, Any]], dynamic: Optional[dict[int, list[int]]],
-          seed: int, progress: Optional[bool], echo: Optional[Callable[[str], None]], started: float,
-          workers: int) -> _Run:
+          dynamic_ints: Optional[Sequence[int]], seed: int, progress: Optional[bool],
+          echo: Optional[Callable[[str], None]], started: float, workers: int) -> _Run:
     """Record the graph's values, slice it, and start a warm worker (while the values are recorded)."""
     log: list[str] = []
     say = echo or (lambda line: print(line, file=sys.stderr))
@@ -473,12 +481,21 @@ def _open(module: torch.fx.GraphModule, inputs: Sequence[Any], *, check: Failure
     crashes_before = pool.crashes
     if isolate:
         pool.get(setup)
+    placeholders = [n for n in module.graph.nodes if n.op == "placeholder"]
+    if (dynamic or dynamic_ints) and not all("val" in n.meta or "example_value" in n.meta for n in module.graph.nodes
+                                             if n.op != "output"):
+        try:  # a saved repro's graph: give the nodes inside it the symbolic sizes of a dynamic trace
+            propagate_symbolic_sizes(module, list(inputs), dict(dynamic or {}), list(dynamic_ints or []))
+        except Exception as exc:  # noqa: BLE001 - the inputs keep their symbolic sizes either way
+            emit(f"symbolic sizes not propagated through the graph ({type(exc).__name__}: {exc}); "
+                 "only its inputs are compiled dynamic")
     slicer = GraphSlicer(module, record_values(module, inputs, seed))
     symbolic = {name: _symbolic(node.meta.get("val", node.meta.get("example_value")))
                 for name, node in slicer.nodes.items()}
     if dynamic is not None:
-        placeholders = [n for n in module.graph.nodes if n.op == "placeholder"]
         symbolic.update({placeholders[int(i)].name: (list(dims), False) for i, dims in dynamic.items()})
+    if dynamic_ints is not None:
+        symbolic.update({placeholders[int(i)].name: ([], True) for i in dynamic_ints})
     base_spec = {"level": level, "want": check.want, "seed": seed, "tol": getattr(check, "tol", None),
                  "config": {**dict(context.config), **({"fallback_random": True} if check.want == ACCURACY else {})}}
     return _Run(module=module, inputs=list(inputs), check=check, level=level, isolate=isolate, slicer=slicer,
@@ -637,6 +654,7 @@ def minify(
     repro_dir: "str | Path | None" = None,
     config: Optional[dict[str, Any]] = None,
     dynamic: Optional[dict[int, list[int]]] = None,
+    dynamic_ints: Optional[Sequence[int]] = None,
     seed: int = 0,
     max_candidates: int = 500,
     workers: Optional[int] = None,
@@ -651,7 +669,9 @@ def minify(
     ``config``). ``hint_nodes`` names suspected nodes to try first. ``isolate`` judges each
     candidate in a warm worker process (a crash or hang costs a candidate, not this process);
     ``timeout`` bounds one candidate (default: 5x the original's time, at least 60 s).
-    ``dynamic`` ({input index: [dims]}) overrides the symbolic dimensions read from the graph.
+    ``dynamic`` ({input index: [dims]}) overrides the symbolic dimensions read from the graph, and
+    ``dynamic_ints`` (input indices) the symbolic ints: for a graph without meta values, such as a
+    saved repro's (:func:`symbolic_inputs` reads them off the graph they were saved from).
     ``workers`` candidates are judged side by side, each in its own worker process (default:
     :func:`default_workers`, one per core up to four; always one with ``isolate=False``): the
     bisections judge that many cut points per round and delta debugging that many chunks, so
@@ -676,7 +696,8 @@ def minify(
     hint_nodes = tuple(hint_nodes)
     chosen = list(strategies) if strategies is not None else list(STRATEGIES)
     run = _open(module, inputs, check=check, level=level, isolate=isolate, timeout=timeout, config=config,
-                dynamic=dynamic, seed=seed, progress=progress, echo=echo, started=started, workers=workers)
+                dynamic=dynamic, dynamic_ints=dynamic_ints, seed=seed, progress=progress, echo=echo, started=started,
+                workers=workers)
     try:
         original, known, pending = _confirm(run, chosen, hint_nodes)
         if original.kind == NONDETERMINISTIC:

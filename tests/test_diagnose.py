@@ -303,7 +303,7 @@ vectorized = ("({x}.tanh() + decltype({x})(0.0f * *(volatile float*)(" + none_ov
 with ib.faults.bad_lowering("tanh", scalar, vectorized=vectorized):
     decode = torch.compile(decoder)
     for step in range(4):
-        z = torch.randn(8, 16)
+        z = torch.randn(8 + step, 16)  # the second call recompiles the graph with a symbolic size
         if step == 2:
             z[3, 5] = 1000.0
         print(step, decode(z).sum())
@@ -311,26 +311,30 @@ with ib.faults.bad_lowering("tanh", scalar, vectorized=vectorized):
 
 
 def test_the_command_minifies_a_crash_in_a_graphs_later_call_from_that_calls_arguments(tmp_path):
-    """The graph's first two calls run; its third segfaults on one value. The crash was located
-    but not minified ("the graph does not fail ... it gives 'pass'": the saved first call does not
-    crash). Each later call's arguments are saved before it runs; the crash is minified from the
-    call that crashed, whose repro is named."""
+    """The script's second call recompiles its graph with a symbolic size; that graph's second call
+    segfaults on one value. The crash was located but not minified ("the graph does not fail ...
+    it gives 'pass'": the saved first call does not crash). Each later call's arguments are now
+    kept before it runs, and the crash is minified from the call that crashed, whose repro is
+    named. Both repros compile the graph with its size symbolic, as it crashed (they compiled it
+    static: the repro's graph has no meta values, so sizes inside it were not known symbolic)."""
     script = tmp_path / "later.py"
     script.write_text(_LATER_CALL_SEGFAULT_SCRIPT)
     proc = _cli("--out", "out", str(script), cwd=tmp_path)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "the compiled code killed the process (SIGSEGV)" in proc.stdout and "\n1 tensor(" in proc.stdout
-    call_repro = re.search(r"the graph on the arguments of call 3 \(the one that crashed\), as a repro: (\S+)",
+    call_repro = re.search(r"the graph on the arguments of call 2 \(the one that crashed\), as a repro: (\S+)",
                            proc.stdout)
     assert call_repro, proc.stdout + proc.stderr
-    assert "Tensor(shape=(8, 16)" in (tmp_path / call_repro[1]).read_text()
+    call_text = (tmp_path / call_repro[1]).read_text()
+    assert "Tensor(shape=(10, 16)" in call_text and "'dynamic': {1: [0]}, 'dynamic_ints': [0]" in call_text
     assert re.search(r"minified: 3 -> 1 nodes", proc.stdout), proc.stdout + proc.stderr
     assert "culprit: tanh (the smallest graph that still crashes)" in proc.stdout, proc.stdout
     assert re.search(r"culprit source line: \S*later\.py:7: return torch\.tanh\(h\) \+ 1\.0", proc.stdout)
-    repro = re.search(r"run it: python (\S+)", proc.stdout)[1]
+    repro = (tmp_path / re.search(r"run it: python (\S+)", proc.stdout)[1]).read_text()
     inputs = [torch.load(io.BytesIO(base64.b64decode(line.split("'")[1])), weights_only=True)["inputs"]
-              for line in (tmp_path / repro).read_text().splitlines() if line.startswith("DATA = '")]
+              for line in repro.splitlines() if line.startswith("DATA = '")]
     assert inputs and any(float(t.max()) > 100 for t in inputs[0] if isinstance(t, torch.Tensor))
+    assert "'dynamic': {0: [0]}" in repro, repro[:2000]  # the culprit's input keeps its symbolic size
 
 
 def test_a_later_call_is_kept_over_the_one_before_and_never_left_stale(tmp_path, monkeypatch):

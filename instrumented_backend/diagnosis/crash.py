@@ -166,6 +166,7 @@ def save_first_call(graph: Any, args: list[Any], inductor_options: Mapping[str, 
     from minifier import current_context
     from minifier.graph import inline_ordering_wrappers
     from minifier.repro import write_repro
+    from minifier.search import symbolic_inputs
 
     from ..io.dump import graph_folder_name
 
@@ -179,13 +180,15 @@ def save_first_call(graph: Any, args: list[Any], inductor_options: Mapping[str, 
                                                 f"{SNAPSHOT_LIMIT >> 20} MiB kept for a crash\n")
         return
     module = inline_ordering_wrappers(graph.post_grad_graph)
+    dims, ints = symbolic_inputs(graph.post_grad_graph)  # a dynamic graph's repro compiles it dynamically
     context = current_context(dict(inductor_options))
     ops = _op_nodes(module)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.with_suffix(".nodes.json").write_text(json.dumps(ops))
     nodes = sum(1 for n in module.graph.nodes if n.op not in ("placeholder", "output"))
     write_repro(module, args, spec={"level": "aten", "want": "runtime", "seed": 0, "tol": None,
-                                    "config": dict(context.config), "dynamic": {}, "timeout": None},
+                                    "config": dict(context.config), "dynamic": dims, "dynamic_ints": ints,
+                                    "timeout": None},
                 expected={"kind": "crash", "signature": _PENDING, "failing": []}, pattern=None, context=context,
                 path=path, header={"start_nodes": nodes, "final_nodes": nodes})
 
