@@ -364,6 +364,60 @@ def test_a_later_call_is_kept_over_the_one_before_and_never_left_stale(tmp_path,
     assert crash._crashing_call_repro(tmp_path, "000_0-0_inference")[1] is None  # no first call: nothing to copy
 
 
+_SCOPED_FAULT_SCRIPT = """\
+import torch
+import instrumented_backend as ib
+
+
+def scaled(x):
+    return torch.neg(x) * 2.0 + torch.relu(x)
+
+
+with ib.faults.doubling_neg(), torch._inductor.config.patch(epilogue_fusion=False):
+    compiled = torch.compile(scaled)
+    for _ in range(2):
+        print(compiled(torch.randn(4, 8)).sum())
+"""
+
+
+def test_a_fault_and_config_set_around_the_scripts_loop_are_on_again_for_its_diagnosis(tmp_path):
+    """The script compiles and runs inside ``with`` blocks that inject a fault and patch Inductor's
+    config; the diagnosis runs after the script, with both off: "no bug found". What was in effect
+    at the target's first call is now on again for its diagnosis, and said so."""
+    script = tmp_path / "scoped.py"
+    script.write_text(_SCOPED_FAULT_SCRIPT)
+    proc = _cli("--out", "out", "--no-minify", str(script), cwd=tmp_path)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "diagnose scaled: the compiled outputs are wrong" in proc.stdout, proc.stdout + proc.stderr
+    said = "re-applied as at its first call (off when the script ended): fault doubling neg; " \
+           "Inductor config epilogue_fusion=False"
+    assert said in proc.stdout and said in (tmp_path / "out" / "diagnosis.txt").read_text()
+    assert "culprit: neg (aten.neg.default)" in proc.stdout
+    assert not (tmp_path / "out" / "repros").exists()
+
+
+def test_what_was_on_at_a_first_call_is_on_in_the_block_and_off_after():
+    """Only what differs is re-applied: a fault still in effect is not entered twice, a config
+    value unchanged since is not patched."""
+    from types import SimpleNamespace
+
+    import torch._inductor.config as inductor_config
+
+    from instrumented_backend.diagnosis.diagnose import _as_at_first_call
+
+    shifted_exp = ib.faults.bad_lowering("exp", "std::exp({x} + 1)", vectorized="({x} + decltype({x})(1)).exp()",
+                                         name="shifted exp")
+    first_call = SimpleNamespace(faults=[ib.faults.doubling_neg().fault, shifted_exp.fault],
+                                 inductor_config={"epilogue_fusion": False, "max_fusion_size": 64})
+    with shifted_exp:
+        with _as_at_first_call(first_call) as restored:
+            assert restored == ["fault doubling neg", "Inductor config epilogue_fusion=False"]
+            assert [f.name for f in ib.faults.active_faults()] == ["shifted exp", "doubling neg"]
+            assert inductor_config.epilogue_fusion is False
+        assert [f.name for f in ib.faults.active_faults()] == ["shifted exp"]
+    assert inductor_config.epilogue_fusion is True and not ib.faults.active_faults()
+
+
 def test_the_command_diagnoses_the_tutorial_script_unchanged(tmp_path):
     proc = _cli("--fault", "doubling_neg", "--out", "found", str(REPO / "examples" / "tutorial_model.py"),
                 cwd=tmp_path)

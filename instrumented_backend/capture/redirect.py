@@ -105,6 +105,10 @@ class CompiledCall:
     # gradient hook on its outputs that require grad (the first eight); or the call ran its own
     # (``loss.backward()`` inside a compiled step): a gradient reached a parameter the function names.
     backward: bool = False
+    # What was in effect at that call and may be off by the time it is diagnosed (a ``with`` block
+    # around the script's loop): the injected faults, and Inductor's literal config values.
+    faults: list[Any] = field(default_factory=list)
+    inductor_config: dict[str, Any] = field(default_factory=dict)
 
     @property
     def options(self) -> dict[str, Any]:
@@ -154,6 +158,9 @@ def _watch_backward(result: Any, record: CompiledCall) -> None:
 
 def record_compiled_calls(calls: list[CompiledCall]) -> Callable[[], None]:
     """Redirect torch.compile to the instrumented backend and record first calls into ``calls``; returns the undo."""
+    from ..diagnosis.faults import active_faults
+    from ..seams.inductor_options import plain_inductor_config
+
     def recording(target: Any, compile_kwargs: dict[str, Any], call: Callable[..., Any]) -> Callable[..., Any]:
         seen: list[bool] = []
         settings = {k: compile_kwargs[k] for k in COMPILE_SETTINGS
@@ -166,7 +173,8 @@ def record_compiled_calls(calls: list[CompiledCall]) -> Callable[[], None]:
             seen.append(True)
             record = CompiledCall(target, tuple(_detached(a) for a in args),
                                   {k: _detached(v) for k, v in kwargs.items()}, torch.is_grad_enabled(),
-                                  getattr(target, "__qualname__", type(target).__name__), settings)
+                                  getattr(target, "__qualname__", type(target).__name__), settings,
+                                  faults=active_faults(), inductor_config=plain_inductor_config())
             calls.append(record)
             state = _step_state(target)
             marks = state.gradient_marks() if state is not None else []

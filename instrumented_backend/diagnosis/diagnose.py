@@ -24,7 +24,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, NamedTuple, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator, NamedTuple, Optional, Sequence
 
 import torch
 import torch.utils._pytree as pytree
@@ -78,6 +78,8 @@ class Diagnosis:
     compile_seconds: float = 0.0  # the instrumented compile of the target alone
     compiled_with: dict[str, Any] = field(default_factory=dict)  # torch.compile's dynamic/mode/options/fullgraph
     fault_notes: list[str] = field(default_factory=list)  # injected faults in effect that found no bug: why
+    # in effect at the target's first call, off when the script ended, and on again for this diagnosis
+    reapplied: list[str] = field(default_factory=list)
 
     @property
     def found(self) -> bool:
@@ -104,6 +106,8 @@ class Diagnosis:
                 "inaccurate": "the compiled outputs are wrong", "wrong_gradient": "the compiled gradients are wrong"}
         out = [f"diagnose {self.target}{' (training step)' if self.train else ''}: {head[self.verdict]}",
                f"graphs checked: {', '.join(self.graphs) or 'none'}"]
+        if self.reapplied:
+            out.append(f"re-applied as at its first call (off when the script ended): {'; '.join(self.reapplied)}")
         out += [f"note: {note}" for note in self.fault_notes]
         if self.compiled_with:
             settings = ", ".join(f"{k}={v!r}" for k, v in self.compiled_with.items())
@@ -561,10 +565,32 @@ def _finish(result: Diagnosis, out: Path, graphs: list["GraphCapture"], started:
             result.reports["html"] = str(html(graphs, out / "report.html", divergence=result.divergence))
         except Exception as exc:  # noqa: BLE001 - the text and JSON reports still stand
             result.reports["html"] = f"(not written: {_error_text(exc)})"
-    (out / "diagnosis.txt").write_text(result.render() + "\n", encoding="utf-8")
-    (out / "diagnosis.json").write_text(json.dumps(result.to_dict(), indent=1, default=str), encoding="utf-8")
+    _write_text_reports(result, out)
     say(f"done: {result.verdict} in {result.seconds:.1f} s; report in {out}")
     return result
+
+
+def _write_text_reports(result: Diagnosis, out: Path) -> None:
+    (out / "diagnosis.txt").write_text(result.render() + "\n", encoding="utf-8")
+    (out / "diagnosis.json").write_text(json.dumps(result.to_dict(), indent=1, default=str), encoding="utf-8")
+
+
+@contextlib.contextmanager
+def _as_at_first_call(call: Any) -> Iterator[list[str]]:
+    """Inside the block, what was in effect at ``call`` (a recorded first call) and is not now is
+    on again: its injected faults and Inductor config values (a script that set them in a ``with``
+    block around its loop has left it by now). Yields a description of each."""
+    from ..seams.inductor_options import inductor_config_patch, plain_inductor_config
+    from .faults import reapplied
+
+    with contextlib.ExitStack() as stack:
+        described = [f"fault {fault.label}" for fault in stack.enter_context(reapplied(call.faults))]
+        now = plain_inductor_config()
+        config = {k: v for k, v in call.inductor_config.items() if k in now and now[k] != v}
+        if config:
+            stack.enter_context(inductor_config_patch(config))
+            described.append("Inductor config " + ", ".join(f"{k}={v!r}" for k, v in sorted(config.items())))
+        yield described
 
 
 def _trains(call: Any) -> bool:
@@ -614,9 +640,16 @@ def diagnose_script(script: "str | Path", argv: Sequence[str] = (), *, out_dir: 
             say(f"instrumented_backend diagnose: [{index}] {call.name} ({len(call.args)} args{keywords}, "
                 f"{'training step' if train else 'inference'})")
             target_out = Path(out_dir) if len(calls) == 1 else Path(out_dir) / f"{index}_{call.name}"
-            result = diagnose(call.target, *call.args, kwargs=call.kwargs, train=train,
-                              compile_kwargs=call.compile_kwargs, out_dir=target_out, minify=minify,
-                              progress=progress, name=call.name)
+            with _as_at_first_call(call) as restored:
+                if restored:
+                    say(f"instrumented_backend diagnose: [{index}] {call.name}: on at its first call, off when the "
+                        f"script ended, on again for its diagnosis: {'; '.join(restored)}")
+                result = diagnose(call.target, *call.args, kwargs=call.kwargs, train=train,
+                                  compile_kwargs=call.compile_kwargs, out_dir=target_out, minify=minify,
+                                  progress=progress, name=call.name)
+            if restored:
+                result.reapplied = restored
+                _write_text_reports(result, target_out)
             results.append(result)
             if result.found:
                 break

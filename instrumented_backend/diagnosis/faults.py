@@ -29,14 +29,15 @@ import difflib
 import json
 import os
 import threading
-from typing import Any, Iterator, Optional
+from typing import Any, Iterator, Optional, Sequence
 
 from ..seams import cpp_overrides
 from ..seams.caches import compile_caches_disabled
 from ..seams.inductor_options import inductor_config_patch
 
 __all__ = ["Fault", "bad_lowering", "SAME", "cast_dropping_neg", "doubling_neg", "active_faults", "patchable_ops",
-           "UnknownOpError", "ENV_VAR", "install_from_environment", "carried_context", "lowering_uses"]
+           "UnknownOpError", "ENV_VAR", "install_from_environment", "carried_context", "lowering_uses",
+           "reapplied"]
 
 ENV_VAR = "INSTRUMENTED_BACKEND_FAULTS"
 
@@ -182,6 +183,19 @@ def _activated(fault: Fault, *, reset_dynamo: bool) -> Iterator[Fault]:
             stack.close()
             if reset_dynamo:
                 torch.compiler.reset()
+
+
+@contextlib.contextmanager
+def reapplied(faults: Sequence[Fault]) -> Iterator[list[Fault]]:
+    """Inside the block, ``faults`` are in effect again: those not in effect now are activated
+    (Dynamo reset on the way in and out); yields the ones it activated."""
+    with contextlib.ExitStack() as stack:
+        activated = []
+        for fault in faults:
+            if fault not in active_faults():
+                stack.enter_context(_activated(fault, reset_dynamo=True))
+                activated.append(fault)
+        yield activated
 
 
 SAME = "same"  # vectorized=SAME: the scalar template is valid C++ on Vectorized operands too

@@ -12,7 +12,8 @@ from typing import Any, ContextManager, Mapping, Optional
 
 from . import SeamMoved
 
-__all__ = ["inductor_config_patches", "inductor_config_keys", "inductor_config_patch", "check"]
+__all__ = ["inductor_config_patches", "inductor_config_keys", "inductor_config_patch", "plain_inductor_config",
+           "check"]
 
 
 def inductor_config_patches(mode: Optional[str], options: Optional[Mapping[str, Any]]) -> dict[str, Any]:
@@ -54,6 +55,18 @@ def inductor_config_keys() -> frozenset[str]:
     return frozenset(config.get_config_copy())
 
 
+_PLAIN = (bool, int, float, str, type(None))
+
+
+def plain_inductor_config() -> dict[str, Any]:
+    """Every Inductor config value that is a literal (bools, numbers, strings, None; dotted keys):
+    what a script can set and a later compile must see again. Deep-copies the config: once per
+    compiled target, not per compile."""
+    from torch._inductor import config
+
+    return {k: v for k, v in config.get_config_copy().items() if isinstance(v, _PLAIN)}
+
+
 def inductor_config_patch(patches: Mapping[str, Any]) -> ContextManager[None]:
     """``torch._inductor.config.patch(patches)``: Inductor config changes (dotted keys) for the block."""
     import torch._inductor.config as inductor_config
@@ -82,3 +95,8 @@ def check() -> None:
             raise SeamMoved("inductor_options: torch._inductor.config.patch no longer takes dotted keys")
     if inductor_config.cpp.simdlen != before:
         raise SeamMoved("inductor_options: torch._inductor.config.patch no longer restores on exit")
+    with inductor_config_patch({"cpp.simdlen": 1}):
+        values = plain_inductor_config()
+    if values.get("cpp.simdlen") != 1 or values.get("epilogue_fusion") is not inductor_config.epilogue_fusion:
+        raise SeamMoved("inductor_options: torch._inductor.config.get_config_copy no longer gives every value "
+                        "by its dotted key (a diagnosed target's config at its first call is read with it)")
