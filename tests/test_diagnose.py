@@ -418,6 +418,56 @@ def test_what_was_on_at_a_first_call_is_on_in_the_block_and_off_after():
     assert inductor_config.epilogue_fusion is True and not ib.faults.active_faults()
 
 
+_OUT_OF_RANGE_SCRIPT = """\
+import torch
+
+torch.set_num_threads(2)  # the lookup kernel runs on OpenMP threads: its bounds check aborts there
+table = torch.randn(1000, 64)
+
+
+def lookup(ids):
+    return torch.nn.functional.embedding(ids, table).relu().sum(-1)
+
+
+compiled = torch.compile(lookup)
+for step in range(3):
+    ids = torch.randint(0, 1000, ({rows}, {cols}))
+    if step == 2:
+        ids[{rows} - 1, 7] = 1200  # past the table
+    print(step, compiled(ids).sum().item())
+"""
+
+
+def test_an_index_out_of_range_in_a_later_call_is_the_scripts_error_raised_or_aborted(tmp_path):
+    """The third call looks up an id past the table. On a small batch the kernel's bounds check
+    raises: the diagnosis replayed the first call ("no bug found", "depends on something on only
+    while the script ran"); it now replays the call that raised, where eager raises too, and names
+    the line. On a large batch the check fires on an OpenMP thread and aborts the process: the
+    crash's repro on that call's arguments ran into the minifier's eager run ("IndexError: index
+    out of range in self" as the reason it was not minified); it now says eager raises there too,
+    at which node and line."""
+    small = tmp_path / "small.py"
+    small.write_text(_OUT_OF_RANGE_SCRIPT.format(rows=1, cols=8))
+    proc = _cli("--out", "small", str(small), cwd=tmp_path)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "lookup (1 args, inference, its call 3: the first that raised)" in proc.stderr, proc.stderr
+    assert "diagnose lookup: eager itself raises on these arguments" in proc.stdout, proc.stdout + proc.stderr
+    assert "replayed its call 3, the first that raised in the script" in proc.stdout
+    assert "error: IndexError: index out of range in self" in proc.stdout
+    assert re.search(r"raised at: \S*small\.py:8: return torch\.nn\.functional\.embedding\(ids, table\)", proc.stdout)
+
+    large = tmp_path / "large.py"
+    large.write_text(_OUT_OF_RANGE_SCRIPT.format(rows=64, cols=256))
+    proc = _cli("--out", "large", str(large), cwd=tmp_path)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "the compiled code killed the process (SIGABRT)" in proc.stdout, proc.stdout + proc.stderr
+    assert "the graph on the arguments of call 3 (the one that crashed)" in proc.stdout
+    assert re.search(r"eager raises on the same arguments: IndexError: index out of range in self "
+                     r"\(at embedding: aten\.embedding\.default\)", proc.stdout), proc.stdout
+    assert re.search(r"culprit source line: \S*large\.py:8: return torch\.nn\.functional\.embedding", proc.stdout)
+    assert "not minified" not in proc.stdout
+
+
 def test_the_command_diagnoses_the_tutorial_script_unchanged(tmp_path):
     proc = _cli("--fault", "doubling_neg", "--out", "found", str(REPO / "examples" / "tutorial_model.py"),
                 cwd=tmp_path)

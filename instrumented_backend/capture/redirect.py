@@ -109,6 +109,12 @@ class CompiledCall:
     # around the script's loop): the injected faults, and Inductor's literal config values.
     faults: list[Any] = field(default_factory=list)
     inductor_config: dict[str, Any] = field(default_factory=dict)
+    # A later call that raised (the first call that raised, after one that did not): its number
+    # (2, 3, ...) and its arguments, copied when it raised; the diagnosis replays it.
+    calls: int = 1  # how many times it was called
+    raising_call: int = 0
+    raising_args: tuple[Any, ...] = ()
+    raising_kwargs: dict[str, Any] = field(default_factory=dict)
 
     @property
     def options(self) -> dict[str, Any]:
@@ -156,25 +162,44 @@ def _watch_backward(result: Any, record: CompiledCall) -> None:
             continue
 
 
+def _keep_raising_call(record: CompiledCall, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    """Copy a later call's arguments onto ``record`` as it raises (what the call changed in them
+    before it raised stays changed)."""
+    try:
+        record.raising_args = tuple(_detached(a) for a in args)
+        record.raising_kwargs = {k: _detached(v) for k, v in kwargs.items()}
+        record.raising_call = record.calls
+    except Exception:  # noqa: BLE001 - arguments that cannot be copied: the first call is replayed
+        record.raising_args, record.raising_kwargs = (), {}
+
+
 def record_compiled_calls(calls: list[CompiledCall]) -> Callable[[], None]:
-    """Redirect torch.compile to the instrumented backend and record first calls into ``calls``; returns the undo."""
+    """Redirect torch.compile to the instrumented backend and record first calls into ``calls``
+    (and the first later call that raises, on its record); returns the undo."""
     from ..diagnosis.faults import active_faults
     from ..seams.inductor_options import plain_inductor_config
 
     def recording(target: Any, compile_kwargs: dict[str, Any], call: Callable[..., Any]) -> Callable[..., Any]:
-        seen: list[bool] = []
+        made: list[CompiledCall] = []  # the first call's record, once made
         settings = {k: compile_kwargs[k] for k in COMPILE_SETTINGS
                     if compile_kwargs.get(k) is not None and (k == "dynamic" or compile_kwargs[k])}
 
         @functools.wraps(call)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
-            if seen:
-                return call(*args, **kwargs)
-            seen.append(True)
+            if made:
+                record = made[0]
+                record.calls += 1
+                try:
+                    return call(*args, **kwargs)
+                except Exception:
+                    if not record.raising_call:
+                        _keep_raising_call(record, args, kwargs)
+                    raise
             record = CompiledCall(target, tuple(_detached(a) for a in args),
                                   {k: _detached(v) for k, v in kwargs.items()}, torch.is_grad_enabled(),
                                   getattr(target, "__qualname__", type(target).__name__), settings,
                                   faults=active_faults(), inductor_config=plain_inductor_config())
+            made.append(record)
             calls.append(record)
             state = _step_state(target)
             marks = state.gradient_marks() if state is not None else []

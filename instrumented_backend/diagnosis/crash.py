@@ -62,6 +62,7 @@ class CrashReport:
     culprit_nodes: list[str] = field(default_factory=list)  # the minified graph's op nodes
     culprit_sources: list[str] = field(default_factory=list)
     repro_path: str = ""
+    eager_error: str = ""  # eager raises on the crashing call's arguments too, at culprit_nodes[0]
 
     @property
     def located(self) -> bool:
@@ -90,6 +91,13 @@ class CrashReport:
             which = "its first call" if self.crashing_call == 1 else f"call {self.crashing_call}"
             lines.append(f"  the graph on the arguments of {which} (the one that crashed), as a repro: "
                          f"{self.call_repro}")
+        if self.eager_error:
+            lines.append(f"  eager raises on the same arguments: {self.eager_error}")
+            lines.extend(f"  culprit source line: {source}" for source in self.culprit_sources)
+            lines.append("  the crash is that error, raised inside a compiled kernel, where it ends the process "
+                         "(an index bounds check aborts): the arguments are wrong for the graph, not the "
+                         "compiler (nothing to minify)")
+            return "\n".join(lines)
         if self.minified:
             lines.append(f"  {self.minified}")
         if self.culprit_nodes:
@@ -314,6 +322,16 @@ def minify_crash(report: CrashReport, out_dir: "str | Path", *,
         from minifier import minify_repro
 
         renamed = _renamed(first)
+        failure = _eager_failure(path)
+        if failure is not None:  # the arguments are wrong for the graph: nothing for a minifier to shrink
+            node, report.eager_error = renamed.get(failure[0], failure[0]), failure[1]
+            report.culprit_nodes = [node]
+            graph = _dumped_graph(crash_dir, folder)
+            if graph is not None:
+                report.culprit_sources = _sources(graph, [node])
+                if node in graph.nodes:
+                    report.eager_error += f" (at {node}: {graph.nodes[node].target})"
+            return report
         traced_name = {original: traced for traced, original in renamed.items()}
         hints = [traced_name[n] for n in report.fx_nodes if n in traced_name]
         result = minify_repro(path, out=Path(out_dir) / "repros", hint_nodes=hints, echo=echo)
@@ -327,12 +345,43 @@ def minify_crash(report: CrashReport, out_dir: "str | Path", *,
     report.repro_path = str(result.repro_path)
     report.culprit_nodes = [renamed.get(n.name, n.name) for n in result.graph_module.graph.nodes
                             if n.op == "call_function"]
-    from ..io.dump import graph_folder_name
-
-    graph = next((g for g in _dumped_graphs(crash_dir / "graphs") if graph_folder_name(g) == folder), None)
+    graph = _dumped_graph(crash_dir, folder)
     if graph is not None:
         report.culprit_sources = _sources(graph, report.culprit_nodes)
     return report
+
+
+def _dumped_graph(crash_dir: Path, folder: str) -> Any:
+    """The dumped capture of the graph whose folder is ``folder``, or None."""
+    from ..io.dump import graph_folder_name
+
+    return next((g for g in _dumped_graphs(crash_dir / "graphs") if graph_folder_name(g) == folder), None)
+
+
+def _eager_failure(path: Path) -> Optional[tuple[str, str]]:
+    """``(node, error)`` where the repro's graph, run eagerly on its arguments, raises (the node
+    named as the repro traces it), or None when eager runs it through. Eager code raises where a
+    compiled kernel can only abort: an index out of range is a ``RuntimeError`` here and a
+    ``SIGABRT`` from the kernel's bounds check."""
+    import torch
+
+    from minifier.saved import load_repro
+
+    repro = load_repro(path)
+    module, inputs = repro.make_module(), repro.make_inputs()
+    running = [""]
+
+    class Tracked(torch.fx.Interpreter):
+        def run_node(self, n: torch.fx.Node) -> Any:
+            running[0] = n.name
+            return super().run_node(n)
+
+    try:
+        with torch.no_grad():
+            Tracked(module).run(*inputs)
+    except Exception as exc:  # noqa: BLE001 - the error is the finding
+        return running[0], f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
+    return None
 
 
 def _activate_carried_faults(repro_text: str) -> None:

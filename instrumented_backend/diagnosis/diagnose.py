@@ -43,7 +43,8 @@ if TYPE_CHECKING:
 
 __all__ = ["Diagnosis", "DiagnosisStep", "diagnose", "diagnose_script", "keyword_call", "KeywordCall", "VERDICTS"]
 
-VERDICTS = ("passed", "nondeterministic", "compile_error", "runtime_error", "inaccurate", "wrong_gradient")
+VERDICTS = ("passed", "nondeterministic", "compile_error", "runtime_error", "inaccurate", "wrong_gradient",
+            "eager_error")
 _TRAINING_LAYERS = ("eager", "aot_eager", "aot_eager_decomp_partition", "inductor")
 
 
@@ -80,6 +81,8 @@ class Diagnosis:
     fault_notes: list[str] = field(default_factory=list)  # injected faults in effect that found no bug: why
     # in effect at the target's first call, off when the script ended, and on again for this diagnosis
     reapplied: list[str] = field(default_factory=list)
+    replayed_call: int = 0  # the script's call replayed when not its first: the first later call that raised
+    eager_error_at: str = ""  # verdict eager_error: the line that raised ("file:line: code")
 
     @property
     def found(self) -> bool:
@@ -102,10 +105,14 @@ class Diagnosis:
     def render(self) -> str:
         """The diagnosis as text, in the order it was found."""
         head = {"passed": "no bug found", "nondeterministic": "eager itself is nondeterministic: not judged",
+                "eager_error": "eager itself raises on these arguments: the program's error, not the compiler's",
                 "compile_error": "the compile fails", "runtime_error": "the compiled code raises",
                 "inaccurate": "the compiled outputs are wrong", "wrong_gradient": "the compiled gradients are wrong"}
         out = [f"diagnose {self.target}{' (training step)' if self.train else ''}: {head[self.verdict]}",
                f"graphs checked: {', '.join(self.graphs) or 'none'}"]
+        if self.replayed_call:
+            out.append(f"replayed its call {self.replayed_call}, the first that raised in the script "
+                       "(the calls before it ran through)")
         if self.reapplied:
             out.append(f"re-applied as at its first call (off when the script ended): {'; '.join(self.reapplied)}")
         out += [f"note: {note}" for note in self.fault_notes]
@@ -114,6 +121,8 @@ class Diagnosis:
             out.append(f"every step compiles as torch.compile(..., {settings}) did")
         if self.error:
             out.append(f"error: {self.error}")
+        if self.eager_error_at:
+            out.append(f"  raised at: {self.eager_error_at}")
         if self.compile_error is not None:
             out += ["", "== the compile error, explained ==", self.compile_error.render()]
         for title, report in (("outputs", self.outputs), ("gradients", self.gradients)):
@@ -134,8 +143,8 @@ class Diagnosis:
         if self.reports:
             out += ["", "== 4. reports ==", *(f"{kind}: {path}" for kind, path in self.reports.items())]
         timing = ", ".join(f"{s.name} {s.seconds:.1f}s" for s in self.steps)
-        out += ["", f"time to root cause: {self.seconds:.1f} s (one instrumented compile: {self.compile_seconds:.1f} s;"
-                    f" {timing})"]
+        compiled = f"one instrumented compile: {self.compile_seconds:.1f} s; " if self.compile_seconds else ""
+        out += ["", f"time to root cause: {self.seconds:.1f} s ({compiled}{timing})"]
         return "\n".join(line for line in out if line is not None)
 
     def __str__(self) -> str:
@@ -232,6 +241,17 @@ def _judge_training(fn: Callable[..., Any], compiled: Callable[..., Any], inputs
 
 def _error_text(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}".split("\n")[0][:300]
+
+
+def _raising_line(exc: BaseException) -> str:
+    """``file:line: code`` of the innermost frame of ``exc``'s traceback outside torch and this
+    package (the user's or a model library's line), or "" when every frame is inside them."""
+    import traceback
+
+    package = Path(__file__).parents[1]
+    inside = [str(Path(torch.__file__).parent), str(package), str(package.parent / "minifier")]
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if not any(f.filename.startswith(d) for d in inside)]
+    return f"{frames[-1].filename}:{frames[-1].lineno}: {(frames[-1].line or '').strip()}" if frames else ""
 
 
 def _compile_error_report(exc: BaseException) -> Optional[CompileErrorReport]:
@@ -402,10 +422,16 @@ def diagnose(fn: Callable[..., Any], *inputs: Any, kwargs: Optional[dict[str, An
     began = time.perf_counter()
     say("eager, twice with one seed")
     own_backward = False  # a training step that runs its own backward: never run under no_grad
-    if train:
-        eager, (nondeterministic, own_backward) = None, _training_is_nondeterministic(fn, inputs, seed, tol)
-    else:
-        eager, nondeterministic = eager_is_nondeterministic(fn, inputs, seed, tol)  # eager's outputs, kept
+    try:
+        if train:
+            eager, (nondeterministic, own_backward) = None, _training_is_nondeterministic(fn, inputs, seed, tol)
+        else:
+            eager, nondeterministic = eager_is_nondeterministic(fn, inputs, seed, tol)  # eager's outputs, kept
+    except Exception as exc:  # noqa: BLE001 - eager's own error is the finding: nothing to compare with
+        step("eager", began)
+        result.verdict, result.error, result.eager_error_at = "eager_error", _error_text(exc), _raising_line(exc)
+        release_worker(worker)
+        return _finish(result, out, [], started, say)
     step("eager", began)
     if nondeterministic:
         result.verdict = "nondeterministic"
@@ -636,19 +662,21 @@ def diagnose_script(script: "str | Path", argv: Sequence[str] = (), *, out_dir: 
             say(f"instrumented_backend diagnose: {raised}; diagnosing what it compiled")
         for index, call in enumerate(calls):
             train = _trains(call)
-            keywords = f", keyword arguments {', '.join(call.kwargs)}" if call.kwargs else ""
-            say(f"instrumented_backend diagnose: [{index}] {call.name} ({len(call.args)} args{keywords}, "
-                f"{'training step' if train else 'inference'})")
+            args, kwargs = (call.raising_args, call.raising_kwargs) if call.raising_call else (call.args, call.kwargs)
+            keywords = f", keyword arguments {', '.join(kwargs)}" if kwargs else ""
+            which = f", its call {call.raising_call}: the first that raised" if call.raising_call else ""
+            say(f"instrumented_backend diagnose: [{index}] {call.name} ({len(args)} args{keywords}, "
+                f"{'training step' if train else 'inference'}{which})")
             target_out = Path(out_dir) if len(calls) == 1 else Path(out_dir) / f"{index}_{call.name}"
             with _as_at_first_call(call) as restored:
                 if restored:
                     say(f"instrumented_backend diagnose: [{index}] {call.name}: on at its first call, off when the "
                         f"script ended, on again for its diagnosis: {'; '.join(restored)}")
-                result = diagnose(call.target, *call.args, kwargs=call.kwargs, train=train,
+                result = diagnose(call.target, *args, kwargs=kwargs, train=train,
                                   compile_kwargs=call.compile_kwargs, out_dir=target_out, minify=minify,
                                   progress=progress, name=call.name)
-            if restored:
-                result.reapplied = restored
+            if restored or call.raising_call:
+                result.reapplied, result.replayed_call = restored, call.raising_call
                 _write_text_reports(result, target_out)
             results.append(result)
             if result.found:
