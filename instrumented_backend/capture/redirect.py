@@ -109,9 +109,9 @@ class CompiledCall:
     # around the script's loop): the injected faults, and Inductor's literal config values.
     faults: list[Any] = field(default_factory=list)
     inductor_config: dict[str, Any] = field(default_factory=dict)
+    calls: int = 1  # how many times the script called it
     # A later call that raised (the first call that raised, after one that did not): its number
     # (2, 3, ...) and its arguments, copied when it raised; the diagnosis replays it.
-    calls: int = 1  # how many times it was called
     raising_call: int = 0
     raising_args: tuple[Any, ...] = ()
     raising_kwargs: dict[str, Any] = field(default_factory=dict)
