@@ -471,6 +471,29 @@ def test_an_index_out_of_range_in_a_later_call_is_the_scripts_error_raised_or_ab
     assert "not minified" not in proc.stdout
 
 
+def test_a_crash_repro_is_run_eagerly_to_tell_the_programs_error_from_the_compilers(tmp_path):
+    """The node where eager raises on a repro's arguments, with the error; None when eager runs
+    it through (then the crash is the compiler's to minify)."""
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    from instrumented_backend.diagnosis.crash import _eager_failure
+    from minifier.context import CarriedContext
+    from minifier.repro import write_repro
+
+    def lookup(table, ids):
+        return (torch.ops.aten.embedding.default(table, ids).relu(),)
+
+    table = torch.randn(10, 4)
+    gm = make_fx(lookup)(table, torch.tensor([1, 2]))
+    paths = [write_repro(gm, [table, ids], spec={"level": "aten"}, pattern=None, context=CarriedContext(),
+                         expected={"kind": "crash", "signature": "signal SIGABRT", "failing": []},
+                         path=tmp_path / f"{name}.py")
+             for name, ids in (("good", torch.tensor([1, 9])), ("bad", torch.tensor([1, 12])))]
+    assert _eager_failure(paths[0]) is None
+    node, error = _eager_failure(paths[1])
+    assert node.startswith("embedding") and error == "IndexError: index out of range in self"
+
+
 def test_the_command_diagnoses_the_tutorial_script_unchanged(tmp_path):
     proc = _cli("--fault", "doubling_neg", "--out", "found", str(REPO / "examples" / "tutorial_model.py"),
                 cwd=tmp_path)

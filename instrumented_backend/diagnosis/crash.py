@@ -95,8 +95,8 @@ class CrashReport:
             lines.append(f"  eager raises on the same arguments: {self.eager_error}")
             lines.extend(f"  culprit source line: {source}" for source in self.culprit_sources)
             lines.append("  the crash is that error, raised inside a compiled kernel, where it ends the process "
-                         "(an index bounds check aborts): the arguments are wrong for the graph, not the "
-                         "compiler (nothing to minify)")
+                         "(an index bounds check aborts): the program's error on these arguments, not the "
+                         "compiler's (nothing to minify)")
             return "\n".join(lines)
         if self.minified:
             lines.append(f"  {self.minified}")
@@ -323,7 +323,11 @@ def minify_crash(report: CrashReport, out_dir: "str | Path", *,
 
         renamed = _renamed(first)
         failure = _eager_failure(path)
-        if failure is not None:  # the arguments are wrong for the graph: nothing for a minifier to shrink
+        if failure is not None and number > 1 and _eager_failure(first) is not None:
+            report.not_narrowed = (f"the graph cannot be run eagerly, on its first call's arguments either "
+                                   f"({failure[1]}): nothing to compare a candidate with")
+            return report
+        if failure is not None:  # the graph's own error on these arguments: nothing for a minifier to shrink
             node, report.eager_error = renamed.get(failure[0], failure[0]), failure[1]
             report.culprit_nodes = [node]
             graph = _dumped_graph(crash_dir, folder)
