@@ -362,6 +362,14 @@ def test_a_later_call_is_kept_over_the_one_before_and_never_left_stale(tmp_path,
     assert read_snapshot(kept) is None and "its call 5 could not be kept: argument 1 is a object" in note.read_text()
     crash.save_later_call(graph, 6, [torch.zeros(2)], tmp_path)
     assert crash._crashing_call_repro(tmp_path, "000_0-0_inference")[1] is None  # no first call: nothing to copy
+    from instrumented_backend.diagnosis.call_snapshot import CallSnapshot
+
+    def disk_full(self, number, args):
+        raise OSError("No space left on device")
+
+    monkeypatch.setattr(CallSnapshot, "write", disk_full)  # call 6 kept, call 7 fails half-way
+    crash.save_later_call(graph, 7, [torch.zeros(2)], tmp_path)
+    assert read_snapshot(kept) is None and "call 7 could not be kept: OSError: No space" in note.read_text()
 
 
 _SCOPED_FAULT_SCRIPT = """\

@@ -241,6 +241,8 @@ def save_later_call(graph: Any, number: int, args: list[Any], crash_dir: Path) -
             snapshot.write(number, args)
         except SnapshotUnsupported as exc:
             why = f"its call {number} could not be kept: {exc}"
+        except Exception as exc:  # noqa: BLE001 - a half-copied call must not be read as the one that crashed
+            why = f"its call {number} could not be kept: {type(exc).__name__}: {exc}"
     if why:
         snapshot.discard()
         _skip_note(path).write_text(why + "\n")
