@@ -457,15 +457,24 @@ def test_an_index_out_of_range_in_a_later_call_is_the_scripts_error_raised_or_ab
     crash's repro on that call's arguments ran into the minifier's eager run ("IndexError: index
     out of range in self" as the reason it was not minified); it now says eager raises there too,
     at which node and line."""
+    from instrumented_backend.diagnosis.diagnose import diagnose_script
+
     small = tmp_path / "small.py"
     small.write_text(_OUT_OF_RANGE_SCRIPT.format(rows=1, cols=8))
-    proc = _cli("--out", "small", str(small), cwd=tmp_path)
-    assert proc.returncode == 1, proc.stdout + proc.stderr
-    assert "lookup (1 args, inference, its call 3: the first that raised)" in proc.stderr, proc.stderr
-    assert "diagnose lookup: eager itself raises on these arguments" in proc.stdout, proc.stdout + proc.stderr
-    assert "replayed its call 3, the first that raised in the script" in proc.stdout
-    assert "error: IndexError: index out of range in self" in proc.stdout
-    assert re.search(r"raised at: \S*small\.py:8: return torch\.nn\.functional\.embedding\(ids, table\)", proc.stdout)
+    said: list[str] = []
+    threads = torch.get_num_threads()
+    try:  # in this process: the script's set_num_threads must not outlive it
+        results = diagnose_script(small, out_dir=tmp_path / "small", progress=False, echo=said.append)
+    finally:
+        torch.set_num_threads(threads)
+    assert any("lookup (1 args, inference, its call 3: the first that raised)" in line for line in said), said
+    assert len(results) == 1 and results[0].found and results[0].verdict == "eager_error", said
+    text = results[0].render()
+    assert "diagnose lookup: eager itself raises on these arguments" in text
+    assert "replayed its call 3, the first that raised in the script" in text
+    assert "error: IndexError: index out of range in self" in text
+    assert re.search(r"raised at: \S*small\.py:8: return torch\.nn\.functional\.embedding\(ids, table\)", text)
+    assert text in (tmp_path / "small" / "diagnosis.txt").read_text()
 
     large = tmp_path / "large.py"
     large.write_text(_OUT_OF_RANGE_SCRIPT.format(rows=64, cols=256))
