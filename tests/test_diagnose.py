@@ -493,7 +493,7 @@ def test_a_crash_repro_is_run_eagerly_to_tell_the_programs_error_from_the_compil
     it through (then the crash is the compiler's to minify)."""
     from torch.fx.experimental.proxy_tensor import make_fx
 
-    from instrumented_backend.diagnosis.crash import _eager_failure
+    from instrumented_backend.diagnosis.crash import _eager_failure, _loaded
     from minifier.context import CarriedContext
     from minifier.repro import write_repro
 
@@ -506,8 +506,8 @@ def test_a_crash_repro_is_run_eagerly_to_tell_the_programs_error_from_the_compil
                          expected={"kind": "crash", "signature": "signal SIGABRT", "failing": []},
                          path=tmp_path / f"{name}.py")
              for name, ids in (("good", torch.tensor([1, 9])), ("bad", torch.tensor([1, 12])))]
-    assert _eager_failure(paths[0]) is None
-    node, error = _eager_failure(paths[1])
+    assert _eager_failure(*_loaded(paths[0])) is None
+    node, error = _eager_failure(*_loaded(paths[1]))
     assert node.startswith("embedding") and error == "IndexError: index out of range in self"
 
 

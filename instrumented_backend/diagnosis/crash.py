@@ -278,8 +278,9 @@ def _op_nodes(module: Any) -> list[tuple[str, str]]:
     return [(n.name, str(n.target)) for n in module.graph.nodes if n.op == "call_function"]
 
 
-def _renamed(path: Path) -> dict[str, str]:
-    """The post-grad graph's node names by the names a repro's ``make_module`` gives them.
+def _renamed(path: Path, module: Any = None) -> dict[str, str]:
+    """The post-grad graph's node names by the names a repro's ``make_module`` gives them
+    (``module``: that of the repro at ``path``, or of a copy of it on other inputs, when made).
 
     Tracing the repro names a node after its op (``tanh`` comes back ``tanh_default``) and folds
     calls without tensor inputs into constants (an ``iota`` of positions, its ``unsqueeze``): each
@@ -291,7 +292,7 @@ def _renamed(path: Path) -> dict[str, str]:
         return {}
     original = [tuple(item) for item in json.loads(names_file.read_text())]
     renamed, position = {}, 0
-    for traced_name, op in _op_nodes(load_repro(path).make_module()):
+    for traced_name, op in _op_nodes(module if module is not None else load_repro(path).make_module()):
         match = next((i for i in range(position, len(original)) if original[i][1] == op), None)
         if match is None:
             return renamed  # the rest cannot be matched with any confidence
@@ -323,9 +324,10 @@ def minify_crash(report: CrashReport, out_dir: "str | Path", *,
     try:
         from minifier import minify_repro
 
-        renamed = _renamed(first)
-        failure = _eager_failure(path)
-        if failure is not None and number > 1 and _eager_failure(first) is not None:
+        module, inputs = _loaded(path)  # once, for the names and the eager run
+        renamed = _renamed(first, module)
+        failure = _eager_failure(module, inputs)
+        if failure is not None and number > 1 and _eager_failure(*_loaded(first)) is not None:
             report.not_narrowed = (f"the graph cannot be run eagerly, on its first call's arguments either "
                                    f"({failure[1]}): nothing to compare a candidate with")
             return report
@@ -364,17 +366,21 @@ def _dumped_graph(crash_dir: Path, folder: str) -> Any:
     return next((g for g in _dumped_graphs(crash_dir / "graphs") if graph_folder_name(g) == folder), None)
 
 
-def _eager_failure(path: Path) -> Optional[tuple[str, str]]:
-    """``(node, error)`` where the repro's graph, run eagerly on its arguments, raises (the node
-    named as the repro traces it), or None when eager runs it through. Eager code raises where a
-    compiled kernel can only abort: an index out of range is a ``RuntimeError`` here and a
-    ``SIGABRT`` from the kernel's bounds check."""
-    import torch
-
+def _loaded(path: Path) -> tuple[Any, list[Any]]:
+    """The graph module and the inputs of the repro at ``path``."""
     from minifier.saved import load_repro
 
     repro = load_repro(path)
-    module, inputs = repro.make_module(), repro.make_inputs()
+    return repro.make_module(), repro.make_inputs()
+
+
+def _eager_failure(module: Any, inputs: list[Any]) -> Optional[tuple[str, str]]:
+    """``(node, error)`` where a repro's graph ``module``, run eagerly on ``inputs``, raises (the
+    node named as the repro traces it), or None when eager runs it through. Eager code raises
+    where a compiled kernel can only abort: an index out of range is a ``RuntimeError`` here and
+    a ``SIGABRT`` from the kernel's bounds check."""
+    import torch
+
     running = [""]
 
     class Tracked(torch.fx.Interpreter):
