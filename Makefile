@@ -24,14 +24,19 @@ demo: $(STAMP)
 	$(PY) examples/neg_accuracy.py
 	$(PY) -m instrumented_backend diagnose --fault doubling_neg examples/tutorial_model.py || test $$? -eq 1
 
+# Two worker processes, each test module whole on one of them (its module-scoped compiles are
+# built once): on a 2-core VM the run took 1026 s against 1441 s in one process.
+TEST_WORKERS ?= 2
+PYTEST := $(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile
+
 test: $(STAMP)
-	$(PY) -m pytest
+	$(PYTEST)
 
 lint: $(STAMP)
 	$(PY) -m ruff check instrumented_backend minifier tests benchmarks examples
 
 test-all: $(STAMP)
-	$(PY) -m pytest -m "slow or not slow"
+	$(PYTEST) -m "slow or not slow"
 
 clean:
 	rm -rf $(VENV) *.egg-info .pytest_cache
