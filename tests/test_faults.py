@@ -113,3 +113,27 @@ def test_a_fault_entered_without_keeping_its_object_stays_on_until_exited():
         while _entered:  # nothing public reaches a fault whose object is gone: the test's own cleanup
             _entered.pop().__exit__(None, None, None)
     assert ib.faults.active_faults() == [] and ib.faults.ENV_VAR not in os.environ
+
+
+def _neg_and_exp(x: torch.Tensor) -> torch.Tensor:
+    return torch.neg(x) + torch.exp(x)
+
+
+def test_faults_stack_on_other_ops_and_on_the_same_op_innermost_first():
+    """With one fault on, a second one (on another op, or on the same op) was refused by the seam
+    check ('CppOverrides.neg(x) changed its signature'): the installed lowering had lost the
+    parameter names it replaced. So ``faults.reapplied`` with two faults failed too."""
+    x = torch.tensor([0.5, -1.0, 2.0])
+    with ib.faults.doubling_neg():
+        with ib.faults.bad_lowering("exp", "decltype({x})(3 * {x})", vectorized="{x} * decltype({x})(3)"):
+            both, _ = compile_and_run(_neg_and_exp, x, backend="inductor")
+            assert [f.name or f.op for f in ib.faults.active_faults()] == ["doubling neg", "exp"]
+            assert len(json.loads(os.environ[ib.faults.ENV_VAR])) == 2
+            with ib.faults.bad_lowering("neg", "decltype({x})(0)", vectorized="{x} * decltype({x})(0)"):
+                innermost, _ = compile_and_run(_neg_and_exp, x, backend="inductor")
+            outer_again, _ = compile_and_run(_neg_and_exp, x, backend="inductor")
+    plain, _ = compile_and_run(_neg_and_exp, x, backend="inductor")
+    torch.testing.assert_close(both, 2 * x + 3 * x)
+    torch.testing.assert_close(innermost, 3 * x)
+    torch.testing.assert_close(outer_again, both)
+    torch.testing.assert_close(plain, _neg_and_exp(x))

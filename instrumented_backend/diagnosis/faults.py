@@ -26,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import difflib
+import inspect
 import json
 import os
 import threading
@@ -115,6 +116,10 @@ def _lowering(template: str, names: list[str], fault: Fault) -> staticmethod:
         _uses[key] = _uses.get(key, 0) + 1
         return template.format(*args, **dict(zip(names, args)))
 
+    # The lowering it replaces keeps its signature: the seam check and a fault stacked on top of
+    # this one (the same op or another) read the parameter names from whatever is installed.
+    lowering.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+        [inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD) for name in names])
     return staticmethod(lowering)
 
 
