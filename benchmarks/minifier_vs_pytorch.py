@@ -20,6 +20,10 @@ template's probe runs as a worker's does; a first-ever worker loads them, ~0.8 s
   repro.py`` (ours, on the repro ours writes) against ``python repro.py minify --no-isolate``
   (PyTorch's fastest mode, on the repro PyTorch's ``save_graph_repro`` writes) and, with
   ``--pytorch-modes default``, PyTorch's default mode (a fresh subprocess per candidate).
+  Beside ours, ``1 check cold s`` times ``python repro.py`` on that unminified repro (a fresh
+  process judging the whole graph once), and ``x cold ... if 1 check`` divides PyTorch's time by
+  it: the ratio a minifier started cold would reach if it cost no more than seeing the failure
+  once, the ceiling of the cold ratio on the machine.
 * ``in-process``: torch already imported, from the call to the written repro: ``minify()``
   with its worker started by the call (``ours``) and with a worker already warm (``ours warm``),
   against PyTorch's ``minify --no-isolate`` run in this process.
@@ -230,7 +234,23 @@ def run_ours_cold(name: str, workdir: Path) -> dict[str, Any]:
     summary = re.search(r"(\d+) -> (\d+) nodes in [\d.]+ s, (\d+) compiles", proc.stdout)
     if summary is None:
         raise RuntimeError(f"cold run of {name} printed no summary:\n{proc.stdout[-3000:]}")
-    return {"seconds": seconds, "start": int(summary[1]), "final": int(summary[2]), "candidates": int(summary[3])}
+    return {"seconds": seconds, "start": int(summary[1]), "final": int(summary[2]), "candidates": int(summary[3]),
+            "one check": one_check_cold(whole.repro_path)}
+
+
+def one_check_cold(repro: Path) -> float:
+    """Seconds a fresh process takes to import torch and judge the whole graph once (``python
+    repro.py``: one compile, the eager run, the comparison), with a fresh Inductor cache: the
+    least any minifier started cold pays, since it must see the failure at least once."""
+    with fresh_cache(in_process=False) as cache:
+        env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": cache}
+        start = time.perf_counter()
+        proc = subprocess.run([sys.executable, str(repro)], capture_output=True, text=True, cwd=ROOT, env=env)
+        seconds = time.perf_counter() - start
+    if "REPRODUCES" not in proc.stdout:
+        raise RuntimeError(f"the unminified repro {repro} did not reproduce:\n"
+                           f"{proc.stdout[-2000:]}{proc.stderr[-2000:]}")
+    return seconds
 
 
 # ----------------------------------------------------------------------------- PyTorch's
@@ -351,13 +371,14 @@ def main(argv: list[str]) -> int:
             if "cold" in args.starts:
                 cold = run_ours_cold(name, Path(tmp))
                 row.update({"ours cold s": cold["seconds"], "ours compiles": cold["candidates"],
-                            "ours final": cold["final"]})
+                            "ours final": cold["final"], "1 check cold s": cold["one check"]})
                 for mode in ([] if args.skip_pytorch else args.pytorch_modes):
                     theirs = run_pytorch(name, mode == "default", Path(tmp))
                     if not theirs["ok"]:
                         failures.append(f"{name}: PyTorch's cold {mode} run did not finish:\n{theirs['tail']}")
                     row.update({f"pt cold {mode} s": theirs["seconds"], f"pt {mode} checks": theirs["candidates"],
-                                f"pt {mode} final": theirs["final"], f"x cold {mode}": _ratio(theirs, cold)})
+                                f"pt {mode} final": theirs["final"], f"x cold {mode}": _ratio(theirs, cold),
+                                f"x cold {mode} if 1 check": _ratio(theirs, {"seconds": cold["one check"]})})
             if "in-process" in args.starts:
                 ours = run_ours(name, warm=False)
                 warm = run_ours(name, warm=True)
