@@ -22,8 +22,9 @@ template's probe runs as a worker's does; a first-ever worker loads them, ~0.8 s
   ``--pytorch-modes default``, PyTorch's default mode (a fresh subprocess per candidate).
   Beside ours, ``1 check cold s`` times ``python repro.py`` on that unminified repro (a fresh
   process judging the whole graph once), and ``x cold ... if 1 check`` divides PyTorch's time by
-  it: the ratio a minifier started cold would reach if it cost no more than seeing the failure
-  once, the ceiling of the cold ratio on the machine.
+  it: the ratio a minifier started cold would reach if it cost what seeing the failure once in
+  a fresh process costs. Not a ceiling: a minifier can overlap its worker's imports with its own
+  start (ours does), but it tells how much room a machine's fixed costs leave.
 * ``in-process``: torch already imported, from the call to the written repro: ``minify()``
   with its worker started by the call (``ours``) and with a worker already warm (``ours warm``),
   against PyTorch's ``minify --no-isolate`` run in this process.
@@ -240,8 +241,8 @@ def run_ours_cold(name: str, workdir: Path) -> dict[str, Any]:
 
 def one_check_cold(repro: Path) -> float:
     """Seconds a fresh process takes to import torch and judge the whole graph once (``python
-    repro.py``: one compile, the eager run, the comparison), with a fresh Inductor cache: the
-    least any minifier started cold pays, since it must see the failure at least once."""
+    repro.py``: one compile, the eager run, the comparison, one after the other), with a fresh
+    Inductor cache: what seeing the failure once costs from a cold start."""
     with fresh_cache(in_process=False) as cache:
         env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": cache}
         start = time.perf_counter()

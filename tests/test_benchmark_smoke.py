@@ -105,7 +105,7 @@ def test_statement_filter_keeps_computation_and_drops_structure():
 def test_minifier_benchmark_smoke_prints_its_table(smoke):
     stdout = smoke("minifier_vs_pytorch.py")
     assert "tutorial" in stdout and "ours compiles" in stdout and "ours warm s" in stdout
-    assert "1 check cold s" in stdout  # the cold ceiling: one fresh-process check of the whole graph
+    assert "1 check cold s" in stdout  # one fresh-process check of the whole graph, beside ours cold
     assert "speed-up vs 1 worker(s)" in stdout  # the scaling table: one and two workers
 
 
