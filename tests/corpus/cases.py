@@ -401,3 +401,112 @@ def _swin() -> Workload:
 def _distilbert_train() -> Workload:
     return _language_model("DistilBertConfig", "DistilBertForMaskedLM", True, vocab_size=128,
                            max_position_embeddings=64, dim=32, n_layers=2, n_heads=2, hidden_dim=64)
+
+
+# -- added in session 26: models and paths the cases above do not reach ------------------------------
+class TinyUNet(nn.Module):
+    """Encoder-decoder: group and instance norm, max pool, transposed conv, bilinear upsampling, skip concat."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.down = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.GroupNorm(2, 8), nn.SiLU())
+        self.pool = nn.MaxPool2d(2)
+        self.mid = nn.Sequential(nn.Conv2d(8, 16, 3, padding=1), nn.InstanceNorm2d(16, affine=True), nn.LeakyReLU(0.1))
+        self.up = nn.ConvTranspose2d(16, 8, 2, stride=2)
+        self.out = nn.Conv2d(16, 2, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        d = self.down(x)
+        m = self.mid(self.pool(d))
+        u = self.up(m) + F.interpolate(m[:, :8], scale_factor=2, mode="bilinear", align_corners=False)
+        return self.out(torch.cat([u, d], dim=1))
+
+
+@case("unet_train")
+def _unet_train() -> Workload:
+    return Workload(TinyUNet().train(), [(torch.randn(2, 3, 16, 16),)], train=True, loss=_mean_loss)
+
+
+def scan_sort_ops(x: torch.Tensor, idx: torch.Tensor, w: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    """Scans, sorts, top-k, scatter-reduce, Welford reductions, embedding bags, bucketize, NaN handling."""
+    c = torch.cumsum(x, dim=1)
+    top = torch.topk(x, 3, dim=1).values
+    s = torch.sort(x, dim=1, descending=True).values[:, :2]
+    am = torch.argmax(x, dim=1)
+    red = torch.zeros(4, x.shape[1]).scatter_reduce(0, idx, x, reduce="amax", include_self=False)
+    lse = torch.logsumexp(x, dim=1)
+    var, mean = torch.var_mean(x, dim=0, correction=1)
+    bag = F.embedding_bag(idx[:, :3].reshape(-1) % w.shape[0], w, torch.arange(0, idx.shape[0] * 3, 3), mode="sum")
+    b = torch.bucketize(x, torch.tensor([-1.0, 0.0, 1.0]))
+    nanny = torch.where(x > 1.5, torch.full_like(x, float("nan")), x).nan_to_num(0.0)
+    return c, top, s, am, red, lse, var + mean, bag, b, nanny.pow(3), torch.remainder(x, 0.7)
+
+
+@case("scan_sort_ops")
+def _scan_sort_ops() -> Workload:
+    x = torch.randn(8, 10)
+    idx = torch.randint(0, 4, (8, 10))
+    return Workload(scan_sort_ops, [(x, idx, torch.randn(20, 6))])
+
+
+@case("torch_transformer_train")
+def _torch_transformer_train() -> Workload:
+    layer = nn.TransformerEncoderLayer(32, 2, 64, dropout=0.0, batch_first=True, norm_first=True)
+    model = nn.TransformerEncoder(layer, 2, enable_nested_tensor=False).train()
+    return Workload(model, [(torch.randn(2, 10, 32),)], train=True, loss=_mean_loss)
+
+
+@case("gpt2_dynamic_train", nondeterministic=_ATOMIC_EMBEDDING)
+def _gpt2_dynamic_train() -> Workload:
+    import transformers
+
+    model = transformers.GPT2LMHeadModel(transformers.GPT2Config(**_GPT2)).train()
+    return Workload(model, [(_tokens(length=8),), (_tokens(length=12),)], train=True, loss=_mean_loss,
+                    compile_kwargs={"dynamic": True})
+
+
+@case("whisper")
+def _whisper() -> Workload:
+    from transformers import WhisperConfig, WhisperForConditionalGeneration
+
+    config = WhisperConfig(vocab_size=128, num_mel_bins=8, encoder_layers=1, decoder_layers=1, d_model=32,
+                           encoder_attention_heads=2, decoder_attention_heads=2, encoder_ffn_dim=64,
+                           decoder_ffn_dim=64, max_source_positions=16, max_target_positions=16,
+                           pad_token_id=0, bos_token_id=0, eos_token_id=0, decoder_start_token_id=0)
+    model = WhisperForConditionalGeneration(config).eval()
+    return Workload(model, [()], kwargs={"input_features": torch.randn(2, 8, 32),
+                                         "decoder_input_ids": _tokens(length=6)})
+
+
+@case("deberta_train", nondeterministic=_ATOMIC_EMBEDDING)
+def _deberta_train() -> Workload:
+    return _language_model("DebertaV2Config", "DebertaV2ForMaskedLM", True, vocab_size=128,
+                           max_position_embeddings=64, relative_attention=True, position_buckets=8,
+                           pos_att_type=["p2c", "c2p"], **_TINY)
+
+
+@case("clip_text")
+def _clip_text() -> Workload:
+    from transformers import CLIPTextConfig, CLIPTextModel
+
+    config = CLIPTextConfig(vocab_size=128, max_position_embeddings=32, **_TINY)
+    return Workload(CLIPTextModel(config).eval(), [(_tokens(),)])
+
+
+class AutocastMLP(nn.Module):
+    """A bfloat16 autocast region inside the model: casts in and out of it, in a training step."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.a = nn.Linear(16, 32)
+        self.b = nn.Linear(32, 8)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            h = F.gelu(self.a(x))
+            return self.b(h).float().log_softmax(-1)
+
+
+@case("autocast_train")
+def _autocast_train() -> Workload:
+    return Workload(AutocastMLP().train(), [(torch.randn(6, 16),)], train=True, loss=_mean_loss)
