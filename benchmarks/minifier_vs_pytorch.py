@@ -185,6 +185,17 @@ def fresh_cache(in_process: bool = True) -> Iterator[str]:
             yield directory
 
 
+def timed_cold_run(command: list[str], *, cwd: Path, env: dict[str, str] | None = None,
+                   timeout: float | None = None) -> tuple[subprocess.CompletedProcess, float]:
+    """Run ``command`` in a fresh process with a fresh Inductor cache (:func:`fresh_cache`) and
+    ``env`` (default: this process's); return it and its wall seconds."""
+    with fresh_cache(in_process=False) as cache:
+        env = {**(os.environ if env is None else env), "TORCHINDUCTOR_CACHE_DIR": cache}
+        start = time.perf_counter()
+        proc = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+        return proc, time.perf_counter() - start
+
+
 # ----------------------------------------------------------------------------- ours
 
 def run_ours(name: str, *, warm: bool, workers: int | None = None) -> dict[str, Any]:
@@ -225,11 +236,7 @@ def run_ours_cold(name: str, workdir: Path) -> dict[str, Any]:
     with getattr(ib.faults, fault)():  # no strategies: the repro holds the whole failing graph
         whole = minify(gm, inputs, check=_check(name), strategies=[], repro_dir=case_dir, echo=lambda line: None)
     command = [sys.executable, "-m", "minifier", str(whole.repro_path), "--out", str(case_dir / "minified")]
-    with fresh_cache(in_process=False) as cache:
-        env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": cache}
-        start = time.perf_counter()
-        proc = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, env=env)
-        seconds = time.perf_counter() - start
+    proc, seconds = timed_cold_run(command, cwd=ROOT)
     if proc.returncode != 0:
         raise RuntimeError(f"cold run of {name} failed:\n{proc.stderr[-3000:]}")
     summary = re.search(r"(\d+) -> (\d+) nodes in [\d.]+ s, (\d+) compiles", proc.stdout)
@@ -243,11 +250,7 @@ def one_check_cold(repro: Path) -> float:
     """Seconds a fresh process takes to import torch and judge the whole graph once (``python
     repro.py``: one compile, the eager run, the comparison, one after the other), with a fresh
     Inductor cache: what seeing the failure once costs from a cold start."""
-    with fresh_cache(in_process=False) as cache:
-        env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": cache}
-        start = time.perf_counter()
-        proc = subprocess.run([sys.executable, str(repro)], capture_output=True, text=True, cwd=ROOT, env=env)
-        seconds = time.perf_counter() - start
+    proc, seconds = timed_cold_run([sys.executable, str(repro)], cwd=ROOT)
     if "REPRODUCES" not in proc.stdout:
         raise RuntimeError(f"the unminified repro {repro} did not reproduce:\n"
                            f"{proc.stdout[-2000:]}{proc.stderr[-2000:]}")
@@ -296,11 +299,7 @@ def run_pytorch(name: str, isolate: bool, workdir: Path) -> dict[str, Any]:
     env["TORCHINDUCTOR_FX_GRAPH_CACHE"] = "0"
     env["TORCHINDUCTOR_AUTOGRAD_CACHE"] = "0"
     command = [sys.executable, "repro.py", "minify"] + ([] if isolate else ["--no-isolate"])
-    with fresh_cache(in_process=False) as cache:
-        env["TORCHINDUCTOR_CACHE_DIR"] = cache
-        start = time.perf_counter()
-        proc = subprocess.run(command, cwd=case_dir, env=env, capture_output=True, text=True, timeout=3600)
-        seconds = time.perf_counter() - start
+    proc, seconds = timed_cold_run(command, cwd=case_dir, env=env, timeout=3600)
     return _pytorch_result(name, case_dir, seconds, proc.stderr, proc.returncode == 0)
 
 
