@@ -403,7 +403,8 @@ def _distilbert_train() -> Workload:
                            max_position_embeddings=64, dim=32, n_layers=2, n_heads=2, hidden_dim=64)
 
 
-# -- added in session 26: models and paths the cases above do not reach ------------------------------
+# -- more models and codegen paths: norms, upsampling, scans and sorts, autocast, encoder-decoders --
+
 class TinyUNet(nn.Module):
     """Encoder-decoder: group and instance norm, max pool, transposed conv, bilinear upsampling, skip concat."""
 
