@@ -19,7 +19,7 @@ from ._seams import inside_compile, is_aten_op, op_defining_module, propagate_sy
 from .checks import Failure
 from .context import CarriedContext, current_context
 from .graph import Candidate, GraphSlicer, InvalidCandidate, inline_ordering_wrappers, record_values
-from .judge import ACCURACY, INVALID, NONDETERMINISTIC, UNLOADABLE, judge
+from .judge import ACCURACY, CRASH, INVALID, NONDETERMINISTIC, TIMEOUT, UNLOADABLE, judge
 from .outcome import Outcome
 from .speculation import SPECULATE_UP_TO, Pending, cancel, first_half_guesses, single_nodes, speculate
 from .strategies import CLOSING, FIRST_DIVERGENCE, OPENING, STRATEGIES, divergence_probe
@@ -575,6 +575,8 @@ def _confirm(run: _Run, chosen: Sequence[str],
     if not run.check.accepts_original(original):
         cancel(pending, run.discard)
         detail = original.signature or original.message[:300]
+        if original.kind in (TIMEOUT, CRASH):  # where it hung or how it died (the worker's stacks, its log)
+            detail = original.message[:6000]
         raise NotFailingError(f"minify: the graph does not fail as {run.check.describe()} expects: it gives "
                               f"{original.kind!r}{': ' + detail if detail else ''}{_undecomposed_hint(original)}")
     detail = "; ".join(original.details) if original.is_accuracy else original.signature

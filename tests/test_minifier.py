@@ -485,6 +485,9 @@ def test_hanging_candidates_are_killed_after_the_timeout(out):
                              timeout=8, repro_dir=out, echo=lambda s: None))
     assert result.original.kind == "timeout"
     assert OPS(result) == ["aten.neg.default"] and result.reproduced
+    # Before the kill the worker wrote where it hung: the compiled graph's call, run by the judge.
+    assert "where it was" in result.original.message, result.original.message
+    assert "in call" in result.original.message and "in run_seeded" in result.original.message
 
 
 # --------------------------------------------------------------------------- repros and CLI

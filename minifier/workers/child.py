@@ -16,15 +16,18 @@ are 9 bytes (an op byte and a signed 64-bit argument), answers 8 bytes:
 - ``R`` pid: wait for that worker to end; answers its exit code (``-signal`` when a signal killed it).
 
 Anything the compiler or the graph prints goes to stderr (a log file the parent reads when a
-worker dies).
+worker dies). ``SIGUSR1`` writes every thread's Python stack there (the parent sends it to a
+worker that overran its timeout, before killing it, so the outcome says where it hung).
 """
 
 from __future__ import annotations
 
+import faulthandler
 import gc
 import importlib
 import os
 import pickle
+import signal
 import socket
 import struct
 import sys
@@ -244,6 +247,8 @@ def _niced(nice: int, work: Callable[[], int]) -> int:
 def main() -> int:
     replies = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)  # stray prints (compilers, graphs) must not corrupt the protocol
+    if hasattr(signal, "SIGUSR1"):  # forked workers inherit it
+        faulthandler.register(signal.SIGUSR1, file=sys.stderr, all_threads=True)
     requests = sys.stdin.buffer
     setup = read_message(requests) or {}
     control = setup.get("control")

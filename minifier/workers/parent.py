@@ -145,7 +145,35 @@ class _Judging:
     def log_tail(self, chars: int = 2000) -> str:
         raise NotImplementedError
 
+    def _log_path(self) -> Optional[str]:
+        raise NotImplementedError
+
+    def _signal(self, number: int) -> None:
+        raise NotImplementedError
+
     # -- shared
+    def stacks(self, settle: float = 2.0) -> str:
+        """Every thread's Python stack in this (hung) worker, as it writes them on ``SIGUSR1``;
+        empty where that cannot be had. Waits up to ``settle`` seconds for the dump to finish."""
+        path = self._log_path()
+        if path is None or not hasattr(signal, "SIGUSR1"):
+            return ""
+        try:
+            before = os.path.getsize(path)
+            self._signal(signal.SIGUSR1)
+            size, deadline = before, time.monotonic() + settle
+            while time.monotonic() < deadline:
+                time.sleep(0.1)
+                now = os.path.getsize(path)
+                if now > before and now == size:  # written, and no longer growing
+                    break
+                size = now
+            with open(path, "rb") as log:
+                log.seek(before)
+                return log.read(20000).decode(errors="replace").strip()
+        except OSError:
+            return ""
+
     def wait_ready(self, timeout: float = 600.0) -> None:
         if self.ready:
             return
@@ -178,8 +206,10 @@ class _Judging:
                 send_encoded(requests, request)
                 reply = _read_within(replies, timeout)
             except TimeoutError:
+                stacks = self.stacks()
                 self.kill()
-                return outcome(TIMEOUT, "timeout", f"no answer within {timeout:.0f} s; worker killed",
+                return outcome(TIMEOUT, "timeout", f"no answer within {timeout:.0f} s; worker killed"
+                               + (f"; where it was:\n{stacks}" if stacks else ""),
                                seconds=time.perf_counter() - start)
             except (BrokenPipeError, EOFError, ValueError):  # the worker died (or was discarded) meanwhile
                 reply = None
@@ -210,6 +240,13 @@ class Worker(_Judging):
 
     def log_tail(self, chars: int = 2000) -> str:
         return _read_log_tail(self.log, chars)
+
+    def _log_path(self) -> Optional[str]:
+        return self.log.name
+
+    def _signal(self, number: int) -> None:
+        if self.alive():
+            self.process.send_signal(number)
 
     def kill(self) -> None:
         if self.alive():
@@ -373,6 +410,15 @@ class ForkedWorker(_Judging):
 
     def log_tail(self, chars: int = 2000) -> str:
         return (self._spawned or self.zygote).log_tail(chars)
+
+    def _log_path(self) -> Optional[str]:
+        return (self._spawned or self.zygote).log.name  # a forked worker writes to its zygote's log
+
+    def _signal(self, number: int) -> None:
+        if self._spawned is not None:
+            self._spawned._signal(number)
+        elif self.pid is not None and not self._dead:
+            os.kill(self.pid, number)
 
     def kill(self) -> None:
         if self._spawned is not None:
