@@ -443,6 +443,46 @@ def test_a_zygote_forks_workers_that_judge_and_report_how_they_died():
     assert zygote.process.returncode == 0
 
 
+def test_a_zygote_waits_for_a_joined_thread_to_end_natively_before_it_forks():
+    """``join`` returns before a thread's native exit (its thread-local destructors: MKL's frees
+    buffers there under spinlocks a fork would copy held). A destructor that sleeps a second stands
+    in for a slow one: the zygote's check must wait for the kernel to drop the thread, while
+    threads Python did not start (OpenBLAS's, OpenMP's) are not waited for."""
+    import subprocess
+    import sys
+
+    if not sys.platform.startswith("linux"):
+        pytest.skip("the kernel's thread list is read from /proc")
+    script = """
+import ctypes, os, threading, time
+from minifier.workers.thread_exits import started_threads_ended, track_thread_starts
+track_thread_starts()
+libc = ctypes.CDLL(None, use_errno=True)
+key = ctypes.c_uint()
+assert libc.pthread_key_create(ctypes.byref(key), ctypes.cast(libc.sleep, ctypes.c_void_p)) == 0
+ids = []
+def slow_exit():
+    ids.append(threading.get_native_id())
+    libc.pthread_setspecific(key, ctypes.c_void_p(1))  # at exit: sleep(1)
+t = threading.Thread(target=slow_exit)
+t.start(); t.join()
+assert threading.active_count() == 1
+assert str(ids[0]) in os.listdir("/proc/self/task")  # joined, yet still running natively
+assert not started_threads_ended(within=0.0)
+began = time.monotonic()
+assert started_threads_ended(within=10.0) and time.monotonic() - began > 0.3
+assert str(ids[0]) not in os.listdir("/proc/self/task")
+import torch
+torch.set_num_threads(2)
+torch.mm(torch.randn(512, 512), torch.randn(512, 512))  # OpenMP's pool: native threads of its own
+assert len(os.listdir("/proc/self/task")) > 1 and started_threads_ended(within=0.0)
+print("ok")
+"""
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
+                          cwd=Path(__file__).resolve().parent.parent)
+    assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr[-2000:]
+
+
 def test_a_zygote_that_cannot_fork_falls_back_to_spawned_workers(monkeypatch):
     """A zygote refuses to fork while threads run in it: that worker is spawned instead, and so
     is every later one."""

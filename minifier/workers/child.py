@@ -12,7 +12,8 @@ process that has run OpenMP code cannot fork safely) and forks judging workers o
 a copy of its warm state that starts in milliseconds instead of seconds. On the socket, requests
 are 9 bytes (an op byte and a signed 64-bit argument), answers 8 bytes:
 
-- ``F`` with two file descriptors attached (requests, replies): fork a worker serving them; answers its pid;
+- ``F`` with two file descriptors attached (requests, replies): fork a worker serving them; answers its
+  pid, or -1 while a thread it started still runs (:mod:`.thread_exits`: forking then is unsafe);
 - ``R`` pid: wait for that worker to end; answers its exit code (``-signal`` when a signal killed it).
 
 Anything the compiler or the graph prints goes to stderr (a log file the parent reads when a
@@ -34,6 +35,8 @@ import sys
 import threading
 import time
 from typing import Any, BinaryIO, Callable, Optional
+
+from minifier.workers.thread_exits import started_threads_ended, track_thread_starts
 
 
 def read_frame(stream: BinaryIO) -> Optional[bytes]:
@@ -149,7 +152,7 @@ def serve_forks(control: socket.socket, closing: list[int]) -> int:
             return 0
         op, argument = data[:1], struct.unpack("<q", data[1:])[0]
         reap()
-        if op == b"F" and len(fds) == 2 and threading.active_count() == 1:  # forking with threads is unsafe
+        if op == b"F" and len(fds) == 2 and started_threads_ended(within=5.0):
             pid = os.fork()
             if pid == 0:  # the new worker
                 code = 1
@@ -252,8 +255,12 @@ def main() -> int:
     requests = sys.stdin.buffer
     setup = read_message(requests) or {}
     control = setup.get("control")
+    if control is not None:
+        track_thread_starts()  # a zygote forks only once every thread it started has ended natively
     start = time.perf_counter()
     setup_nice = _niced(int(setup.get("nice") or 0), lambda: _prepare(setup, control))
+    if control is not None:
+        started_threads_ended(within=30.0)  # the setup's threads finish ending before a fork is asked for
     write_message(replies, {"ready": True, "seconds": time.perf_counter() - start, "pid": os.getpid(),
                             "setup_nice": setup_nice})
     if control is None:
