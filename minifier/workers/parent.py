@@ -87,9 +87,11 @@ def _spawn(setup: WorkerSetup, control: Optional[socket.socket] = None) -> tuple
     env = dict(os.environ)
     env.update(dict(setup.env))
     env["PYTHONPATH"] = os.pathsep.join(p for p in (_PACKAGE_ROOT, env.get("PYTHONPATH")) if p)
-    log = tempfile.NamedTemporaryFile(prefix="minifier-worker-", suffix=".log", delete=False)
+    log = tempfile.TemporaryFile(prefix="minifier-worker-", suffix=".log")  # nameless: nothing left behind
     fds = (control.fileno(),) if control is not None else ()
-    process = subprocess.Popen([sys.executable, "-m", "minifier.workers.child"], stdin=subprocess.PIPE,
+    # The package imports .child before ``-m`` runs it as __main__; runpy warns about that in every log.
+    quiet = "ignore:'minifier.workers.child' found in sys.modules:RuntimeWarning"
+    process = subprocess.Popen([sys.executable, "-W", quiet, "-m", "minifier.workers.child"], stdin=subprocess.PIPE,
                                stdout=subprocess.PIPE, stderr=log, env=env, pass_fds=fds)
     write_message(process.stdin, {"imports": list(setup.imports), "path": list(sys.path), "warm": setup.warm,
                                   "control": fds[0] if fds else None, "nice": 19 if setup.low_priority else 0})
@@ -104,10 +106,19 @@ def _read_within(replies: Any, timeout: Optional[float]) -> Optional[Any]:
     return read_message(replies)
 
 
+def _log_size(log: Any) -> int:
+    return os.fstat(log.fileno()).st_size
+
+
+def _read_log(log: Any, start: int, size: int) -> str:
+    """``size`` bytes of a worker's log from byte ``start`` (the worker writes it; we only read)."""
+    return os.pread(log.fileno(), size, start).decode(errors="replace")
+
+
 def _read_log_tail(log: Any, chars: int) -> str:
     try:
-        return Path(log.name).read_text(errors="replace")[-chars:]
-    except OSError:
+        return _read_log(log, max(0, _log_size(log) - chars), chars)
+    except (OSError, ValueError):  # ValueError: the log was closed
         return ""
 
 
@@ -145,7 +156,7 @@ class _Judging:
     def log_tail(self, chars: int = 2000) -> str:
         raise NotImplementedError
 
-    def _log_path(self) -> Optional[str]:
+    def _log(self) -> Any:
         raise NotImplementedError
 
     def _signal(self, number: int) -> None:
@@ -155,23 +166,21 @@ class _Judging:
     def stacks(self, settle: float = 2.0) -> str:
         """Every thread's Python stack in this (hung) worker, as it writes them on ``SIGUSR1``;
         empty where that cannot be had. Waits up to ``settle`` seconds for the dump to finish."""
-        path = self._log_path()
-        if path is None or not hasattr(signal, "SIGUSR1"):
+        if not hasattr(signal, "SIGUSR1"):
             return ""
+        log = self._log()
         try:
-            before = os.path.getsize(path)
+            before = _log_size(log)
             self._signal(signal.SIGUSR1)
             size, deadline = before, time.monotonic() + settle
             while time.monotonic() < deadline:
                 time.sleep(0.1)
-                now = os.path.getsize(path)
+                now = _log_size(log)
                 if now > before and now == size:  # written, and no longer growing
                     break
                 size = now
-            with open(path, "rb") as log:
-                log.seek(before)
-                return log.read(20000).decode(errors="replace").strip()
-        except OSError:
+            return _read_log(log, before, 20000).strip()
+        except (OSError, ValueError):
             return ""
 
     def wait_ready(self, timeout: float = 600.0) -> None:
@@ -241,8 +250,8 @@ class Worker(_Judging):
     def log_tail(self, chars: int = 2000) -> str:
         return _read_log_tail(self.log, chars)
 
-    def _log_path(self) -> Optional[str]:
-        return self.log.name
+    def _log(self) -> Any:
+        return self.log
 
     def _signal(self, number: int) -> None:
         if self.alive():
@@ -263,10 +272,7 @@ class Worker(_Judging):
                     self.process.wait(timeout=5)
         except Exception:  # noqa: BLE001
             self.kill()
-        try:
-            os.unlink(self.log.name)
-        except OSError:
-            pass
+        self.log.close()
 
 
 class Zygote:
@@ -362,10 +368,7 @@ class Zygote:
                 self.process.wait(timeout=5)
         except Exception:  # noqa: BLE001
             self.process.kill()
-        try:
-            os.unlink(self.log.name)
-        except OSError:
-            pass
+        self.log.close()
 
 
 class ForkedWorker(_Judging):
@@ -411,8 +414,8 @@ class ForkedWorker(_Judging):
     def log_tail(self, chars: int = 2000) -> str:
         return (self._spawned or self.zygote).log_tail(chars)
 
-    def _log_path(self) -> Optional[str]:
-        return (self._spawned or self.zygote).log.name  # a forked worker writes to its zygote's log
+    def _log(self) -> Any:
+        return (self._spawned or self.zygote).log  # a forked worker writes to its zygote's log
 
     def _signal(self, number: int) -> None:
         if self._spawned is not None:
