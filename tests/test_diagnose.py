@@ -521,6 +521,40 @@ def test_the_command_diagnoses_the_tutorial_script_unchanged(tmp_path):
     assert f"run it: python found/repros/{repro.name}" in proc.stdout
 
 
+_RMS_NORM_SCRIPT = """\
+import torch
+
+
+class RMSNorm(torch.nn.Module):
+    def __init__(self, width):
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.ones(width))
+
+    def forward(self, x):
+        scale = torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6)
+        return x * scale * self.weight
+
+
+norm = torch.compile(RMSNorm(64))
+with torch.no_grad():
+    print(norm(torch.randn(8, 64)).sum())
+"""
+
+
+def test_the_command_injects_any_op_scaled_to_try_itself_on_a_users_model(tmp_path):
+    """``--fault OP*FACTOR``: a bug in an op the tutorial never had, on a model of the user's, with
+    no C++ written; a fault it cannot read is refused with what it accepts."""
+    script = tmp_path / "rms_norm.py"
+    script.write_text(_RMS_NORM_SCRIPT)
+    proc = _cli("--fault", "rsqrt*1.01", "--no-minify", str(script), cwd=tmp_path)
+    output = proc.stdout + proc.stderr
+    assert proc.returncode == 1, output
+    assert "first failing layer: inductor" in output and "culprit: rsqrt" in output
+    assert "scale = torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6)" in output
+    refused = _cli("--fault", "rsqrtt*1.01", str(script), cwd=tmp_path)
+    assert refused.returncode == 2 and "did you mean 'rsqrt'" in refused.stderr, refused.stdout + refused.stderr
+
+
 _KEYWORD_SCRIPT = """\
 import torch
 

@@ -57,6 +57,33 @@ def test_a_fault_reaches_a_vectorized_kernel_that_falls_back_to_the_scalar_lower
     torch.testing.assert_close(result, _rms_norm(x) * 2)
 
 
+@pytest.mark.parametrize("options", [None, {"cpp.simdlen": 1}], ids=["vectorized", "scalar"])
+def test_a_scaled_fault_wraps_the_ops_own_lowering_without_its_cpp_being_written(options):
+    """``{original}`` is what the replaced lowering writes for the same operands, so ``scaled``
+    makes any op wrong by a factor in both code generators (and the scalar fallback of a
+    vectorized kernel: rsqrt of a row's mean) without anyone writing that op's C++."""
+    x = torch.randn(8, 64)
+    _, (before,) = compile_and_run(_rms_norm, x, backend="inductor", options=options)
+    with ib.faults.scaled("rsqrt", 2.0) as fault:
+        result, (code,) = compile_and_run(_rms_norm, x, backend="inductor", options=options)
+    assert fault.name == "rsqrt scaled by 2" and fault.scalar == "{original} * decltype({original})(2.0)"
+    torch.testing.assert_close(result, _rms_norm(x) * 2)
+    assert "rsqrt" in code and "(2.0)" in code and "(2.0)" not in before
+    with ib.faults.doubling_neg(), ib.faults.scaled("neg", 3.0):  # stacked: it wraps the fault below it
+        stacked, _ = compile_and_run(_neg_and_exp, x, backend="inductor", options=options)
+    torch.testing.assert_close(stacked, 6 * x + torch.exp(x))
+
+
+def test_a_fault_named_on_the_command_line_is_a_preset_or_op_times_factor():
+    assert ib.faults.from_spec("doubling_neg").fault.name == "doubling neg"
+    assert ib.faults.from_spec("exp*1.5").fault.name == "exp scaled by 1.5"
+    for bad in ("exp", "exp*", "*2", "exp*two", "exp*nan"):
+        with pytest.raises(ValueError, match="OP\\*FACTOR|finite"):
+            ib.faults.from_spec(bad)
+    with pytest.raises(ib.faults.UnknownOpError, match="did you mean 'rsqrt'"):
+        ib.faults.from_spec("rsqrtt*2")
+
+
 def test_fault_never_served_from_or_written_into_the_caches():
     x = tutorial_inputs(torch.float32)
     compile_and_run(foo1, *x, backend="inductor")  # a cache entry for the good build may exist now

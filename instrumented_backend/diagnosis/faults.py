@@ -8,8 +8,11 @@ context (or the decorated function) runs::
         torch.compile(fn, backend="instrumented")(x)     # neg now doubles
 
 Templates are ``str.format`` patterns over the lowering's parameter names (``{x}`` for neg,
-``{a}``/``{b}`` for maximum) or positions (``{0}``). The two presets are the tutorial's bugs:
-:func:`cast_dropping_neg` (a C++ compile error on uint8) and :func:`doubling_neg` (wrong results).
+``{a}``/``{b}`` for maximum) or positions (``{0}``), and ``{original}``: what the lowering it
+replaces writes for the same operands, so any op can be made wrong without writing its C++
+(:func:`scaled`: ``{original} * decltype({original})(1.01)``). Two presets are the tutorial's
+bugs: :func:`cast_dropping_neg` (a C++ compile error on uint8) and :func:`doubling_neg` (wrong
+results). :func:`from_spec` reads a fault named on the command line (``diagnose --fault``).
 
 While a fault is active:
 
@@ -29,6 +32,7 @@ import difflib
 import inspect
 import json
 import os
+import string
 import threading
 from typing import Any, Iterator, Optional, Sequence
 
@@ -36,11 +40,12 @@ from ..seams import cpp_overrides
 from ..seams.caches import compile_caches_disabled
 from ..seams.inductor_options import inductor_config_patch
 
-__all__ = ["Fault", "bad_lowering", "SAME", "cast_dropping_neg", "doubling_neg", "active_faults", "patchable_ops",
-           "UnknownOpError", "ENV_VAR", "install_from_environment", "carried_context", "lowering_uses",
-           "reapplied"]
+__all__ = ["Fault", "bad_lowering", "SAME", "ORIGINAL", "cast_dropping_neg", "doubling_neg", "scaled", "from_spec",
+           "PRESETS", "active_faults", "patchable_ops", "UnknownOpError", "ENV_VAR", "install_from_environment",
+           "carried_context", "lowering_uses", "reapplied"]
 
 ENV_VAR = "INSTRUMENTED_BACKEND_FAULTS"
+ORIGINAL = "original"  # the template field for what the replaced lowering writes
 
 
 class UnknownOpError(ValueError):
@@ -88,11 +93,12 @@ def _validate(fault: Fault) -> list[str]:
         if template is None:
             continue
         try:
-            template.format(*names, **{n: n for n in names})
+            template.format(*names, **{ORIGINAL: ORIGINAL, **{n: n for n in names}})
         except (KeyError, IndexError) as exc:
             raise ValueError(
                 f"{label} {template!r} for {fault.op!r} uses {exc} but the lowering's parameters are "
-                f"{names} (write {{{names[0]}}} or {{0}})") from exc
+                f"{names} (write {{{names[0]}}} or {{0}}, or {{{ORIGINAL}}} for what the op's own lowering "
+                "writes)") from exc
     return names
 
 
@@ -109,12 +115,22 @@ def lowering_uses(fault: Fault) -> int:
     return _uses.get(_key(fault), 0)
 
 
-def _lowering(template: str, names: list[str], fault: Fault) -> staticmethod:
+def _uses_original(template: str) -> bool:
+    return any(field == ORIGINAL for _, field, _, _ in string.Formatter().parse(template))
+
+
+def _lowering(template: str, names: list[str], fault: Fault, replaced: Any) -> staticmethod:
+    """The lowering that writes ``template``; ``replaced`` (the staticmethod it replaces) fills
+    ``{original}``, called on the same operands, so whatever it emits is emitted as before."""
     key = _key(fault)
+    original = replaced.__func__ if _uses_original(template) else None
 
     def lowering(*args: Any) -> str:
         _uses[key] = _uses.get(key, 0) + 1
-        return template.format(*args, **dict(zip(names, args)))
+        fields = dict(zip(names, args))
+        if original is not None:
+            fields[ORIGINAL] = original(*args)
+        return template.format(*args, **fields)
 
     # The lowering it replaces keeps its signature: the seam check and a fault stacked on top of
     # this one (the same op or another) read the parameter names from whatever is installed.
@@ -140,8 +156,9 @@ def _patched_overrides(fault: Fault, names: list[str]) -> Iterator[None]:
     for flavour, template in ((cpp_overrides.SCALAR, fault.scalar),
                               (cpp_overrides.VECTORIZED, fault.vectorized or fault.scalar)):
         own = cpp_overrides.defines(flavour, fault.op)
-        saved.append((flavour, own, cpp_overrides.get_override(flavour, fault.op) if own else None))
-        cpp_overrides.set_override(flavour, fault.op, _lowering(template, names, fault))
+        replaced = cpp_overrides.get_override(flavour, fault.op)  # its own, or the one it inherits
+        saved.append((flavour, own, replaced if own else None))
+        cpp_overrides.set_override(flavour, fault.op, _lowering(template, names, fault, replaced))
     try:
         yield
     finally:
@@ -275,6 +292,37 @@ def doubling_neg(**kwargs: Any) -> bad_lowering:
     """The tutorial's accuracy bug: ``neg`` lowered to ``2 * x``, so float results are wrong."""
     return bad_lowering("neg", "decltype({x})(2 * {x})", vectorized="decltype({x})({x} + {x})",
                         name="doubling neg", **kwargs)
+
+
+def scaled(op: str, factor: float, **kwargs: Any) -> bad_lowering:
+    """``op`` computed as Inductor computes it, times ``factor``, in scalar and vectorized kernels:
+    a wrong result in any op with a floating-point result, without writing its C++
+    (``scaled("rsqrt", 1.01)``: every normalisation 1% off). ``kwargs`` go to :class:`bad_lowering`."""
+    factor = float(factor)
+    if factor != factor or factor in (float("inf"), float("-inf")):
+        raise ValueError(f"scaled({op!r}, {factor}): the factor must be a finite number")
+    template = f"{{{ORIGINAL}}} * decltype({{{ORIGINAL}}})({factor!r})"
+    kwargs.setdefault("name", f"{op} scaled by {factor:g}")
+    return bad_lowering(op, template, vectorized=SAME, **kwargs)
+
+
+PRESETS = {"doubling_neg": doubling_neg, "cast_dropping_neg": cast_dropping_neg}
+
+
+def from_spec(spec: str) -> bad_lowering:
+    """The fault a command line names: a preset (``doubling_neg``, ``cast_dropping_neg``) or
+    ``OP*FACTOR`` (:func:`scaled`, e.g. ``rsqrt*1.01``). Raises ValueError saying what it accepts."""
+    if spec in PRESETS:
+        return PRESETS[spec]()
+    op, star, factor = spec.partition("*")
+    try:
+        value = float(factor) if star and op.strip() else None
+    except ValueError:
+        value = None
+    if value is None:
+        raise ValueError(f"unknown fault {spec!r}: expected {' or '.join(PRESETS)}, or OP*FACTOR "
+                         "(that op's result scaled, e.g. rsqrt*1.01)")
+    return scaled(op.strip(), value)
 
 
 _environment_stack: Optional[contextlib.ExitStack] = None

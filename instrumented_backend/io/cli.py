@@ -111,7 +111,12 @@ def _diagnose_here(args: argparse.Namespace) -> int:
 
     with contextlib.ExitStack() as stack:
         if args.fault:
-            stack.enter_context(getattr(faults, args.fault)())
+            try:
+                fault = faults.from_spec(args.fault)
+            except ValueError as exc:  # UnknownOpError too: it names the ops that come close
+                print(f"instrumented_backend diagnose: --fault: {exc}", file=sys.stderr)
+                return 2
+            stack.enter_context(fault)
         try:
             results = diagnose_script(args.script, list(args.script_args), out_dir=args.out,
                                       minify=not args.no_minify)
@@ -208,8 +213,10 @@ _RUN_OPTIONS: list[tuple[str, dict[str, Any]]] = [
 _DIAGNOSE_OPTIONS: list[tuple[str, dict[str, Any]]] = [
     ("--out", dict(metavar="DIR", default="diagnosis", help="where the reports and the repro go (default diagnosis)")),
     ("--no-minify", dict(action="store_true", default=False, help="skip the minimal repro")),
-    ("--fault", dict(choices=("doubling_neg", "cast_dropping_neg"), default=None,
-                     help="inject one of the tutorial's codegen bugs first (for demos and trying the tool)")),
+    ("--fault", dict(metavar="FAULT", default=None,
+                     help="inject a codegen bug first (for demos and trying the tool on your model): the "
+                          "tutorial's doubling_neg or cast_dropping_neg, or OP*FACTOR, that op's result "
+                          "scaled (e.g. 'rsqrt*1.01')")),
 ]
 _PROFILE_OPTIONS: list[tuple[str, dict[str, Any]]] = [
     ("--warmup", dict(type=int, default=10, help="warm-up calls before timing (default 10)")),
