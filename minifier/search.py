@@ -574,9 +574,9 @@ def _confirm(run: _Run, chosen: Sequence[str],
         raise UnbuildableGraph(original.message)
     if not run.check.accepts_original(original):
         cancel(pending, run.discard)
-        detail = original.signature or original.message[:300]
-        if original.kind in (TIMEOUT, CRASH):  # where it hung or how it died (the worker's stacks, its log)
-            detail = original.message[:6000]
+        # A timeout or crash: where it hung or how it died (the worker's stacks, its log), in full.
+        detail = (original.message[:6000] if original.kind in (TIMEOUT, CRASH)
+                  else original.signature or original.message[:300])
         raise NotFailingError(f"minify: the graph does not fail as {run.check.describe()} expects: it gives "
                               f"{original.kind!r}{': ' + detail if detail else ''}{_undecomposed_hint(original)}")
     detail = "; ".join(original.details) if original.is_accuracy else original.signature

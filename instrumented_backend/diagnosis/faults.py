@@ -31,6 +31,7 @@ import dataclasses
 import difflib
 import inspect
 import json
+import math
 import os
 import string
 import threading
@@ -299,7 +300,7 @@ def scaled(op: str, factor: float, **kwargs: Any) -> bad_lowering:
     a wrong result in any op with a floating-point result, without writing its C++
     (``scaled("rsqrt", 1.01)``: every normalisation 1% off). ``kwargs`` go to :class:`bad_lowering`."""
     factor = float(factor)
-    if factor != factor or factor in (float("inf"), float("-inf")):
+    if not math.isfinite(factor):
         raise ValueError(f"scaled({op!r}, {factor}): the factor must be a finite number")
     template = f"{{{ORIGINAL}}} * decltype({{{ORIGINAL}}})({factor!r})"
     kwargs.setdefault("name", f"{op} scaled by {factor:g}")

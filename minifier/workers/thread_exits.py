@@ -6,7 +6,7 @@ spinlocks of its memory manager. A fork in that window copies a held lock into t
 first matrix multiply then spins forever. The window is microseconds on an idle machine and
 seconds under load when the ending thread is niced to 19 (a zygote started ahead of need does its
 imports on such a thread): the cause of a minifier worker found hung in MKL's allocator
-(``mm_account_ptr_by_tid``) with every lock of its memory book held.
+(``mm_account_ptr_by_tid``) with 248 of its memory book's 1024 locks held and none in its zygote.
 
 So a zygote notes the kernel thread id of every thread started through :mod:`threading`
 (:func:`track_thread_starts`) and, before forking, waits until the kernel lists none of them any
