@@ -26,8 +26,11 @@ template's probe runs as a worker's does; a first-ever worker loads them, ~0.8 s
   a fresh process costs. Not a ceiling: a minifier can overlap its worker's imports with its own
   start (ours does), but it tells how much room a machine's fixed costs leave.
 * ``in-process``: torch already imported, from the call to the written repro: ``minify()``
-  with its worker started by the call (``ours``) and with a worker already warm (``ours warm``),
-  against PyTorch's ``minify --no-isolate`` run in this process.
+  with its worker started by the call (``ours``: its zygote a fork of this process, as ``minify()``
+  starts one where that is safe; ``started`` says whether it was), the same with the zygote
+  spawned afresh (``ours spawned``, ``MINIFIER_FORK_CALLER=0``: it imports torch and Inductor
+  first) and with a worker already warm (``ours warm``), against PyTorch's
+  ``minify --no-isolate`` run in this process.
 
 ``--workers 1 2`` also times ours in-process (warm workers) with one and with two workers judging
 candidates side by side, on the cases named by ``--scaling-cases``.
@@ -198,24 +201,36 @@ def timed_cold_run(command: list[str], *, cwd: Path, env: dict[str, str] | None 
 
 # ----------------------------------------------------------------------------- ours
 
-def run_ours(name: str, *, warm: bool, workers: int | None = None) -> dict[str, Any]:
+def run_ours(name: str, *, warm: bool, workers: int | None = None, spawn: bool = False) -> dict[str, Any]:
     """Minify one case in this process, from the call to the written repro. ``warm``: a worker
-    pool already started (and its first compile paid) before the clock starts; else none exists."""
+    pool already started (and its first compile paid) before the clock starts; else none exists,
+    and ``minify()`` forks this process as its zygote, or spawns one with ``spawn``."""
     import instrumented_backend as ib
     from minifier import current_context, minify, prewarm
     from minifier.workers import WorkerSetup, pool
 
     gm, inputs, fault = make_case(name)
     pool.shutdown()  # every worker inherits this run's fresh cache directory
-    with getattr(ib.faults, fault)(), fresh_cache(), tempfile.TemporaryDirectory() as out:
-        if warm:
-            prewarm(WorkerSetup.for_context(current_context())).wait_ready()
-        start = time.perf_counter()
-        result = minify(gm, inputs, check=_check(name), repro_dir=out, echo=lambda line: None, workers=workers)
-        seconds = time.perf_counter() - start
+    pool.caller_fork_refusal = None
+    before = os.environ.get("MINIFIER_FORK_CALLER")
+    os.environ["MINIFIER_FORK_CALLER"] = "0" if spawn else "1"
+    try:
+        with getattr(ib.faults, fault)(), fresh_cache(), tempfile.TemporaryDirectory() as out:
+            if warm:
+                prewarm(WorkerSetup.for_context(current_context())).wait_ready()
+            start = time.perf_counter()
+            result = minify(gm, inputs, check=_check(name), repro_dir=out, echo=lambda line: None, workers=workers)
+            seconds = time.perf_counter() - start
+    finally:
+        os.environ.pop("MINIFIER_FORK_CALLER")
+        if before is not None:
+            os.environ["MINIFIER_FORK_CALLER"] = before
+    started = "warm" if warm else ("fork" if pool.caller_fork_refusal is None else "spawn")
     pool.shutdown()
     return {
         "seconds": seconds,
+        "started": started,
+        "refusal": pool.caller_fork_refusal,
         "candidates": result.compiles,
         "start": compute_nodes(gm),
         "final": result.final_nodes,
@@ -381,10 +396,14 @@ def main(argv: list[str]) -> int:
                                 f"x cold {mode} if 1 check": _ratio(theirs, {"seconds": cold["one check"]})})
             if "in-process" in args.starts:
                 ours = run_ours(name, warm=False)
+                spawned = run_ours(name, warm=False, spawn=True)
                 warm = run_ours(name, warm=True)
-                row.update({"ours in-proc s": ours["seconds"], "ours warm s": warm["seconds"],
+                row.update({"ours in-proc s": ours["seconds"], "started": ours["started"],
+                            "ours spawned s": spawned["seconds"], "ours warm s": warm["seconds"],
                             "ours final ops": ",".join(warm["ops"])})
-                for result in (ours, warm):
+                if ours["refusal"]:
+                    print(f"{name}: this process was not forked: {ours['refusal']}", file=sys.stderr)
+                for result in (ours, spawned, warm):
                     if not result["reproduced"]:
                         failures.append(f"{name}: our final graph did not re-check")
                 if not args.skip_pytorch:
@@ -392,7 +411,7 @@ def main(argv: list[str]) -> int:
                     if not theirs["ok"]:
                         failures.append(f"{name}: PyTorch's in-process run did not finish:\n{theirs['tail']}")
                     row.update({"pt in-proc s": theirs["seconds"], "x in-proc": _ratio(theirs, ours),
-                                "x in-proc (warm)": _ratio(theirs, warm)})
+                                "x in-proc (spawned)": _ratio(theirs, spawned), "x in-proc (warm)": _ratio(theirs, warm)})
             if name in TARGETS and not args.skip_pytorch:
                 row["target"] = f">= {TARGETS[name]:.0f}x"
             rows.append(row)

@@ -16,7 +16,7 @@ import torch
 
 __all__ = ["changed_inductor_config", "module_source", "inside_compile", "start_cpu_isa_probe", "is_aten_op",
            "symbolic_hint", "import_compiler", "op_defining_module", "ordering_wrapper",
-           "keep_fork_safe", "compile_without_threads", "propagate_symbolic_sizes", "check_seams",
+           "keep_fork_safe", "compile_without_threads", "idle_compile_pool_threads", "forget_compile_pool", "propagate_symbolic_sizes", "check_seams",
            "SeamMoved"]
 
 # Settings that say where or how to cache, not how to compile: never carried into a repro.
@@ -129,6 +129,29 @@ def compile_without_threads(module: torch.fx.GraphModule, inputs: list[Any]) -> 
 
     with config.patch(compile_threads=1, fx_graph_cache=False):
         compile_fx_inner(module, inputs)
+
+
+def idle_compile_pool_threads() -> Optional[set[int]]:
+    """Python thread idents of Inductor's compile thread pool (an empty set when it was never
+    started), or None while work is queued on it. Idle, its threads hold no lock: they wait on
+    the pool's queue, so a fork of this process is safe beside them (see :func:`forget_compile_pool`)."""
+    from torch._inductor.async_compile import AsyncCompile
+
+    if AsyncCompile.pool.cache_info().currsize == 0:
+        return set()
+    executor = AsyncCompile.pool()
+    if not executor._work_queue.empty():
+        return None
+    return {thread.ident for thread in list(executor._threads)}
+
+
+def forget_compile_pool() -> None:
+    """In a forked child: drop Inductor's compile thread pool, whose threads stayed in the parent
+    (work sent to it would wait forever); the next compile that wants one starts its own. Inductor
+    resets its process pools after a fork itself."""
+    from torch._inductor.async_compile import AsyncCompile
+
+    AsyncCompile.pool.cache_clear()
 
 
 class SeamMoved(RuntimeError):
@@ -250,6 +273,17 @@ def check_seams() -> None:
     if warm_pool is None or "TORCH_WARM_POOL" not in inspect.getsource(warm_pool):
         raise SeamMoved("torch._inductor.async_compile.maybe_warm_pool no longer reads TORCH_WARM_POOL "
                         "(the workers' zygote would start a compile pool and could not fork safely)")
+    pool = getattr(async_compile.AsyncCompile, "pool", None)
+    if not (hasattr(pool, "cache_info") and hasattr(pool, "cache_clear")):
+        raise SeamMoved("torch._inductor.async_compile.AsyncCompile.pool is no longer a cached function "
+                        "(a minifier zygote forked from the caller cannot drop the caller's compile threads)")
+    from concurrent.futures import ThreadPoolExecutor
+
+    executor = ThreadPoolExecutor(1)
+    executor.shutdown()
+    if not (hasattr(executor, "_work_queue") and hasattr(executor, "_threads")):
+        raise SeamMoved("ThreadPoolExecutor has no _work_queue and _threads: whether Inductor's compile "
+                        "thread pool is idle cannot be read")
     if "enable_autograd_cache" not in functorch_config.get_config_copy():
         raise SeamMoved("torch._functorch.config.enable_autograd_cache is gone (candidates turn it off)")
     try:

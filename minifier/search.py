@@ -480,7 +480,7 @@ def _open(module: torch.fx.GraphModule, inputs: Sequence[Any], *, check: Failure
     setup = WorkerSetup.for_context(context, warm=False)  # needed at once: no warm-up
     crashes_before = pool.crashes
     if isolate:
-        pool.get(setup)
+        pool.get(setup, fork_caller=True)  # this process has torch loaded: a fork of it needs no imports
     placeholders = [n for n in module.graph.nodes if n.op == "placeholder"]
     if (dynamic or dynamic_ints) and not all("val" in n.meta or "example_value" in n.meta for n in module.graph.nodes
                                              if n.op != "output"):

@@ -103,10 +103,14 @@ def test_statement_filter_keeps_computation_and_drops_structure():
 
 
 def test_minifier_benchmark_smoke_prints_its_table(smoke):
+    import re
+
     stdout = smoke("minifier_vs_pytorch.py")
     assert "tutorial" in stdout and "ours compiles" in stdout and "ours warm s" in stdout
     assert "1 check cold s" in stdout  # one fresh-process check of the whole graph, beside ours cold
     assert "speed-up vs 1 worker(s)" in stdout  # the scaling table: one and two workers
+    # started by the call, the zygote was a fork of the benchmark's process, not a fresh interpreter
+    assert "ours spawned s" in stdout and re.search(r"^tutorial\b.* fork ", stdout, re.MULTILINE), stdout
 
 
 def test_profile_overhead_benchmark_smoke_prints_its_ratio(smoke):

@@ -490,7 +490,7 @@ def test_a_zygote_that_cannot_fork_falls_back_to_spawned_workers(monkeypatch):
 
     class FakeZygote:
         def __init__(self, setup):
-            self.setup, self.can_fork = setup, True
+            self.setup, self.can_fork, self.from_caller = setup, True, False
 
         def alive(self):
             return True

@@ -40,7 +40,7 @@ def prewarm_worker() -> Optional[Any]:
 
         setup = WorkerSetup.for_context(current_context())
         already = pool.has(setup)
-        prewarm(setup)
+        prewarm(setup, fork_caller=True)  # a diagnosis starts outside any compile: a fork of this process
         return None if already else setup
     except Exception as exc:  # noqa: BLE001 - minification will start its own worker
         warn_once("minify_prewarm", f"could not start the minifier's worker early ({exc!r})")

@@ -7,8 +7,10 @@ one that overruns its timeout is killed, replaced, and reported as ``timeout``.
 
 On Linux, one *zygote* process per setup pays the imports
 once and never runs an op; every worker is forked from it, so a second worker (judging two
-candidates at once) or a replacement after a crash is ready in milliseconds. Elsewhere each
-worker is its own ``python -m minifier.workers.child`` process.
+candidates at once) or a replacement after a crash is ready in milliseconds. ``minify()`` called
+in a process that has torch loaded forks that process itself as the zygote where it is safe
+(:mod:`.caller_fork`), so even its first worker is ready in milliseconds. Elsewhere each worker is
+its own ``python -m minifier.workers.child`` process.
 """
 
 from __future__ import annotations
@@ -38,6 +40,9 @@ if TYPE_CHECKING:  # this module imports no torch: the CLI starts a worker befor
 __all__ = ["WorkerSetup", "Worker", "ForkedWorker", "Zygote", "WorkerPool", "pool", "prewarm"]
 
 _PACKAGE_ROOT = str(Path(__file__).resolve().parent.parent)
+# How much of a hung worker's stacks a timeout outcome keeps: the innermost frames come first, and
+# an outcome keeps only the end of a longer message (a zygote forked from the caller adds its frames).
+_STACKS_KEPT = 3000
 
 
 @dataclasses.dataclass(frozen=True)
@@ -218,7 +223,7 @@ class _Judging:
                 stacks = self.stacks()
                 self.kill()
                 return outcome(TIMEOUT, "timeout", f"no answer within {timeout:.0f} s; worker killed"
-                               + (f"; where it was:\n{stacks}" if stacks else ""),
+                               + (f"; where it was:\n{stacks[:_STACKS_KEPT]}" if stacks else ""),
                                seconds=time.perf_counter() - start)
             except (BrokenPipeError, EOFError, ValueError):  # the worker died (or was discarded) meanwhile
                 reply = None
@@ -279,16 +284,25 @@ class Zygote:
     """A process with torch, the setup's imports and Inductor loaded that forks workers on request.
 
     It never runs an op (OpenMP state does not survive a fork), so every worker it forks starts
-    from the same clean, warm state in milliseconds.
+    from the same clean, warm state in milliseconds. ``from_caller``: fork this process as the
+    zygote (raises :class:`~.caller_fork.CallerNotForkable` where that is not safe) instead of
+    spawning one that imports everything afresh.
     """
 
-    def __init__(self, setup: WorkerSetup) -> None:
+    def __init__(self, setup: WorkerSetup, *, from_caller: bool = False) -> None:
         self.setup = setup
-        self._control, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        try:
-            self.process, self.log = _spawn(setup, control=theirs)
-        finally:
-            theirs.close()
+        self.from_caller = from_caller
+        self.process: Any
+        if from_caller:
+            from .caller_fork import fork_zygote
+
+            self.process, self._control, self.log = fork_zygote(setup.imports, dict(setup.env))
+        else:
+            self._control, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                self.process, self.log = _spawn(setup, control=theirs)
+            finally:
+                theirs.close()
         self._lock = threading.Lock()
         self.ready = False
         self.setup_nice: Optional[int] = None  # the CPU niceness its imports and warm-up ran at
@@ -309,6 +323,10 @@ class Zygote:
             if reply is None:
                 code = self.process.wait()
                 raise RuntimeError(f"minifier worker failed to start ({_signal_name(code)}): {self.log_tail()}")
+            if not reply.get("ready", True):  # a copy of the caller that found it cannot serve
+                self.can_fork = False
+                self.process.wait()
+                raise ForkUnavailable(f"the minifier's zygote cannot serve: {reply.get('reason')}")
             self.ready = True
             self.setup_nice = reply.get("setup_nice")
 
@@ -363,7 +381,8 @@ class Zygote:
         """The zygote exits when its control socket closes; its workers live on until closed."""
         try:
             self._control.close()
-            self.process.stdin.close()
+            if self.process.stdin is not None:
+                self.process.stdin.close()
             if wait:
                 self.process.wait(timeout=5)
         except Exception:  # noqa: BLE001
@@ -464,20 +483,37 @@ class WorkerPool:
         self._zygotes: dict[tuple[Any, ...], Zygote] = {}
         self.forking = _can_fork() if fork is None else fork
         self.crashes = 0
+        self.caller_fork_refusal: Optional[str] = None  # why the last zygote was spawned, not forked from here
 
-    def _start(self, setup: WorkerSetup) -> _Judging:
+    def _new_zygote(self, setup: WorkerSetup, fork_caller: bool) -> Zygote:
+        if fork_caller:
+            from .caller_fork import CallerNotForkable
+
+            try:
+                return Zygote(setup, from_caller=True)
+            except CallerNotForkable as exc:
+                self.caller_fork_refusal = str(exc)
+        return Zygote(setup)
+
+    def _start(self, setup: WorkerSetup, fork_caller: bool = False) -> _Judging:
         zygote = self._zygotes.get(setup.key)
         if zygote is not None and not zygote.can_fork:
-            self.forking = False
+            if zygote.from_caller:  # a copy of this process that could not serve: spawn one instead
+                zygote.close(wait=False)
+                zygote = self._zygotes[setup.key] = Zygote(setup)
+            else:
+                self.forking = False
         if not self.forking:
             return Worker(setup)
         if zygote is None or not zygote.alive():
-            zygote = self._zygotes[setup.key] = Zygote(setup)
+            zygote = self._zygotes[setup.key] = self._new_zygote(setup, fork_caller)
         return ForkedWorker(setup, zygote)
 
-    def get(self, setup: WorkerSetup, slot: int = 0) -> _Judging:
+    def get(self, setup: WorkerSetup, slot: int = 0, *, fork_caller: bool = False) -> _Judging:
         """The worker numbered ``slot`` for ``setup``, started (not waited for) when there is none;
-        workers and zygotes of other setups are closed."""
+        workers and zygotes of other setups are closed. ``fork_caller``: a zygote this needs is
+        forked from this process where that is safe (:mod:`.caller_fork`), else spawned; only for
+        a caller outside any compile whose state a fresh worker shares."""
         with self._lock:
             for other in [k for k in self._workers if k[0] != setup.key]:
                 self._workers.pop(other).close(wait=False)  # it exits once its imports end; do not wait
@@ -487,7 +523,7 @@ class WorkerPool:
             if worker is None or not worker.alive():
                 if worker is not None:
                     worker.close()
-                worker = self._workers[(setup.key, slot)] = self._start(setup)
+                worker = self._workers[(setup.key, slot)] = self._start(setup, fork_caller)
             return worker
 
     def has(self, setup: WorkerSetup) -> bool:
@@ -544,9 +580,10 @@ pool = WorkerPool()
 atexit.register(pool.shutdown, wait=False)  # workers see their input close and exit on their own
 
 
-def prewarm(setup: WorkerSetup = WorkerSetup()) -> "_Judging":
+def prewarm(setup: WorkerSetup = WorkerSetup(), *, fork_caller: bool = False) -> "_Judging":
     """Start (or keep) the worker for ``setup`` now, so the first candidate does not wait for it.
 
     A worker started here runs at the lowest CPU priority: it must not slow the compile it
-    overlaps, and it only matters if that compile fails."""
-    return pool.get(dataclasses.replace(setup, low_priority=True))
+    overlaps, and it only matters if that compile fails. ``fork_caller``: its zygote is a fork of
+    this process where that is safe (no imports to pay; see :meth:`WorkerPool.get`)."""
+    return pool.get(dataclasses.replace(setup, low_priority=True), fork_caller=fork_caller)
