@@ -411,7 +411,8 @@ def main(argv: list[str]) -> int:
                     if not theirs["ok"]:
                         failures.append(f"{name}: PyTorch's in-process run did not finish:\n{theirs['tail']}")
                     row.update({"pt in-proc s": theirs["seconds"], "x in-proc": _ratio(theirs, ours),
-                                "x in-proc (spawned)": _ratio(theirs, spawned), "x in-proc (warm)": _ratio(theirs, warm)})
+                                "x in-proc (spawned)": _ratio(theirs, spawned),
+                                "x in-proc (warm)": _ratio(theirs, warm)})
             if name in TARGETS and not args.skip_pytorch:
                 row["target"] = f">= {TARGETS[name]:.0f}x"
             rows.append(row)

@@ -16,7 +16,8 @@ import torch
 
 __all__ = ["changed_inductor_config", "module_source", "inside_compile", "start_cpu_isa_probe", "is_aten_op",
            "symbolic_hint", "import_compiler", "op_defining_module", "ordering_wrapper",
-           "keep_fork_safe", "compile_without_threads", "idle_compile_pool_threads", "forget_compile_pool", "propagate_symbolic_sizes", "check_seams",
+           "keep_fork_safe", "compile_without_threads", "idle_compile_pool_threads", "forget_compile_pool",
+           "propagate_symbolic_sizes", "check_seams",
            "SeamMoved"]
 
 # Settings that say where or how to cache, not how to compile: never carried into a repro.
