@@ -25,7 +25,10 @@ template's probe runs as a worker's does; a first-ever worker loads them, ~0.8 s
   it: the ratio a minifier started cold would reach if it cost what seeing the failure once in
   a fresh process costs. Not a ceiling: a minifier can overlap its worker's imports with its own
   start (ours does), but it tells how much room a machine's fixed costs leave.
-* ``in-process``: torch already imported, from the call to the written repro: ``minify()``
+* ``in-process``: in a process that has seen the failure, as a user who calls a minifier has:
+  torch imported and the case's graph compiled once by Inductor with its bug (once per case,
+  before any timing; since session 28, so the tutorial case, the first, no longer pays Inductor's
+  import inside whichever minifier ran first). From the call to the written repro: ``minify()``
   with its worker started by the call (``ours``: its zygote a fork of this process, as ``minify()``
   starts one where that is safe; ``started`` says whether it was), the same with the zygote
   spawned afresh (``ours spawned``, ``MINIFIER_FORK_CALLER=0``: it imports torch and Inductor
@@ -135,6 +138,23 @@ def make_case(name: str) -> tuple[torch.fx.GraphModule, list[Any], str]:
     with torch.no_grad():  # decomposed as AOT autograd decomposes for Inductor: a real post-AOT graph
         gm = make_fx(fn, decomposition_table=select_decomp_table())(*inputs)
     return gm, inputs, fault
+
+
+def see_failure(name: str) -> None:
+    """Compile case ``name`` with Inductor and its bug once in this process and run it, as the
+    user who goes on to minify it did (its own fresh cache: nothing it builds is reused later)."""
+    import copy
+
+    from torch._inductor.compile_fx import compile_fx_inner
+
+    import instrumented_backend as ib
+
+    gm, inputs, fault = make_case(name)
+    with getattr(ib.faults, fault)(), fresh_cache():
+        try:
+            compile_fx_inner(copy.deepcopy(gm), inputs)(list(inputs))
+        except Exception:  # noqa: BLE001 - a compile-error case fails here: that is the failure seen
+            pass
 
 
 def compute_nodes(gm: torch.fx.GraphModule) -> int:
@@ -395,6 +415,7 @@ def main(argv: list[str]) -> int:
                                 f"pt {mode} final": theirs["final"], f"x cold {mode}": _ratio(theirs, cold),
                                 f"x cold {mode} if 1 check": _ratio(theirs, {"seconds": cold["one check"]})})
             if "in-process" in args.starts:
+                see_failure(name)
                 ours = run_ours(name, warm=False)
                 spawned = run_ours(name, warm=False, spawn=True)
                 warm = run_ours(name, warm=True)

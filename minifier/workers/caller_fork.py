@@ -30,7 +30,6 @@ import ctypes
 import dataclasses
 import faulthandler
 import gc
-import importlib
 import os
 import signal
 import socket
@@ -44,7 +43,7 @@ import types
 import warnings
 from typing import Any, BinaryIO, NoReturn, Optional, Sequence
 
-from .child import serve_forks, write_message
+from .child import prepare, serve_forks, write_message
 from .thread_exits import started_threads_ended, track_thread_starts
 
 __all__ = ["CallerNotForkable", "ForkedProcess", "fork_zygote", "refusal"]
@@ -252,14 +251,13 @@ def _become_zygote(imports: Sequence[str], env: dict[str, str], control: int, re
         # A spawned worker cannot see the caller's script: neither may this copy (a class defined
         # there must be refused as unloadable here too, or the repro, run afresh, could not load it).
         sys.modules["__main__"] = types.ModuleType("__main__")
-        from minifier._seams import forget_compile_pool, import_compiler, keep_fork_safe
+        from minifier._seams import forget_compile_pool
 
         forget_compile_pool()
-        keep_fork_safe()
         track_thread_starts()
-        for name in imports:
-            importlib.import_module(name)
-        import_compiler()
+        # What a spawned zygote prepares, minus the imports this copy has: the faster linker, the
+        # CPU's vector-ISA answers, Inductor's first-compile costs (a compile that builds nothing).
+        setup_nice = prepare({"imports": list(imports), "warm": False}, control)
         replies = os.fdopen(ready, "wb")
         if not _forks_work(within=10.0):
             write_message(replies, {"ready": False, "reason": "a forked copy of this process could not run an op "
@@ -267,7 +265,7 @@ def _become_zygote(imports: Sequence[str], env: dict[str, str], control: int, re
             return
         started_threads_ended(within=30.0)
         write_message(replies, {"ready": True, "seconds": time.perf_counter() - started, "pid": os.getpid(),
-                                "setup_nice": os.getpriority(os.PRIO_PROCESS, 0)})
+                                "setup_nice": setup_nice})
         gc.freeze()  # workers share this copy's objects: keep the collector from writing to them
         code = serve_forks(socket.socket(fileno=control), closing=[ready])
     except BaseException:  # noqa: BLE001 - reported in the log; the pool sees the zygote die

@@ -180,7 +180,7 @@ def serve_forks(control: socket.socket, closing: list[int]) -> int:
             control.sendall(struct.pack("<q", -1))
 
 
-def _prepare(setup: dict[str, Any], control: Optional[int]) -> int:
+def prepare(setup: dict[str, Any], control: Optional[int]) -> int:
     """Import torch, the setup's modules and Inductor's compile path, detect the CPU's vector ISA
     and warm Inductor; returns the CPU niceness this ran at."""
     from minifier.workers.linker import use_fast_linker
@@ -258,7 +258,7 @@ def main() -> int:
     if control is not None:
         track_thread_starts()  # a zygote forks only once every thread it started has ended natively
     start = time.perf_counter()
-    setup_nice = _niced(int(setup.get("nice") or 0), lambda: _prepare(setup, control))
+    setup_nice = _niced(int(setup.get("nice") or 0), lambda: prepare(setup, control))
     if control is not None:
         started_threads_ended(within=30.0)  # the setup's threads finish ending before a fork is asked for
     write_message(replies, {"ready": True, "seconds": time.perf_counter() - start, "pid": os.getpid(),
