@@ -259,11 +259,11 @@ def _become_zygote(imports: Sequence[str], env: dict[str, str], control: int, re
         # CPU's vector-ISA answers, Inductor's first-compile costs (a compile that builds nothing).
         setup_nice = prepare({"imports": list(imports), "warm": False}, control)
         replies = os.fdopen(ready, "wb")
+        started_threads_ended(within=30.0)  # the preparation's threads end before anything forks
         if not _forks_work(within=10.0):
             write_message(replies, {"ready": False, "reason": "a forked copy of this process could not run an op "
                                     "(a lock was copied while held)"})
             return
-        started_threads_ended(within=30.0)
         write_message(replies, {"ready": True, "seconds": time.perf_counter() - started, "pid": os.getpid(),
                                 "setup_nice": setup_nice})
         gc.freeze()  # workers share this copy's objects: keep the collector from writing to them
