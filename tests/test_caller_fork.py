@@ -46,8 +46,19 @@ def story(x, y):
 
 u, v = torch.randn(8, 8), torch.randn(8, 8)
 gm = make_fx(story)(u, v)
-with ib.faults.doubling_neg():
+# Called under no_grad, inference mode and float64 as the default dtype: the copy judges as a
+# fresh worker would, with none of them (the repro, re-checked afresh, agrees with it).
+torch.set_default_dtype(torch.float64)
+with ib.faults.doubling_neg(), torch.no_grad(), torch.inference_mode():
     result = minify(gm, [u, v], check=AccuracyFailure(), echo=lambda line: None)
+torch.set_default_dtype(torch.float32)
+from minifier.workers.caller_fork import _as_in_a_fresh_process
+torch.set_default_dtype(torch.float64)
+with torch.no_grad(), torch.inference_mode(), torch.autocast("cpu"):
+    guards = _as_in_a_fresh_process()  # what the copy does first
+    reset = (torch.is_grad_enabled() and not torch.is_inference_mode_enabled()
+             and not torch.is_autocast_enabled("cpu") and torch.get_default_dtype() == torch.float32)
+    guards[0].__exit__(None, None, None)
 (zygote,) = pool._zygotes.values()
 with open(f"/proc/{zygote.process.pid}/stat") as stat:
     zygote_parent = int(stat.read().rsplit(")", 1)[1].split()[1])
@@ -70,7 +81,7 @@ print(json.dumps({
     "ops": sorted(str(n.target) for n in result.graph_module.graph.nodes if n.op == "call_function"),
     "reproduced": result.reproduced, "threads_before": threads_before, "pipe_ended": ended,
     "caller_still_right": torch.equal(compiled(x).detach(), before) and torch.equal(torch.mm(a, a), product),
-    "threads": torch.get_num_threads(), "unloadable": unloadable,
+    "threads": torch.get_num_threads(), "unloadable": unloadable, "reset": reset,
     "second_from_caller": next(iter(pool._zygotes.values())).from_caller,
 }))
 """
@@ -95,6 +106,7 @@ def test_minify_forks_a_process_that_compiled_and_its_workers_judge_for_real(tmp
     assert "ThreadPoolExecutor" in " ".join(seen["threads_before"]), seen  # Inductor's idle compile threads
     assert seen["final"] == 1 and seen["ops"] == ["aten.neg.default"] and seen["reproduced"]
     assert seen["pipe_ended"]  # the copy pointed the caller's descriptors at /dev/null
+    assert seen["reset"]  # grad mode, inference mode, autocast and the default dtype as in a fresh process
     assert seen["caller_still_right"] and seen["threads"] == torch.get_num_threads()
     # The copy cannot see the caller's script, as a fresh worker cannot: the class is refused by name.
     assert seen["second_from_caller"] and "cannot load this graph (AttributeError" in seen["unloadable"], seen
@@ -105,16 +117,14 @@ def test_a_caller_in_a_state_a_fresh_worker_lacks_is_not_forked():
     """Each state that would make a copy judge differently from a fresh worker, or hang in it,
     refuses the fork and says why (the pool then spawns its zygote, as before)."""
     assert caller_fork.refusal() is None or "threads" in caller_fork.refusal()  # pytest-xdist's own thread
-    with torch.no_grad():
-        assert "grad mode" in caller_fork._state_refusal()
-    with torch.autocast("cpu"):
-        assert "autocast" in caller_fork._state_refusal()
-    default = torch.get_default_dtype()
-    torch.set_default_dtype(torch.float64)
-    try:
-        assert "default dtype" in caller_fork._state_refusal()
-    finally:
-        torch.set_default_dtype(default)
+    with torch.no_grad(), torch.autocast("cpu"):  # the copy resets these (the first test checks it)
+        assert caller_fork._state_refusal() is None
+
+    class Watching(torch.overrides.TorchFunctionMode):
+        pass
+
+    with Watching():
+        assert "function or dispatch mode" in caller_fork._state_refusal()
     stop = threading.Event()
     busy = threading.Thread(target=stop.wait, name="users-own-thread")
     busy.start()

@@ -5,9 +5,10 @@ fresh zygote to import them (5-7 s on a 2-core machine) before its first candida
 the caller is a zygote with all of that loaded, in milliseconds. A fork copies only the calling
 thread, so the caller is forked only when nothing it needs can be held by a thread the copy lacks:
 
-- no accelerator context (CUDA cannot be used after a fork), no compile trace in progress, and
-  the thread-local state of a fresh process (grad mode on; no inference mode, autocast, torch
-  function or dispatch mode), so candidates are judged as a spawned worker judges them;
+- no accelerator context (CUDA cannot be used after a fork), no compile trace in progress, no
+  torch function or dispatch mode active; grad mode, inference mode, autocast and the default
+  dtype the copy sets as a fresh process has them, so candidates are judged as a spawned worker
+  judges them whatever the caller set around its call;
 - every other Python thread is one known to hold nothing while idle: Inductor's compile thread
   pool with no queued work (the copy drops it and starts its own) and tqdm's monitor (stopped
   here; tqdm starts it again for its next progress bar). Any other thread: no fork;
@@ -108,15 +109,28 @@ def _state_refusal() -> Optional[str]:
             return f"torch.{name} is initialized (its context cannot be used in a forked copy)"
     if inside_compile():
         return "a torch.compile trace is in progress"
-    if not torch.is_grad_enabled() or torch.is_inference_mode_enabled():
-        return "grad mode is off or inference mode is on here (a fresh worker judges with grad mode on)"
-    if any(torch.is_autocast_enabled(device) for device in ("cpu", "cuda")):
-        return "autocast is on here (a fresh worker judges without it)"
     if torch._C._len_torch_function_stack() or torch._C._len_torch_dispatch_stack():
         return "a torch function or dispatch mode is active here (a fresh worker judges without one)"
-    if torch.get_default_dtype() != torch.float32:
-        return f"the default dtype is {torch.get_default_dtype()} here (a fresh worker's is torch.float32)"
-    return None
+    return None  # grad mode, inference mode, autocast, the default dtype: the copy resets them
+
+
+def _as_in_a_fresh_process() -> list[Any]:
+    """Give this copy's one thread the torch state a fresh worker has, whatever the caller had
+    set around its ``minify()`` call: grad mode on, inference mode and autocast off, float32 as
+    the default dtype. Returns the guards that must stay alive for as long as the copy does."""
+    import torch
+
+    kept: list[Any] = []
+    torch.set_grad_enabled(True)
+    if torch.is_inference_mode_enabled():
+        guard = torch.inference_mode(False)
+        guard.__enter__()  # never left: the copy ends without returning
+        kept.append(guard)
+    for device in ("cpu", "cuda"):
+        if torch.is_autocast_enabled(device):
+            torch.set_autocast_enabled(device, False)
+    torch.set_default_dtype(torch.float32)
+    return kept
 
 
 def _tqdm_monitors(threads: Sequence[threading.Thread]) -> list[threading.Thread]:
@@ -254,6 +268,7 @@ def _become_zygote(imports: Sequence[str], env: dict[str, str], control: int, re
         from minifier._seams import forget_compile_pool
 
         forget_compile_pool()
+        fresh_state = _as_in_a_fresh_process()  # noqa: F841 - its guards live as long as the copy
         track_thread_starts()
         # What a spawned zygote prepares, minus the imports this copy has: the faster linker, the
         # CPU's vector-ISA answers, Inductor's first-compile costs (a compile that builds nothing).
