@@ -372,6 +372,7 @@ class _Run:
     timeout: Optional[float]
     crashes_before: int
     workers: int  # candidates judged side by side
+    spawned_because: Optional[str] = None  # why this call's new zygote was not a fork of this process
 
     def spec_for(self, candidate: Candidate, args: Sequence[Any]) -> dict[str, Any]:
         """The judge's spec for ``candidate``: its dynamic dims and ints, on top of the base spec."""
@@ -479,8 +480,11 @@ def _open(module: torch.fx.GraphModule, inputs: Sequence[Any], *, check: Failure
     context = current_context(config).merged(CarriedContext(imports=_modules_defining_ops(module, isolate)))
     setup = WorkerSetup.for_context(context, warm=False)  # needed at once: no warm-up
     crashes_before = pool.crashes
+    spawned_because = None
     if isolate:
+        pool.caller_fork_refusal = None
         pool.get(setup, fork_caller=True)  # this process has torch loaded: a fork of it needs no imports
+        spawned_because = pool.caller_fork_refusal
     placeholders = [n for n in module.graph.nodes if n.op == "placeholder"]
     if (dynamic or dynamic_ints) and not all("val" in n.meta or "example_value" in n.meta for n in module.graph.nodes
                                              if n.op != "output"):
@@ -501,7 +505,7 @@ def _open(module: torch.fx.GraphModule, inputs: Sequence[Any], *, check: Failure
     return _Run(module=module, inputs=list(inputs), check=check, level=level, isolate=isolate, slicer=slicer,
                 context=context, setup=setup, symbolic=symbolic, base_spec=base_spec, emit=emit, live=live,
                 log=log, started=started, timeout=timeout, crashes_before=crashes_before,
-                workers=workers if isolate else 1)
+                workers=workers if isolate else 1, spawned_because=spawned_because)
 
 
 def _single_nodes(slicer: GraphSlicer, full: Candidate) -> list[Candidate]:
@@ -537,6 +541,9 @@ def _confirm(run: _Run, chosen: Sequence[str],
     if run.context.description or run.context.config:
         run.emit(f"Carried into every candidate and the repro: {run.context.description or 'no fault'}; "
                  f"Inductor config {dict(run.context.config) or '{}'}")
+    if run.spawned_because:
+        run.emit(f"Workers: a fresh process, which imports torch and Inductor first (seconds), not a fork of this "
+                 f"one: {run.spawned_because}")
     known: dict[str, Outcome] = {}
     pending: Pending = {}
     original = None

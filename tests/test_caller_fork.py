@@ -178,3 +178,25 @@ pool.shutdown()
     seen = json.loads(proc.stdout.strip().splitlines()[-1])
     assert seen == {"verdict": "pass", "copied": True, "copied_serves": False, "spawned_underneath": True,
                     "replaced": True}
+
+
+def test_a_minification_whose_zygote_was_not_forked_says_why(monkeypatch, tmp_path):
+    """A zygote started afresh costs seconds of imports: the log says so, and why."""
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    import instrumented_backend as ib
+    from minifier import CompileFailure, minify
+    from minifier.workers import pool
+
+    monkeypatch.setenv("MINIFIER_FORK_CALLER", "0")
+    x = torch.randint(256, (8, 8), dtype=torch.uint8)
+    lines: list[str] = []
+    try:
+        with ib.faults.cast_dropping_neg():
+            result = minify(make_fx(lambda v: (torch.maximum(torch.neg(v), v),))(x), [x], check=CompileFailure(),
+                            repro_dir=tmp_path, echo=lines.append)
+    finally:
+        pool.shutdown(wait=False)
+    assert result.reproduced  # the compile error needs both nodes: nothing to shrink, but found and re-checked
+    said = [line for line in lines if line.startswith("Workers: a fresh process")]
+    assert len(said) == 1 and said[0].endswith(": MINIFIER_FORK_CALLER=0"), lines
