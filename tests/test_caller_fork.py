@@ -73,6 +73,13 @@ try:
     unloadable = "loaded"
 except UnbuildableGraph as exc:
     unloadable = str(exc)
+# The first copy was closed without waiting when the setup changed: reaped, not left a zombie.
+from minifier.workers import caller_fork
+deadline = time.monotonic() + 30
+while os.path.exists(f"/proc/{zygote.process.pid}") and time.monotonic() < deadline:
+    caller_fork._reap_ended()
+    time.sleep(0.1)
+first_reaped = not os.path.exists(f"/proc/{zygote.process.pid}")
 os.close(write_end)
 ended = bool(select.select([read_end], [], [], 10)[0]) and os.read(read_end, 1) == b""
 print(json.dumps({
@@ -81,8 +88,9 @@ print(json.dumps({
     "ops": sorted(str(n.target) for n in result.graph_module.graph.nodes if n.op == "call_function"),
     "reproduced": result.reproduced, "threads_before": threads_before, "pipe_ended": ended,
     "caller_still_right": torch.equal(compiled(x).detach(), before) and torch.equal(torch.mm(a, a), product),
-    "threads": torch.get_num_threads(), "unloadable": unloadable, "reset": reset,
+    "threads": torch.get_num_threads(), "unloadable": unloadable, "reset": reset, "first_reaped": first_reaped,
     "second_from_caller": next(iter(pool._zygotes.values())).from_caller,
+    "second_zygote": next(iter(pool._zygotes.values())).process.pid,
 }))
 """
 
@@ -110,7 +118,8 @@ def test_minify_forks_a_process_that_compiled_and_its_workers_judge_for_real(tmp
     assert seen["caller_still_right"] and seen["threads"] == torch.get_num_threads()
     # The copy cannot see the caller's script, as a fresh worker cannot: the class is refused by name.
     assert seen["second_from_caller"] and "cannot load this graph (AttributeError" in seen["unloadable"], seen
-    assert _gone(seen["zygote"], within=30)  # it ends with the caller
+    assert seen["first_reaped"]  # closed when the setup changed, then reaped (no zombie)
+    assert _gone(seen["second_zygote"], within=30)  # it ends with the caller
 
 
 def test_a_caller_in_a_state_a_fresh_worker_lacks_is_not_forked():

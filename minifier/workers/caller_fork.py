@@ -93,6 +93,14 @@ class ForkedProcess:
         self.send_signal(signal.SIGKILL)
 
 
+_forked: list[ForkedProcess] = []  # copies made here: reaped once they end, as Popen reaps its children
+
+
+def _reap_ended() -> None:
+    """Collect the exit status of copies closed without waiting, so none stays a zombie."""
+    _forked[:] = [child for child in _forked if child.poll() is None]
+
+
 def _state_refusal() -> Optional[str]:
     """Why this process's state keeps it from being forked, or None."""
     import torch
@@ -294,6 +302,7 @@ def _become_zygote(imports: Sequence[str], env: dict[str, str], control: int, re
 def fork_zygote(imports: Sequence[str], env: dict[str, str]) -> tuple[ForkedProcess, socket.socket, Any]:
     """Fork this process as a zygote that imports ``imports`` and sets ``env``: ``(its process,
     the control socket to it, its log)``. Raises :class:`CallerNotForkable` when that is not safe."""
+    _reap_ended()
     reason = refusal()
     if reason is not None:
         raise CallerNotForkable(reason)
@@ -315,4 +324,6 @@ def fork_zygote(imports: Sequence[str], env: dict[str, str]) -> tuple[ForkedProc
         _become_zygote(imports, env, theirs.fileno(), ready_write, log.fileno())
     theirs.close()
     os.close(ready_write)
-    return ForkedProcess(pid, os.fdopen(ready_read, "rb")), ours, log
+    child = ForkedProcess(pid, os.fdopen(ready_read, "rb"))
+    _forked.append(child)
+    return child, ours, log

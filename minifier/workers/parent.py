@@ -512,8 +512,8 @@ class WorkerPool:
     def get(self, setup: WorkerSetup, slot: int = 0, *, fork_caller: bool = False) -> _Judging:
         """The worker numbered ``slot`` for ``setup``, started (not waited for) when there is none;
         workers and zygotes of other setups are closed. ``fork_caller``: a zygote this needs is
-        forked from this process where that is safe (:mod:`.caller_fork`), else spawned; only for
-        a caller outside any compile whose state a fresh worker shares."""
+        forked from this process where that is safe (:mod:`.caller_fork`; ``caller_fork_refusal``
+        then says why it was spawned instead)."""
         with self._lock:
             for other in [k for k in self._workers if k[0] != setup.key]:
                 self._workers.pop(other).close(wait=False)  # it exits once its imports end; do not wait
