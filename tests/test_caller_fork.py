@@ -102,13 +102,19 @@ def _gone(pid: int, within: float) -> bool:
     return not os.path.exists(f"/proc/{pid}")
 
 
-def test_minify_forks_a_process_that_compiled_and_its_workers_judge_for_real(tmp_path):
+def _run_script(script: str, tmp_path) -> dict:
+    """Run ``script`` in a fresh process (forking allowed, a fresh Inductor cache); the JSON object
+    its last line prints."""
     env = dict(os.environ, PYTHONPATH=str(REPO), TORCHINDUCTOR_CACHE_DIR=str(tmp_path / "cache"))
     env.pop("MINIFIER_FORK_CALLER", None)
-    proc = subprocess.run([sys.executable, "-c", _SCRIPT], capture_output=True, text=True, timeout=600,
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600,
                           cwd=tmp_path, env=env)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    seen = json.loads(proc.stdout.strip().splitlines()[-1])
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def test_minify_forks_a_process_that_compiled_and_its_workers_judge_for_real(tmp_path):
+    seen = _run_script(_SCRIPT, tmp_path)
     assert seen["from_caller"] and seen["refusal"] is None, seen
     assert seen["zygote_parent"] == seen["me"]  # a fork of the caller, not a fresh interpreter
     assert "ThreadPoolExecutor" in " ".join(seen["threads_before"]), seen  # Inductor's idle compile threads
@@ -179,12 +185,7 @@ print(json.dumps({"verdict": verdict["kind"], "copied": copied.from_caller, "cop
                   "replaced": second.zygote is not copied and not second.zygote.from_caller}))
 pool.shutdown()
 """
-    env = dict(os.environ, PYTHONPATH=str(REPO), TORCHINDUCTOR_CACHE_DIR=str(tmp_path / "cache"))
-    env.pop("MINIFIER_FORK_CALLER", None)
-    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600,
-                          cwd=tmp_path, env=env)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    seen = json.loads(proc.stdout.strip().splitlines()[-1])
+    seen = _run_script(script, tmp_path)
     assert seen == {"verdict": "pass", "copied": True, "copied_serves": False, "spawned_underneath": True,
                     "replaced": True}
 

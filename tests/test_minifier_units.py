@@ -413,7 +413,7 @@ def test_a_zygote_forks_workers_that_judge_and_report_how_they_died():
 
     from minifier.workers import parent as workers
 
-    if not workers._can_fork():
+    if not workers.platform_can_fork():
         pytest.skip("this platform cannot fork")
     setup = workers.WorkerSetup(warm=True, low_priority=True)  # warmed by a compile that leaves no thread behind
     zygote = workers.Zygote(setup)

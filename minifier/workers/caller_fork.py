@@ -45,7 +45,7 @@ import warnings
 from typing import Any, BinaryIO, NoReturn, Optional, Sequence
 
 from .child import prepare, serve_forks, write_message
-from .thread_exits import started_threads_ended, track_thread_starts
+from .thread_exits import kernel_threads, platform_can_fork, started_threads_ended, track_thread_starts
 
 __all__ = ["CallerNotForkable", "ForkedProcess", "fork_zygote", "refusal"]
 
@@ -62,7 +62,7 @@ class ForkedProcess:
     """A child this process forked, with the part of ``subprocess.Popen``'s interface a zygote uses."""
 
     pid: int
-    stdout: BinaryIO  # the zygote's ready message arrives here
+    stdout: Optional[BinaryIO] = None  # a zygote's ready message arrives here
     stdin: Optional[BinaryIO] = None
     returncode: Optional[int] = None
 
@@ -109,7 +109,7 @@ def _state_refusal() -> Optional[str]:
 
     if os.environ.get("MINIFIER_FORK_CALLER", "1") == "0":
         return "MINIFIER_FORK_CALLER=0"
-    if not (sys.platform.startswith("linux") and hasattr(os, "fork") and hasattr(socket, "send_fds")):
+    if not platform_can_fork():
         return "this platform does not fork safely"
     for name in ("cuda", "xpu", "mtia"):
         initialized = getattr(getattr(torch, name, None), "is_initialized", None)
@@ -158,11 +158,12 @@ def _thread_refusal() -> Optional[str]:
     pool_threads = idle_compile_pool_threads()
     if pool_threads is None:
         return "Inductor's compile thread pool has work queued"
-    known = pool_threads | {t.ident for t in _tqdm_monitors(threading.enumerate())}
+    threads = threading.enumerate()
+    known = pool_threads | {t.ident for t in _tqdm_monitors(threads)}
     unknown = others - known
     if not unknown:
         return None
-    named = {t.ident: t.name for t in threading.enumerate()}
+    named = {t.ident: t.name for t in threads}
     described = sorted(named.get(ident) or f"{os.path.basename(frames[ident].f_code.co_filename)}:"
                        f"{frames[ident].f_code.co_name}" for ident in unknown)
     return f"other threads run here ({', '.join(described[:4])})"
@@ -196,17 +197,15 @@ def _pause_openmp() -> None:
             raise CallerNotForkable(f"OpenMP's thread pool did not shut down ({os.path.basename(path)})")
 
 
-def _kernel_threads() -> set[int]:
-    return {int(name) for name in os.listdir("/proc/self/task")}
-
-
 def _wait_for_exits(ending: set[int], within: float = 2.0, settle: float = 0.02) -> None:
     """Wait until the threads in ``ending`` and the OpenMP threads just released have left the
     kernel's list: the list no longer holds ``ending`` and has not changed for ``settle`` seconds."""
     deadline = time.monotonic() + within
-    last, stable_since = _kernel_threads(), time.monotonic()
+    last, stable_since = kernel_threads(), time.monotonic()
+    if last is None:
+        raise CallerNotForkable("this process's threads cannot be listed (no /proc)")
     while True:
-        now = _kernel_threads()
+        now = kernel_threads() or set()
         if now != last:
             last, stable_since = now, time.monotonic()
         if not (now & ending) and time.monotonic() - stable_since >= settle:
@@ -232,15 +231,13 @@ def _forks_work(within: float) -> bool:
             code = 0
         finally:
             os._exit(code)
-    deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
-        done, status = os.waitpid(pid, os.WNOHANG)
-        if done:
-            return os.waitstatus_to_exitcode(status) == 0
-        time.sleep(0.005)
-    os.kill(pid, signal.SIGKILL)
-    os.waitpid(pid, 0)
-    return False
+    child = ForkedProcess(pid)
+    try:
+        return child.wait(timeout=within) == 0
+    except subprocess.TimeoutExpired:
+        child.kill()
+        child.wait()
+        return False
 
 
 def _detach_descriptors(keep: set[int]) -> None:

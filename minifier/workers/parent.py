@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional, Sequence
 
 from .child import encode_message, read_message, send_encoded, write_message
+from .thread_exits import platform_can_fork
 
 if TYPE_CHECKING:  # this module imports no torch: the CLI starts a worker before it imports torch
     import torch
@@ -467,12 +468,6 @@ class ForkedWorker(_Judging):
         self._dead = True
 
 
-def _can_fork() -> bool:
-    """Linux only: on macOS a process that has loaded system frameworks (torch does, for MPS) is not
-    safe to fork, and Windows has no fork."""
-    return sys.platform.startswith("linux") and hasattr(os, "fork") and hasattr(socket, "send_fds")
-
-
 class WorkerPool:
     """Keeps warm workers per setup (``slot`` numbers them, for judging candidates side by side)
     and replaces a dead one in the background. ``fork=False`` spawns every worker afresh."""
@@ -481,7 +476,7 @@ class WorkerPool:
         self._lock = threading.Lock()
         self._workers: dict[tuple[Any, ...], _Judging] = {}
         self._zygotes: dict[tuple[Any, ...], Zygote] = {}
-        self.forking = _can_fork() if fork is None else fork
+        self.forking = platform_can_fork() if fork is None else fork
         self.crashes = 0
         self.caller_fork_refusal: Optional[str] = None  # why the last zygote was spawned, not forked from here
 

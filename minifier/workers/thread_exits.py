@@ -17,12 +17,13 @@ OpenMP pool) are not Python's: they are not waited for, as before.
 from __future__ import annotations
 
 import os
+import socket
 import sys
 import threading
 import time
 from typing import Any
 
-__all__ = ["track_thread_starts", "started_threads_ended"]
+__all__ = ["platform_can_fork", "kernel_threads", "track_thread_starts", "started_threads_ended"]
 
 _started: set[int] = set()  # kernel thread ids of threads started through ``threading``, not yet seen gone
 
@@ -38,7 +39,14 @@ def track_thread_starts() -> None:
     threading.setprofile(_note_start)
 
 
-def _kernel_threads() -> set[int] | None:
+def platform_can_fork() -> bool:
+    """Whether workers may be forked here at all. Linux only: on macOS a process that has loaded
+    system frameworks (torch does, for MPS) is not safe to fork, and Windows has no fork."""
+    return sys.platform.startswith("linux") and hasattr(os, "fork") and hasattr(socket, "send_fds")
+
+
+def kernel_threads() -> set[int] | None:
+    """The kernel ids of this process's threads, or None where there is no /proc to list them."""
     try:
         return {int(name) for name in os.listdir("/proc/self/task")}
     except OSError:  # no /proc: Python's own count is all there is
@@ -52,7 +60,7 @@ def started_threads_ended(within: float) -> bool:
         return False
     deadline = time.monotonic() + within
     while True:
-        alive = _kernel_threads()
+        alive = kernel_threads()
         if alive is None:
             return True
         _started.intersection_update(alive)
