@@ -129,7 +129,7 @@ def test_command_line_runs_as_written(command, placeholders):
         assert proc.returncode == 0, proc.stderr[-2000:]
         return
     filled = _filled(command, placeholders)
-    if "show" in filled.split() and not placeholders["dir"].exists():
+    if {"show", "html"} & set(filled.split()) and not placeholders["dir"].exists():  # they read a dump
         _run(_filled("python -m instrumented_backend run script.py --dump DIR", placeholders), placeholders["work"])
     if "ranks" in filled.split() and not (placeholders["dir"] / "rank_1").exists():
         torchrun = next(line for line in COMMANDS if line.startswith("torchrun"))
@@ -146,7 +146,12 @@ def test_command_line_runs_as_written(command, placeholders):
         return
     assert proc.returncode == 0, f"{filled}\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}"
     if " run " in f" {filled} ":
-        assert "captured 1 graph(s)" in proc.stderr and ib.load(placeholders["dir"]).graphs
+        assert "captured 1 graph(s)" in proc.stderr
+        if "--dump" in filled.split():
+            assert ib.load(placeholders["dir"]).graphs
+        if "--html" in filled.split():
+            page = placeholders["work"] / filled.split("--html")[1].split()[0]
+            assert "<html" in page.read_text()[:2000].lower()
     if filled.startswith("torchrun"):
         assert {g.rank for g in ib.load(placeholders["dir"])} >= {0, 1}
     if " profile " in f" {filled} " and "--out" in filled:
