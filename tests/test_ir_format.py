@@ -60,6 +60,76 @@ def test_fast_format_is_byte_identical_to_inductors(dynamic):
     assert sympy_str.sstr is before  # taken out again after the logs
 
 
+@pytest.mark.parametrize("case", ["gpt2_train", "resnet_train"])
+def test_fast_format_is_byte_identical_on_training_models(case, monkeypatch):
+    """Every IR log of a forward and a backward graph of a real model, both ways, as it happens; the
+    flat pformat path wrote most dependency lists and layouts (one line and one item per line)."""
+    from torch._inductor.debug import DebugFormatter
+
+    from tests.corpus.cases import build
+
+    flat = {"one line": 0, "item per line": 0, "left to pprint": 0}
+    original_flat = ir_format._flat_pformat
+
+    def counting_flat(obj):
+        text = original_flat(obj)
+        flat["left to pprint" if text is None else "item per line" if "\n" in text else "one line"] += 1
+        return text
+
+    monkeypatch.setattr(ir_format, "_flat_pformat", counting_flat)
+    ir_logging.install()
+    ir_format.install()
+    workload = build(case)
+    memos: dict[str, ir_format.IrTextMemo] = {}
+    differing: list[str] = []
+
+    def listener(stage, nodes):
+        graph = str(id(nodes[0].scheduler)) if nodes else ""
+        fast = ir_format.format_ir(nodes, memos.setdefault(graph, ir_format.IrTextMemo()))
+        if fast != DebugFormatter._write_ir(nodes):
+            differing.append(stage)
+
+    torch._dynamo.reset()
+    previous = ir_logging.set_listener(listener)
+    try:
+        compiled = torch.compile(workload.model, backend="inductor", options={"fx_graph_cache": False},
+                                 **workload.compile_kwargs)
+        with autograd_cache_disabled():
+            workload.loss(compiled(*workload.calls[0], **workload.kwargs)).backward()
+    finally:
+        ir_logging.set_listener(previous)
+        torch._dynamo.reset()
+    assert len(memos) >= 2 and not differing  # a forward and a backward scheduler, every log identical
+    assert flat["one line"] > 50 and flat["item per line"] > 5 and flat["left to pprint"] < flat["one line"]
+
+
+def test_a_layout_text_is_reused_only_while_the_layout_is_unchanged():
+    import sympy
+    from torch._inductor.ir import FixedLayout, Layout
+
+    ir_format.install()
+    original = inspect.unwrap(Layout.__str__)
+    s0 = sympy.Symbol("s0", positive=True, integer=True)
+    layout = FixedLayout(torch.device("cpu"), torch.float32, [2, s0], [s0, 1])
+    with ir_format.formatting(ir_format.IrTextMemo()):
+        first = str(layout)
+        assert first == original(layout) and repr(layout) is first and str(layout) is first  # reused
+        layout.stride = [1, 2]  # replaced, as padding strides does
+        assert str(layout) == original(layout) == first.replace("stride=[s0, 1]", "stride=[1, 2]")
+        layout.size[0] = 5  # edited in place
+        assert str(layout) == original(layout) and "size=[5, s0]" in str(layout)
+        fixed = FixedLayout(torch.device("cpu"), torch.float32, [4], [1], offset=s0)
+        assert str(fixed) == original(fixed) and "offset=s0" in str(fixed)
+
+
+def test_a_changed_pprint_layout_is_reported(monkeypatch):
+    import pprint
+
+    monkeypatch.setattr(pprint, "pformat", lambda obj, indent=1: repr(obj))  # never one item per line
+    with pytest.raises(SeamMoved, match="pprint.pformat no longer lays out"):
+        ir_format.check()
+
+
 def test_fast_paths_are_in_place_only_while_formatting():
     import threading
 

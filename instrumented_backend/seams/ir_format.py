@@ -21,6 +21,16 @@ three things dominate it, all of which we make cheaper without changing a byte o
   for the usual block shapes, written directly by :mod:`.fx_block_code`),
   and the post-fusion log reuses the text of a block whose graph is provably unchanged since the
   pre-fusion log (:class:`IrTextMemo`).
+* the scheduler's ``pformat`` (every node's writes, unmet and met dependencies, every buffer's
+  layout) runs ``pprint.pformat`` on a sorted list of dependencies: pprint's general machinery
+  (a ``PrettyPrinter`` per call, a recursive safe-repr, a stream) only ever puts such a list on
+  one line if it fits in 80 columns and one item per line otherwise; while we format, a list of
+  objects pprint prints as their ``repr`` (neither containers nor strings, nor dataclasses with a
+  generated repr) is written that way directly, anything else through pprint
+  (:func:`_flat_pformat`);
+* every buffer's layout is printed once per node that reads or writes it, each time comparing
+  its sympy offset with 0 and printing its sizes and strides: a layout's text is reused while
+  the layout holds the very same attribute objects (layouts are mutable: frozen, padded);
 * the post-fusion log prints every scheduler node fused into a kernel again, as the pre-fusion log
   did: a ``SchedulerNode``'s text is reused when everything it is printed from is the very same
   objects, container contents included (its dependencies, sizes, loop body and blocks, output
@@ -86,6 +96,7 @@ class IrTextMemo:
         self.immutable_text: dict[int, tuple[Any, str]] = {}
         self.block_text: dict[tuple[int, str], tuple[Any, Any, str]] = {}
         self.node_text: dict[int, tuple[Any, Any, str]] = {}
+        self.layout_text: dict[int, tuple[Any, Any, str]] = {}
 
 
 def format_ir(nodes: Any, memo: Optional[IrTextMemo] = None) -> str:
@@ -149,6 +160,64 @@ def _memoised_sstr(original: Callable[..., str]) -> Callable[..., str]:
 
 
 _STR_SETTINGS = {"order": None}  # what Printable.__str__ (and so __repr__) passes to sstr
+
+# What the scheduler's pformat does around pprint, which _fast_pformat reproduces.
+_PFORMAT_SOURCE = ("obj = sorted(obj, key=str)", "pprint.pformat(obj, indent=4)",
+                   "textwrap.indent(result, ' ' * 4)")
+_PPRINT_WIDTH, _PPRINT_INDENT = 80, 4  # pprint.pformat's default width; the scheduler's indent
+
+
+def _prints_as_its_repr(kind: type, cache: dict[type, bool] = {}) -> bool:  # noqa: B006 - a per-type cache
+    """Whether pprint writes an object of type ``kind`` as ``repr(obj)`` whatever its length: not a
+    type pprint formats itself (containers, strings: ``PrettyPrinter._dispatch``), nor a dataclass
+    whose repr dataclasses generated (pprint lays those out field by field)."""
+    known = cache.get(kind)
+    if known is None:
+        import dataclasses
+        import pprint
+
+        repr_function = kind.__repr__
+        generated = dataclasses.is_dataclass(kind) and "__create_fn__" in getattr(
+            getattr(repr_function, "__wrapped__", None), "__qualname__", "")
+        known = cache[kind] = (repr_function not in pprint.PrettyPrinter._dispatch  # type: ignore[attr-defined]
+                               and repr_function not in (list.__repr__, tuple.__repr__, dict.__repr__)
+                               and not issubclass(kind, type) and not generated)
+    return known
+
+
+def _flat_pformat(obj: Any) -> Optional[str]:
+    """``pprint.pformat(obj, indent=4)`` for an object pprint prints as its repr, or a list of such
+    objects; None for anything else (pprint's own layout then)."""
+    if type(obj) is not list:
+        return repr(obj) if _prints_as_its_repr(type(obj)) else None
+    for item in obj:
+        if not _prints_as_its_repr(type(item)):
+            return None
+    reprs = [repr(item) for item in obj]
+    one_line = "[" + ", ".join(reprs) + "]"
+    if len(one_line) <= _PPRINT_WIDTH:
+        return one_line
+    return "[" + " " * (_PPRINT_INDENT - 1) + (",\n" + " " * _PPRINT_INDENT).join(reprs) + "]"
+
+
+def _fast_pformat(original: Callable[[Any], str]) -> Callable[[Any], str]:
+    """The scheduler's ``pformat``, writing a flat list of dependencies without pprint's machinery."""
+    import textwrap
+
+    from torch.utils._ordered_set import OrderedSet
+
+    def pformat(obj: Any) -> str:
+        if _state.memo is None:
+            return original(obj)
+        result = _flat_pformat(sorted(obj, key=str) if isinstance(obj, (OrderedSet, set)) else obj)
+        if result is None:
+            return original(obj)
+        if "\n" in result:
+            return f"\n{textwrap.indent(result, ' ' * _PPRINT_INDENT)}"
+        return result
+
+    pformat.__wrapped__ = original  # type: ignore[attr-defined]
+    return pformat
 
 
 def _graph_fingerprint(graph: torch.fx.Graph) -> list[Any]:
@@ -283,6 +352,41 @@ def _node_fingerprint(node: Any) -> list[Any]:
     return fingerprint
 
 
+# What Layout.__str__ reads of the layout; the memo fingerprints the layout's vars(), which hold
+# them (check() verifies the properties read plain attributes).
+_LAYOUT_TEXT_READS = {"device", "dtype", "is_pinned", "offset", "size", "stride"}
+_LAYOUT_PROPERTIES = {"offset": "_offset", "size": "_size", "stride": "_stride"}
+
+
+def _memoised_layout_text(original: Callable[[Any], str]) -> Callable[[Any], str]:
+    from torch._inductor.ir import Layout
+
+    plain_kinds: dict[type, bool] = {}
+
+    def text(self: Any) -> str:
+        memo = _state.memo
+        if memo is None:
+            return original(self)
+        kind = type(self)
+        plain = plain_kinds.get(kind)
+        if plain is None:  # the text is Layout's, from attributes read as Layout reads them
+            plain = plain_kinds[kind] = all(getattr(kind, name, None) is getattr(Layout, name, None)
+                                            for name in (*_LAYOUT_PROPERTIES, "__str__", "__repr__"))
+        if not plain:
+            return original(self)
+        fingerprint: list[Any] = [kind]
+        _add(fingerprint, vars(self))
+        hit = memo.layout_text.get(id(self))
+        if hit is not None and hit[0] is self and _same_objects(hit[1], fingerprint):
+            return hit[2]
+        result = original(self)
+        memo.layout_text[id(self)] = (self, fingerprint, result)
+        return result
+
+    text.__wrapped__ = original  # type: ignore[attr-defined]
+    return text
+
+
 def _memoised_node_text(original: Callable[[Any], str], node_class: type) -> Callable[[Any], str]:
     def debug_str(self: Any) -> str:
         memo = _state.memo
@@ -313,10 +417,15 @@ def _replacements() -> list[Replacement]:
     """Sympy's ``sstr``, LoopBodyBlock.debug_str, SchedulerNode.debug_str and the dependency
     classes' reprs, each wrapped as it is when the patches are applied."""
     import sympy.printing.str as sympy_str
+    from torch._inductor import scheduler
+    from torch._inductor.ir import Layout
     from torch._inductor.loop_body import LoopBodyBlock
     from torch._inductor.scheduler import SchedulerNode
 
     return [(sympy_str, "sstr", _memoised_sstr),
+            (scheduler, "pformat", _fast_pformat),
+            (Layout, "__str__", _memoised_layout_text),
+            (Layout, "__repr__", _memoised_layout_text),
             (LoopBodyBlock, "debug_str", _fast_block_debug_str),
             (SchedulerNode, "debug_str", lambda original: _memoised_node_text(original, SchedulerNode)),
             *[(dependency, "__repr__", _memoised_text) for dependency in _frozen_dependency_classes()]]
@@ -369,11 +478,63 @@ def check() -> None:
                         f"{sorted(set(_DEPENDENCY_CLASSES) - found)} are gone or no longer frozen dataclasses "
                         "with their own __repr__ (their text is memoised by identity)")
     _check_node_text_reads()
+    _check_pformat()
+    _check_layout_text()
     printable_str = inspect.getsource(inspect.unwrap(Printable.__str__))
     if ("from sympy.printing.str import sstr" not in printable_str or "sstr(self, order=None)" not in printable_str
             or Printable.__repr__ is not Printable.__str__):
         raise SeamMoved("ir_format: sympy's Printable.__str__ (and __repr__) no longer print with "
                         "sstr(self, order=None), imported at each call")
+
+
+class _Item:
+    """A stand-in for a dependency in :func:`_check_pformat`: an object pprint prints as its repr."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __repr__(self) -> str:
+        return self.text
+
+
+def _check_pformat() -> None:
+    import pprint
+
+    from torch._inductor import scheduler
+
+    source = inspect.getsource(inspect.unwrap(scheduler.pformat))
+    missing = [fragment for fragment in _PFORMAT_SOURCE if fragment not in source]
+    if missing:
+        raise SeamMoved(f"ir_format: the scheduler's pformat no longer does {missing} (the flat-list fast path "
+                        "reproduces it)")
+    samples: list[Any] = [_Item("x" * 100), _Item("a")]
+    samples += [[_Item(text) for text in texts]
+                for texts in ([], ["a"], ["x" * 30, "y" * 30], ["x" * 39, "y" * 39], ["x" * 100, "y", "z" * 90])]
+    for sample in samples:
+        if _flat_pformat(sample) != pprint.pformat(sample, indent=_PPRINT_INDENT):
+            raise SeamMoved(f"ir_format: pprint.pformat no longer lays out {sample!r} as the flat fast path does "
+                            "(an object as its repr; a list on one line up to 80 columns, else one item per line)")
+    if _flat_pformat(["a"]) is not None or _flat_pformat(("a",)) is not None:
+        raise SeamMoved("ir_format: the flat pformat fast path takes strings or tuples, which pprint lays out itself")
+
+
+def _check_layout_text() -> None:
+    import torch
+    from torch._inductor.ir import FixedLayout, Layout
+
+    text_function = inspect.unwrap(Layout.__str__)
+    read = set(re.findall(r"self\.(\w+)", inspect.getsource(text_function)))
+    if read != _LAYOUT_TEXT_READS or inspect.unwrap(Layout.__repr__) is not text_function:
+        raise SeamMoved(f"ir_format: Layout's text now reads {sorted(read)} (the memo covers "
+                        f"{sorted(_LAYOUT_TEXT_READS)}), or its repr is no longer its str")
+    for name, attribute in _LAYOUT_PROPERTIES.items():
+        getter = getattr(getattr(Layout, name, None), "fget", None)
+        if getter is None or f"return self.{attribute}" not in inspect.getsource(getter):
+            raise SeamMoved(f"ir_format: Layout.{name} is no longer a property returning self.{attribute}")
+    layout = FixedLayout(torch.device("cpu"), torch.float32, [2, 3], [3, 1])
+    if not {"device", "dtype", "is_pinned", *_LAYOUT_PROPERTIES.values()} <= set(vars(layout)):
+        raise SeamMoved("ir_format: a layout no longer keeps device, dtype, is_pinned, _size, _stride and _offset "
+                        "as attributes (the layout text memo fingerprints them)")
 
 
 def _check_node_text_reads() -> None:
