@@ -129,6 +129,26 @@ def test_compile_overhead_benchmark_smoke_prints_its_ratio(smoke):
     assert ratio and float(ratio.group(1)) > 0 and float(ratio.group(2)) > 0, stdout
 
 
+def test_compile_overhead_instruction_counts_are_read_from_callgrind_dumps(tmp_path, monkeypatch):
+    """``overhead.py --instructions`` reads one count per compile from callgrind's dumps (the run
+    itself takes minutes under valgrind: by hand), and says what it needs when valgrind is missing."""
+    import overhead
+
+    def dump(number: int, backend: str, total: int) -> None:
+        (tmp_path / f"callgrind.out.4242.{number}").write_text(
+            f"# callgrind format\nversion: 1\ncreator: callgrind-3.19.0\ndesc: Trigger: dump {backend}\n"
+            f"events: Ir\nsummary: 0\n\nfl=(1) python\nfn=(1) main\n0 {total}\n\ntotals: {total}\n")
+
+    for number, backend, total in ((1, "inductor", 1000), (2, "instrumented", 1031), (3, "instrumented", 1029),
+                                   (4, "inductor", 998), (10, "inductor", 1001)):
+        dump(number, backend, total)
+    (tmp_path / "callgrind.out.4242").write_text("desc: Trigger: Program termination\ntotals: 99999\n")
+    assert overhead.dumped_instructions(tmp_path) == {"inductor": [1000, 998, 1001], "instrumented": [1031, 1029]}
+    monkeypatch.setattr("shutil.which", lambda name: None)
+    with pytest.raises(SystemExit, match="needs valgrind"):
+        overhead.measure_instructions("block", 1, 1)
+
+
 def test_memory_benchmark_smoke_prints_both_backends(smoke):
     stdout = smoke("memory.py")
     assert "inductor RSS" in stdout and "instrumented RSS" in stdout and "capture limit 2" in stdout
