@@ -3,7 +3,7 @@
 The text is Inductor's own (``DebugFormatter._write_ir``, what TORCH_COMPILE_DEBUG writes), and
 it must be taken while the nodes are in the state being logged: fusion mutates them afterwards,
 so it cannot be deferred. It is the largest part of an instrumented compile's overhead, and
-three things dominate it, all of which we make cheaper without changing a byte of the text:
+a few things dominate it, all of which we make cheaper without changing a byte of the text:
 
 * every sympy expression (sizes, strides, indexing) is printed with a fresh ``StrPrinter``,
   thousands of times for the same few hundred expression objects: while we format, ``str`` and
