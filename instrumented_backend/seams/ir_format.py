@@ -238,28 +238,39 @@ def _same_objects(old: list[Any], new: list[Any]) -> bool:
     return len(old) == len(new) and all(map(operator.is_, old, new))
 
 
+def _text_while_unchanged(table: dict[Any, tuple[Any, Any, str]], key: Any, owner: Any, fingerprint: list[Any],
+                          produce: Callable[[], str]) -> str:
+    """The text ``table`` holds for ``owner`` under ``key`` if it was made while ``fingerprint``
+    held the very same objects; else ``produce()``, kept there with this fingerprint."""
+    hit = table.get(key)
+    if hit is not None and hit[0] is owner and _same_objects(hit[1], fingerprint):
+        return hit[2]
+    text = produce()
+    table[key] = (owner, fingerprint, text)
+    return text
+
+
 def _fast_block_debug_str(original: Callable[..., str]) -> Callable[..., str]:
     def debug_str(self: Any, name: str = "block") -> str:
         memo = _state.memo
         if memo is None:
             return original(self, name)
-        fingerprint = _graph_fingerprint(self.graph)
-        key = (id(self), name)
-        hit = memo.block_text.get(key)
-        if hit is not None and hit[0] is self and _same_objects(hit[1], fingerprint):
-            return hit[2]
-        from torch.fx.experimental import _config as fx_experimental_config
-
-        record_func = fx_experimental_config.enrich_profiler_metadata
-        code = None if record_func else fx_block_code.block_code(self.graph)  # FX's text, written directly
-        if code is None:
-            code = self.graph.python_code(root_module="self", record_func=record_func).src.strip()
-        text = fx_block_code.DELETIONS.sub("", code.replace("def forward(", f"def {name}("))
-        memo.block_text[key] = (self, fingerprint, text)
-        return text
+        return _text_while_unchanged(memo.block_text, (id(self), name), self, _graph_fingerprint(self.graph),
+                                     lambda: _block_text(self.graph, name))
 
     debug_str.__wrapped__ = original  # type: ignore[attr-defined]
     return debug_str
+
+
+def _block_text(graph: torch.fx.Graph, name: str) -> str:
+    """What ``LoopBodyBlock.debug_str(name)`` prints for a block of ``graph``: FX's code of it."""
+    from torch.fx.experimental import _config as fx_experimental_config
+
+    record_func = fx_experimental_config.enrich_profiler_metadata
+    code = None if record_func else fx_block_code.block_code(graph)  # FX's text, written directly
+    if code is None:
+        code = graph.python_code(root_module="self", record_func=record_func).src.strip()
+    return fx_block_code.DELETIONS.sub("", code.replace("def forward(", f"def {name}("))
 
 
 # Brackets around a container's items in a flat fingerprint, so that an edit in place shows.
@@ -376,12 +387,7 @@ def _memoised_layout_text(original: Callable[[Any], str]) -> Callable[[Any], str
             return original(self)
         fingerprint: list[Any] = [kind]
         _add(fingerprint, vars(self))
-        hit = memo.layout_text.get(id(self))
-        if hit is not None and hit[0] is self and _same_objects(hit[1], fingerprint):
-            return hit[2]
-        result = original(self)
-        memo.layout_text[id(self)] = (self, fingerprint, result)
-        return result
+        return _text_while_unchanged(memo.layout_text, id(self), self, fingerprint, lambda: original(self))
 
     text.__wrapped__ = original  # type: ignore[attr-defined]
     return text
@@ -396,12 +402,7 @@ def _memoised_node_text(original: Callable[[Any], str], node_class: type) -> Cal
             fingerprint = _node_fingerprint(self)
         except _NotMemoisable:
             return original(self)
-        hit = memo.node_text.get(id(self))
-        if hit is not None and hit[0] is self and _same_objects(hit[1], fingerprint):
-            return hit[2]
-        text = original(self)
-        memo.node_text[id(self)] = (self, fingerprint, text)
-        return text
+        return _text_while_unchanged(memo.node_text, id(self), self, fingerprint, lambda: original(self))
 
     debug_str.__wrapped__ = original  # type: ignore[attr-defined]
     return debug_str
