@@ -37,7 +37,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 import torch
 from tabulate import tabulate
@@ -141,6 +141,12 @@ def _child(name: str, blocks: int, pairs: int, seed: int) -> int:
     return 0
 
 
+def _child_result(proc: "subprocess.CompletedProcess[str]") -> Optional[dict[str, Any]]:
+    """What a measuring child printed on its ``RESULT`` line, or None if it printed none."""
+    line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")), None)
+    return json.loads(line[len("RESULT "):]) if line is not None else None
+
+
 def _instructions_child(name: str, blocks: int, pairs: int) -> int:
     """Runs under callgrind with counting off: warms both backends, then counts each compile of
     ``pairs`` pairs alone, one dump per compile named after its backend."""
@@ -195,8 +201,8 @@ def measure_instructions(name: str, blocks: int, pairs: int) -> dict[str, Any]:
                    "--instructions-child", name, "--blocks", str(blocks), "--repeats", str(pairs)]
         proc = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=7200)
         counts = dumped_instructions(Path(out_dir))
-    line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")), None)
-    if proc.returncode != 0 or line is None or len(counts.get("inductor", [])) != pairs \
+    result = _child_result(proc)
+    if proc.returncode != 0 or result is None or len(counts.get("inductor", [])) != pairs \
             or len(counts.get("instrumented", [])) != pairs:
         raise RuntimeError(f"{name}: the callgrind process failed:\n{proc.stderr[-3000:]}")
     ratios = [ours / theirs for ours, theirs in zip(counts["instrumented"], counts["inductor"])]
@@ -204,7 +210,7 @@ def measure_instructions(name: str, blocks: int, pairs: int) -> dict[str, Any]:
           f"instrumented {' '.join(f'{c / 1e6:.1f}M' for c in counts['instrumented'])}: "
           f"ratio {statistics.median(ratios):.4f}x (pairs: {' '.join(f'{r:.4f}' for r in ratios)}; "
           f"target <= {MEDIAN_TARGET}x)", flush=True)
-    return {"workload": name, "post-grad nodes": json.loads(line[len("RESULT "):])["nodes"], "pairs": pairs,
+    return {"workload": name, "post-grad nodes": result["nodes"], "pairs": pairs,
             "instruction ratio": statistics.median(ratios),
             "extra instructions": statistics.median(counts["instrumented"]) - statistics.median(counts["inductor"])}
 
@@ -226,10 +232,9 @@ def measure(name: str, blocks: int, processes: int, pairs: int) -> dict[str, Any
         command = [sys.executable, __file__, "--child", name, "--blocks", str(blocks), "--repeats", str(pairs),
                    "--seed", str(index)]
         proc = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=1800)
-        line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")), None)
-        if proc.returncode != 0 or line is None:
+        result = _child_result(proc)
+        if proc.returncode != 0 or result is None:
             raise RuntimeError(f"{name}: measuring process {index} failed:\n{proc.stderr[-3000:]}")
-        result = json.loads(line[len("RESULT "):])
         nodes = result["nodes"]
         per_process.append([r[1] / r[0] for r in result["rows"]])
         walls = [r[3] / r[2] for r in result["rows"]]
