@@ -130,6 +130,27 @@ def test_a_changed_pprint_layout_is_reported(monkeypatch):
         ir_format.check()
 
 
+def test_a_scheduler_pformat_that_no_longer_sorts_and_indents_is_reported(monkeypatch):
+    import pprint
+
+    from torch._inductor import scheduler
+
+    monkeypatch.setattr(scheduler, "pformat", lambda obj: pprint.pformat(obj, indent=2))
+    with pytest.raises(SeamMoved, match="the scheduler's pformat no longer does"):
+        ir_format.check()
+
+
+def test_a_layout_text_reading_something_new_is_reported(monkeypatch):
+    from torch._inductor.ir import Layout
+
+    def text(self):
+        return f"{self.size} {self.layout_note}"
+
+    monkeypatch.setattr(Layout, "__str__", text)
+    with pytest.raises(SeamMoved, match="Layout's text now reads"):
+        ir_format.check()
+
+
 def test_fast_paths_are_in_place_only_while_formatting():
     import threading
 
