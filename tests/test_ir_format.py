@@ -182,6 +182,66 @@ def test_fast_paths_are_in_place_only_while_formatting():
     assert getattr(ir_format._state, "memo", None) is None  # nothing memoised outside
 
 
+def test_scheduler_buffers_write_in_bulk_only_on_the_formatting_thread():
+    import threading
+
+    from torch._inductor import scheduler
+    from torch._inductor.utils import IndentedBuffer
+
+    text = "  a:\n    b\n\n  c"
+    plain = IndentedBuffer()
+    plain.splice(text)
+    with ir_format.formatting(ir_format.IrTextMemo()):
+        bulk = scheduler.IndentedBuffer
+        assert bulk is not IndentedBuffer and issubclass(bulk, IndentedBuffer)
+        here = bulk()
+        here.splice(text)
+        assert here._lines == plain._lines and here.getrawvalue() == plain.getrawvalue() == "a:\n  b\n\nc\n"
+        seen: list[list[str]] = []
+
+        def elsewhere() -> None:  # same class, another thread: Inductor's own methods, so its hooks run
+            calls: list[str] = []
+            buffer = bulk()
+            original = IndentedBuffer.writeline
+            IndentedBuffer.writeline = lambda self, line: (calls.append(line), original(self, line))[1]
+            try:
+                buffer.splice(text)
+            finally:
+                IndentedBuffer.writeline = original
+            seen.append(calls)
+
+        thread = threading.Thread(target=elsewhere)
+        thread.start()
+        thread.join()
+        assert seen == [["a:", "  b", "", "c"]]
+    assert scheduler.IndentedBuffer is IndentedBuffer  # put back
+
+
+def test_a_buffer_that_writes_differently_is_reported(monkeypatch):
+    from torch._inductor.utils import IndentedBuffer
+
+    original = IndentedBuffer.splice
+
+    def splice(self, other_code, strip=False):  # no longer dedents a text
+        if isinstance(other_code, str):
+            for line in other_code.rstrip().split("\n"):
+                IndentedBuffer.writeline(self, line)
+            return None
+        return original(self, other_code, strip)
+
+    monkeypatch.setattr(IndentedBuffer, "splice", splice)
+    with pytest.raises(SeamMoved, match="ir_text_buffer: IndentedBuffer no longer writes"):
+        ir_format.check()
+
+
+def test_a_scheduler_writing_its_text_elsewhere_is_reported(monkeypatch):
+    from torch._inductor import scheduler
+
+    monkeypatch.setattr(scheduler, "IndentedBuffer", type("OtherBuffer", (), {}))
+    with pytest.raises(SeamMoved, match="ir_text_buffer: the scheduler no longer writes its debug text"):
+        ir_format.check()
+
+
 def test_a_changed_loop_body_formatter_is_reported(monkeypatch):
     from torch._inductor.loop_body import LoopBodyBlock
 

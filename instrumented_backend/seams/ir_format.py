@@ -34,7 +34,10 @@ a few things dominate it, all of which we make cheaper without changing a byte o
 * the post-fusion log prints every scheduler node fused into a kernel again, as the pre-fusion log
   did: a ``SchedulerNode``'s text is reused when everything it is printed from is the very same
   objects, container contents included (its dependencies, sizes, loop body and blocks, output
-  buffers and their users, the layouts printed), and formatted afresh otherwise.
+  buffers and their users, the layouts printed), and formatted afresh otherwise;
+* each node's text is written line by line into an ``IndentedBuffer`` and read back, a fused
+  node's holding the text of every node in it: while we format, the scheduler's buffers write
+  and read plain strings in bulk (:mod:`.ir_text_buffer`).
 
 The patches are in place only while some thread is inside :func:`formatting` (as
 :func:`format_ir` is), and act only on such a thread; elsewhere they delegate to the originals.
@@ -53,7 +56,7 @@ from typing import Any, Callable, Iterator, Optional
 import torch.fx
 
 from ..provenance.thread_state import thread_local
-from . import Replacement, ScopedPatches, SeamMoved, fx_block_code, install_once
+from . import Replacement, ScopedPatches, SeamMoved, fx_block_code, install_once, ir_text_buffer
 
 __all__ = ["install", "format_ir", "formatting", "IrTextMemo", "check"]
 
@@ -429,6 +432,7 @@ def _replacements() -> list[Replacement]:
             (Layout, "__repr__", _memoised_layout_text),
             (LoopBodyBlock, "debug_str", _fast_block_debug_str),
             (SchedulerNode, "debug_str", lambda original: _memoised_node_text(original, SchedulerNode)),
+            (scheduler, "IndentedBuffer", lambda original: ir_text_buffer.formatting_buffer(original, _state)),
             *[(dependency, "__repr__", _memoised_text) for dependency in _frozen_dependency_classes()]]
 
 
@@ -479,6 +483,7 @@ def check() -> None:
                         f"{sorted(set(_DEPENDENCY_CLASSES) - found)} are gone or no longer frozen dataclasses "
                         "with their own __repr__ (their text is memoised by identity)")
     _check_node_text_reads()
+    ir_text_buffer.check()
     _check_pformat()
     _check_layout_text()
     printable_str = inspect.getsource(inspect.unwrap(Printable.__str__))
