@@ -26,7 +26,7 @@ from __future__ import annotations
 import functools
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Optional, Sequence
+from typing import Any, Iterable, Optional, Sequence
 
 from .thread_state import thread_local
 
@@ -70,8 +70,10 @@ class LineRecorder:
 
     Three side tables, none of which Inductor ever reads:
 
-    * entries: ``id(line object) -> (line object, LineTag)`` for the strings and deferred lines
-      in Inductor's buffers (the object is kept alive, so its id is never reused meanwhile);
+    * entries: ``id(line object) -> line object`` and ``id(line object) -> LineTag`` for the
+      strings and deferred lines in Inductor's buffers (the object is kept alive, so its id is
+      never reused meanwhile; two plain dicts rather than one of pairs, because a pair per line
+      is a container the garbage collector counts, thousands per compile);
     * texts: ``text -> origin per physical line`` for each buffer text ``getvalue()`` returned
       with at least one tagged line, so a text written back into a buffer keeps its tags;
     * fresh: the lines emitted (not moved) since the last kernel was defined, with their tags,
@@ -84,9 +86,11 @@ class LineRecorder:
         # its subgraphs' nodes are qualified by their submodule path (:func:`fx_label`).
         self._root = root
         self._subgraph_paths: Optional[dict[int, tuple[Any, str]]] = None
-        self._entries: dict[int, tuple[Any, LineTag]] = {}
+        self._entry_lines: dict[int, Any] = {}
+        self._entry_tags: dict[int, LineTag] = {}
         self._texts: dict[str, list[Optional[Origin]]] = {}
-        self._fresh: list[tuple[Any, LineTag]] = []
+        self._fresh_lines: list[Any] = []  # and their tags, in step
+        self._fresh_tags: list[LineTag] = []
         self.kernels: dict[str, list[TaggedKernel]] = {}
         self.problems: list[str] = []
         # Buffers the wrapper names -> FX nodes lowered into them; the graph's input names.
@@ -101,17 +105,13 @@ class LineRecorder:
 
     def entry_tag(self, entry: Any) -> Optional[LineTag]:
         """The tag of this very line object, or None."""
-        hit = self._entries.get(id(entry))
-        return hit[1] if hit is not None and hit[0] is entry else None
+        key = id(entry)
+        return self._entry_tags[key] if self._entry_lines.get(key) is entry else None
 
     def entry_tags(self, entries: Sequence[Any]) -> list[Optional[LineTag]]:
         """:meth:`entry_tag` of each line object of a buffer (one call for a whole buffer)."""
-        get = self._entries.get
-        tags: list[Optional[LineTag]] = []
-        for entry in entries:
-            hit = get(id(entry))
-            tags.append(hit[1] if hit is not None and hit[0] is entry else None)
-        return tags
+        lines, tags = self._entry_lines.get, self._entry_tags
+        return [tags[id(entry)] if lines(id(entry)) is entry else None for entry in entries]
 
     def text_tag(self, text: str) -> Optional[list[Optional[Origin]]]:
         """Origins per physical line of a buffer text ``getvalue()`` returned, or None."""
@@ -123,9 +123,12 @@ class LineRecorder:
         ``fresh`` says the line was just emitted (not moved from another buffer): it then also
         joins the lines that kernel sources built by formatting are matched against.
         """
-        self._entries[id(entry)] = (entry, tag)
+        key = id(entry)
+        self._entry_lines[key] = entry
+        self._entry_tags[key] = tag
         if fresh:
-            self._fresh.append((entry, tag))
+            self._fresh_lines.append(entry)
+            self._fresh_tags.append(tag)
 
     def register_text(self, text: str, origins: Sequence[Optional[Origin]]) -> None:
         """Remember the origin of each physical line of ``text`` (a buffer's ``getvalue()``)."""
@@ -138,7 +141,8 @@ class LineRecorder:
         rendered by formatting) each line takes the origin of a line of the same text tagged
         since the previous kernel, in order. Either way the pending table starts afresh.
         """
-        fresh, self._fresh = self._fresh, []
+        fresh = zip(self._fresh_lines, self._fresh_tags)
+        self._fresh_lines, self._fresh_tags = [], []
         known = self._texts.get(source)
         lines = source.split("\n")
         if known is not None and len(known) == len(lines):
@@ -177,12 +181,14 @@ class LineRecorder:
         """Drop the side tables once the compile is over: every kernel's tags are in ``kernels``,
         and the tables hold every line object Inductor wrote (the record may be read much later)."""
         self._root = self._subgraph_paths = None
-        self._entries.clear()
+        self._entry_lines.clear()
+        self._entry_tags.clear()
         self._texts.clear()
-        self._fresh.clear()
+        self._fresh_lines.clear()
+        self._fresh_tags.clear()
 
 
-def _by_stripped_line(fresh: Sequence[tuple[Any, LineTag]]) -> dict[str, list[Origin]]:
+def _by_stripped_line(fresh: Iterable[tuple[Any, LineTag]]) -> dict[str, list[Origin]]:
     """``stripped line -> origins``, in order, of the tagged physical lines of emitted entries."""
     pending: dict[str, list[Origin]] = {}
     for entry, tag in fresh:
@@ -195,7 +201,9 @@ def _by_stripped_line(fresh: Sequence[tuple[Any, LineTag]]) -> dict[str, list[Or
     return pending
 
 
-_state = thread_local("LineTagState", recorder=None, emission=None, fx_stack=None)
+# emission_tag: the tag ``(emission,)`` last given to a fresh line, shared by the lines that follow
+# while the emission is the same (``writeline`` reads and sets it).
+_state = thread_local("LineTagState", recorder=None, emission=None, emission_tag=None, fx_stack=None)
 
 
 def thread_state() -> threading.local:

@@ -165,14 +165,16 @@ def _tagging_writeline(original_writeline: Callable[[Any, Any], None]) -> Callab
         if recorder is None:
             return original_writeline(self, line)
         if type(line) is str and "\n" not in line:  # the common case, inlined: what _tag_for says
-            hit = recorder._entries.get(id(line))
-            if hit is not None and hit[0] is line:
-                tag, fresh = hit[1], False  # a line moved from another buffer keeps its tag
+            key = id(line)
+            if recorder._entry_lines.get(key) is line:
+                tag, fresh = recorder._entry_tags[key], False  # a line moved from another buffer keeps its tag
             else:
                 origin = state.emission  # a new line: the emitting node's origin, if any
                 if origin is None:
                     return original_writeline(self, line)
-                tag, fresh = (origin,), True
+                tag, fresh = state.emission_tag, True  # one tag shared by a node's lines: no new pair each
+                if tag is None or tag[0] is not origin:
+                    tag = state.emission_tag = (origin,)
         else:
             tag, fresh = _tag_for(line, recorder, state)
             if tag is None:
@@ -183,10 +185,12 @@ def _tagging_writeline(original_writeline: Callable[[Any, Any], None]) -> Callab
         if len(lines) == before + 1 and self._lines is lines:
             entry = lines[-1]
             if entry != "":  # a blank line is written as the one shared "": never tagged
-                tagged = (entry, tag)  # recorder.tag_entry(entry, tag, fresh), inlined: once per line
-                recorder._entries[id(entry)] = tagged
+                key = id(entry)  # recorder.tag_entry(entry, tag, fresh), inlined: once per line
+                recorder._entry_lines[key] = entry
+                recorder._entry_tags[key] = tag
                 if fresh:
-                    recorder._fresh.append(tagged)
+                    recorder._fresh_lines.append(entry)
+                    recorder._fresh_tags.append(tag)
 
     return writeline
 
