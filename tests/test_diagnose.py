@@ -543,15 +543,16 @@ with torch.no_grad():
 
 def test_the_command_injects_any_op_scaled_to_try_itself_on_a_users_model(tmp_path):
     """``--fault OP*FACTOR``: a bug in an op the tutorial never had, on a model of the user's, with
-    no C++ written; a fault it cannot read is refused with what it accepts."""
+    no C++ written (beside another fault, in an op the model lacks: every one is injected); a
+    fault it cannot read is refused with what it accepts, wherever it is on the line."""
     script = tmp_path / "rms_norm.py"
     script.write_text(_RMS_NORM_SCRIPT)
-    proc = _cli("--fault", "rsqrt*1.01", "--no-minify", str(script), cwd=tmp_path)
+    proc = _cli("--fault", "doubling_neg", "--fault", "rsqrt*1.01", "--no-minify", str(script), cwd=tmp_path)
     output = proc.stdout + proc.stderr
     assert proc.returncode == 1, output
     assert "first failing layer: inductor" in output and "culprit: rsqrt" in output
     assert "scale = torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6)" in output
-    refused = _cli("--fault", "rsqrtt*1.01", str(script), cwd=tmp_path)
+    refused = _cli("--fault", "rsqrt*1.01", "--fault", "rsqrtt*1.01", str(script), cwd=tmp_path)
     assert refused.returncode == 2 and "did you mean 'rsqrt'" in refused.stderr, refused.stdout + refused.stderr
 
 

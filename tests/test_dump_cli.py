@@ -121,8 +121,10 @@ def test_cli_show(trained, tmp_path, capsys):
     (["profile", "s.py", "--out", "O", "--iters", "3", "-v"], {"out": "O", "iters": 3, "warmup": 10}, ["-v"]),
     (["profile", "--warmup", "1", "s.py", "--", "--out", "mine"], {"out": None, "warmup": 1}, ["--out", "mine"]),
     (["profile", "s.py", "--ou", "x"], {"out": None}, ["--ou", "x"]),  # no abbreviations after the script
+    (["diagnose", "--fault", "a", "s.py", "-v", "--fault", "b*2", "--fault=c"], {"fault": ["a", "b*2", "c"]}, ["-v"]),
+    (["diagnose", "s.py", "--fault", "a"], {"fault": ["a"], "out": "diagnosis"}, []),
 ])
-def test_run_and_profile_take_their_options_before_or_after_the_script(argv, own, script_args):
+def test_script_commands_take_their_options_before_or_after_the_script(argv, own, script_args):
     from instrumented_backend.io.cli import parse_command_line
 
     args = parse_command_line(argv)

@@ -37,11 +37,13 @@ __all__ = ["main", "redirect_torch_compile"]
 
 def _take_own_options(args: argparse.Namespace, options: argparse.ArgumentParser,
                       verbatim: Sequence[str] = ()) -> argparse.Namespace:
-    """Move this package's options found after the script into ``args``; ``verbatim`` (what
-    followed ``--``) goes to the script after the rest, unchanged."""
+    """Move this package's options found after the script into ``args`` (a repeatable one adds to
+    those given before it); ``verbatim`` (what followed ``--``) goes to the script after the rest,
+    unchanged."""
     found, rest = options.parse_known_args(list(args.script_args))
     for name, value in vars(found).items():
-        setattr(args, name, value)
+        before = getattr(args, name, None)
+        setattr(args, name, before + value if isinstance(before, list) and isinstance(value, list) else value)
     args.script_args = rest + list(verbatim)
     return args
 
@@ -110,12 +112,12 @@ def _diagnose_here(args: argparse.Namespace) -> int:
     from ..diagnosis.diagnose import diagnose_script
 
     with contextlib.ExitStack() as stack:
-        if args.fault:
-            try:
-                fault = faults.from_spec(args.fault)
-            except ValueError as exc:  # UnknownOpError too: it names the ops that come close
-                print(f"instrumented_backend diagnose: --fault: {exc}", file=sys.stderr)
-                return 2
+        try:
+            injected = [faults.from_spec(spec) for spec in args.fault or ()]
+        except ValueError as exc:  # UnknownOpError too: it names the ops that come close
+            print(f"instrumented_backend diagnose: --fault: {exc}", file=sys.stderr)
+            return 2
+        for fault in injected:
             stack.enter_context(fault)
         try:
             results = diagnose_script(args.script, list(args.script_args), out_dir=args.out,
@@ -213,10 +215,10 @@ _RUN_OPTIONS: list[tuple[str, dict[str, Any]]] = [
 _DIAGNOSE_OPTIONS: list[tuple[str, dict[str, Any]]] = [
     ("--out", dict(metavar="DIR", default="diagnosis", help="where the reports and the repro go (default diagnosis)")),
     ("--no-minify", dict(action="store_true", default=False, help="skip the minimal repro")),
-    ("--fault", dict(metavar="FAULT", default=None,
+    ("--fault", dict(metavar="FAULT", default=None, action="append",
                      help="inject a codegen bug first (for demos and trying the tool on your model): the "
                           "tutorial's doubling_neg or cast_dropping_neg, or OP*FACTOR, that op's result "
-                          "scaled (e.g. 'rsqrt*1.01')")),
+                          "scaled (e.g. 'rsqrt*1.01'); repeat it to inject several")),
 ]
 _PROFILE_OPTIONS: list[tuple[str, dict[str, Any]]] = [
     ("--warmup", dict(type=int, default=10, help="warm-up calls before timing (default 10)")),
