@@ -191,12 +191,16 @@ def test_scheduler_buffers_write_in_bulk_only_on_the_formatting_thread():
     text = "  a:\n    b\n\n  c"
     plain = IndentedBuffer()
     plain.splice(text)
+    indented = "    x\n\tnot under x\n    y"  # no common margin: Inductor's dedent decides
+    plain.splice(indented)
     with ir_format.formatting(ir_format.IrTextMemo()):
         bulk = scheduler.IndentedBuffer
         assert bulk is not IndentedBuffer and issubclass(bulk, IndentedBuffer)
         here = bulk()
         here.splice(text)
-        assert here._lines == plain._lines and here.getrawvalue() == plain.getrawvalue() == "a:\n  b\n\nc\n"
+        here.splice(indented)
+        assert here._lines == plain._lines
+        assert here.getrawvalue() == plain.getrawvalue() == "a:\n  b\n\nc\n    x\n\tnot under x\n    y\n"
         seen: list[list[str]] = []
 
         def elsewhere() -> None:  # same class, another thread: Inductor's own methods, so its hooks run

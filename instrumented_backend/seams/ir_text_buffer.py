@@ -19,8 +19,9 @@ methods on sample texts, so a change in how Inductor writes a buffer is reported
 from __future__ import annotations
 
 import functools
+import re
 import textwrap
-from typing import Any
+from typing import Any, Optional
 
 from . import SeamMoved
 
@@ -43,13 +44,17 @@ def formatting_buffer(original: type, state: Any) -> type:
         def splice(self, other_code: Any, strip: bool = False) -> None:
             if type(other_code) is not str or state.memo is None:
                 return original.splice(self, other_code, strip)
-            text = textwrap.dedent(other_code)
-            if strip:
-                text = text.lstrip()
-            if not text:
-                return
+            margin = None if strip else _margin(other_code)
+            if margin is None:  # Inductor's way: dedent, strip, split
+                text = textwrap.dedent(other_code)
+                if strip:
+                    text = text.lstrip()
+                if not text:
+                    return
+                margin, other_code = 0, text
             prefix = self.prefix()
-            self._lines.extend([f"{prefix}{line}" if line.strip() else "" for line in text.rstrip().split("\n")])
+            self._lines.extend([f"{prefix}{line[margin:]}" if line.strip() else ""
+                                for line in other_code.rstrip().split("\n")])
 
         def getrawvalue(self) -> str:
             lines = self._lines
@@ -62,6 +67,28 @@ def formatting_buffer(original: type, state: Any) -> type:
 
     FormattingBuffer.__qualname__ = FormattingBuffer.__name__ = original.__name__
     return FormattingBuffer
+
+
+_LEADING = re.compile(r"[ \t]*")
+
+
+@functools.lru_cache(maxsize=64)
+def _line_without(margin: str) -> "re.Pattern[str]":
+    """A line that does not start with ``margin`` yet has a character other than spaces and tabs."""
+    return re.compile(rf"^(?!{re.escape(margin)})[ \t]*[^ \t\n]", re.MULTILINE)
+
+
+def _margin(text: str) -> Optional[int]:
+    """How many characters ``textwrap.dedent`` takes off the start of each non-blank line of
+    ``text``, when its first line is not blank and every other non-blank line starts with the
+    first one's indentation (the scheduler's texts: a node's, or a fused node's indented by
+    four); None otherwise. Blank lines are written empty whatever dedent does to them."""
+    indentation = _LEADING.match(text).group()  # type: ignore[union-attr]
+    if text[len(indentation):len(indentation) + 1] in ("", "\n"):
+        return None  # a blank first line: the margin is the other lines'
+    if indentation and _line_without(indentation).search(text):
+        return None
+    return len(indentation)
 
 
 class _Formatting:
@@ -85,7 +112,9 @@ def check() -> None:
         if method not in vars(IndentedBuffer):
             raise SeamMoved(f"ir_text_buffer: IndentedBuffer.{method} is gone")
     fast_class = formatting_buffer(IndentedBuffer, _FORMATTING)
-    texts = ["", "   \n  ", "a", "  a\n    b\n\n  c  \n", "\n\n  x = 1\\\n  y\n", "a\\", "  p:\n\tq\n  r"]
+    texts = ["", "   \n  ", "a", "  a\n    b\n\n  c  \n", "\n\n  x = 1\\\n  y\n", "a\\", "  p:\n\tq\n  r",
+             "    a:\n      b\n  \n\n    c\n   ", "    a\n  b\n    c", "\ta\n\t\tb\n\tc", "\ta\n    b", "  \n  a\n  b",
+             "a\n  b\n \x0c\n", "  a\n  \x0c\n  b\n\x0c", "  a\r\n  b", "  a.b(x)\n  [y]", "x\n"]
     for text in texts:
         for strip in (False, True):
             for indent in (0, 2):
