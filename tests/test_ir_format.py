@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -370,6 +371,27 @@ def test_block_code_writes_fx_text_and_leaves_other_shapes_to_fx():
     x = graph.placeholder("ops")
     graph.output(graph.call_function(torch.neg, (x,)))  # not a LoopBody shape: FX formats it
     assert fx_block_code.block_code(graph) is None
+    counted = torch.fx.Graph()  # a string FX would take for its node counter: FX formats it
+    ops = counted.placeholder("ops")
+    counted.output(counted.call_method("load", (ops, "buf0 # COUNTER: 3", 0)))
+    assert fx_block_code.block_code(counted) is None
+
+
+def test_a_block_text_cut_at_semicolons_as_inductor_cuts_it():
+    """LoopBodyBlock.debug_str cuts every line at its first ``;`` (FX's ``;  x = None``), even
+    inside a string argument: the fast path cuts where it cuts."""
+    from torch._inductor.loop_body import LoopBodyBlock
+
+    from instrumented_backend.seams.ir_format import _block_text
+
+    graph = torch.fx.Graph()
+    ops = graph.placeholder("ops")
+    load = graph.call_method("load", (ops, "buf;0", 0))
+    graph.output(graph.call_method("store", (ops, "buf1", 0, load, None)))
+    block = LoopBodyBlock.__new__(LoopBodyBlock)
+    block.graph, block.body = graph, SimpleNamespace(submodules={})
+    text = _block_text(graph, "body")
+    assert text == inspect.unwrap(LoopBodyBlock.debug_str)(block, "body") and "buf;" not in text
 
 
 def test_a_changed_fx_code_generator_is_reported(monkeypatch):

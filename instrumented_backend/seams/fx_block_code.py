@@ -98,11 +98,11 @@ def block_code(graph: torch.fx.Graph) -> Optional[str]:
                 return None
     except _NotPlain:
         return None
-    if not lines or any(_COUNTER.search(line) for line in lines):
+    body = "\n".join("    " + line for line in lines)
+    if not lines or _COUNTER.search(body):  # a match never spans lines: the same as line by line
         return None
     if not free_vars or free_vars[0] != "self":
         free_vars.insert(0, "self")
-    body = "\n".join("    " + line for line in lines)
     return f"def forward({', '.join(free_vars)}):\n{body}".strip()
 
 

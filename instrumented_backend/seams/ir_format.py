@@ -273,7 +273,8 @@ def _block_text(graph: torch.fx.Graph, name: str) -> str:
     code = None if record_func else fx_block_code.block_code(graph)  # FX's text, written directly
     if code is None:
         code = graph.python_code(root_module="self", record_func=record_func).src.strip()
-    return fx_block_code.DELETIONS.sub("", code.replace("def forward(", f"def {name}("))
+    code = code.replace("def forward(", f"def {name}(")
+    return fx_block_code.DELETIONS.sub("", code) if ";" in code else code
 
 
 # Brackets around a container's items in a flat fingerprint, so that an edit in place shows.
