@@ -71,9 +71,10 @@ class LineRecorder:
     Three side tables, none of which Inductor ever reads:
 
     * entries: ``id(line object) -> line object`` and ``id(line object) -> LineTag`` for the
-      strings and deferred lines in Inductor's buffers (the object is kept alive, so its id is
-      never reused meanwhile; two plain dicts rather than one of pairs, because a pair per line
-      is a container the garbage collector counts, thousands per compile);
+      strings and deferred lines in Inductor's buffers (the first table keeps each object alive,
+      so no other object can have its id meanwhile: a tag is found by ``id`` alone; two plain
+      dicts rather than one of pairs, because a pair per line is a container the garbage
+      collector counts, thousands per compile);
     * texts: ``text -> origin per physical line`` for each buffer text ``getvalue()`` returned
       with at least one tagged line, so a text written back into a buffer keeps its tags;
     * fresh: the lines emitted (not moved) since the last kernel was defined, with their tags,
@@ -105,13 +106,11 @@ class LineRecorder:
 
     def entry_tag(self, entry: Any) -> Optional[LineTag]:
         """The tag of this very line object, or None."""
-        key = id(entry)
-        return self._entry_tags[key] if self._entry_lines.get(key) is entry else None
+        return self._entry_tags.get(id(entry))  # the table keeps it alive: its id is its own
 
     def entry_tags(self, entries: Sequence[Any]) -> list[Optional[LineTag]]:
         """:meth:`entry_tag` of each line object of a buffer (one call for a whole buffer)."""
-        lines, tags = self._entry_lines.get, self._entry_tags
-        return [tags[id(entry)] if lines(id(entry)) is entry else None for entry in entries]
+        return list(map(self._entry_tags.get, map(id, entries)))
 
     def text_tag(self, text: str) -> Optional[list[Optional[Origin]]]:
         """Origins per physical line of a buffer text ``getvalue()`` returned, or None."""

@@ -165,9 +165,9 @@ def _tagging_writeline(original_writeline: Callable[[Any, Any], None]) -> Callab
         if recorder is None:
             return original_writeline(self, line)
         if type(line) is str and "\n" not in line:  # the common case, inlined: what _tag_for says
-            key = id(line)
-            if recorder._entry_lines.get(key) is line:
-                tag, fresh = recorder._entry_tags[key], False  # a line moved from another buffer keeps its tag
+            tag = recorder._entry_tags.get(id(line))
+            if tag is not None:
+                fresh = False  # a line moved from another buffer keeps its tag
             else:
                 origin = state.emission  # a new line: the emitting node's origin, if any
                 if origin is None:
