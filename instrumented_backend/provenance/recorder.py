@@ -208,9 +208,11 @@ _state = thread_local("LineTagState", recorder=None, emission=None, emission_tag
 def thread_state() -> threading.local:
     """The thread-local the functions below read (``recorder``, ``emission``, ``fx_stack``), for the
     hooks hot enough that a function call per access shows in the compile time: ``writeline``
-    (every line Inductor writes) reads it, and LoopBody's ``run_node`` (every op of every kernel)
-    reads it and sets and restores ``emission`` as :func:`set_emission` would. Everything else
-    goes through the functions below."""
+    (every line Inductor writes) reads it, LoopBody's ``run_node`` (every op of every kernel)
+    reads it and sets and restores ``emission`` as :func:`set_emission` would, and the IR nodes'
+    ``inner_fn`` wrappers and LightTracer's ``create_node`` (every op traced) push, pop and read
+    ``fx_stack`` as :func:`push_fx_origin`, :func:`pop_fx_origin` and :func:`current_fx_origin`
+    would. Everything else goes through the functions below."""
     return _state
 
 

@@ -30,14 +30,19 @@ def _lowering_node_name() -> Any:
 
 
 def _wrap_inner_fn(inner_fn: Callable[..., Any], name: str) -> Callable[..., Any]:
+    state = provenance.thread_state()  # read directly: an IR node's inner_fn runs at every trace of it
+
     def inner_fn_with_origin(*args: Any, **kwargs: Any) -> Any:
-        if provenance.active_recorder() is None:
+        if state.recorder is None:
             return inner_fn(*args, **kwargs)
-        provenance.push_fx_origin(name)
+        stack = state.fx_stack  # push_fx_origin / pop_fx_origin, inlined
+        if stack is None:
+            stack = state.fx_stack = []
+        stack.append(name)
         try:
             return inner_fn(*args, **kwargs)
         finally:
-            provenance.pop_fx_origin()
+            stack.pop()
 
     inner_fn_with_origin.__wrapped__ = inner_fn  # type: ignore[attr-defined]
     return inner_fn_with_origin

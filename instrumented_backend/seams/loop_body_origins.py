@@ -64,10 +64,13 @@ def tracking() -> ContextManager[None]:
 
 
 def _stamping_create_node(base_create_node: Callable[..., Any]) -> Callable[..., Any]:
+    state = provenance.thread_state()  # read directly: create_node runs for every op a body traces
+
     def create_node(self: Any, *args: Any, **kwargs: Any) -> Any:
         node = base_create_node(self, *args, **kwargs)
-        if provenance.active_recorder() is not None:
-            origin = provenance.current_fx_origin() or _interpreter_stamp() or _consumed_stamp(node)
+        if state.recorder is not None:
+            stack = state.fx_stack  # current_fx_origin(), inlined
+            origin = (stack[-1] if stack else None) or _interpreter_stamp() or _consumed_stamp(node)
             if origin is not None:
                 node.meta[STAMP] = origin
         return node
