@@ -206,8 +206,9 @@ _state = thread_local("LineTagState", recorder=None, emission=None, emission_tag
 
 
 def thread_state() -> threading.local:
-    """The thread-local the functions below read (``recorder``, ``emission``, ``fx_stack``), for the
-    hooks hot enough that a function call per access shows in the compile time: ``writeline``
+    """The thread-local the functions below read (``recorder``, ``emission``, ``fx_stack``; and
+    ``emission_tag``, writeline's own), for the hooks hot enough that a function call per access
+    shows in the compile time: ``writeline``
     (every line Inductor writes) reads it, LoopBody's ``run_node`` (every op of every kernel)
     reads it and sets and restores ``emission`` as :func:`set_emission` would, and the IR nodes'
     ``inner_fn`` wrappers and LightTracer's ``create_node`` (every op traced) push, pop and read
@@ -227,7 +228,7 @@ def activate(recorder: Optional[LineRecorder]) -> Optional[LineRecorder]:
     _state.recorder = recorder
     if recorder is None:
         _state.fx_stack = []
-        _state.emission = None
+        _state.emission = _state.emission_tag = None
     return previous
 
 
