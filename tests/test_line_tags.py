@@ -88,6 +88,54 @@ def test_tags_follow_lines_through_splices_and_texts(recorder):
     assert origins[:7] == [[], [NEG], [NEG], [], [NEG], [NEG], [LOAD]]
 
 
+@pytest.mark.parametrize("path", ["in one pass", "line by line"])
+def test_a_splice_during_an_emission_gives_it_the_lines_that_carry_no_tag(recorder, monkeypatch, path):
+    """A splice tags what it writes in one pass after Inductor's splice (line by line by
+    writeline's hook only for a buffer with multi-line entries): both give each line the tag it
+    carried, else the emission's, and leave blank lines untagged."""
+    if path == "line by line":
+        monkeypatch.setattr(line_tags, "_single_line_entries", lambda entries: False)
+    inner = IndentedBuffer()
+    with inner.indent():  # dedented by the splice: every line becomes a new object
+        provenance.set_emission(NEG)
+        inner.writeline("auto tmp0 = -x;")
+        provenance.set_emission(None)
+        inner.writeline("// helper")
+        inner.writeline("")
+        inner.writeline(DeferredLine("buf0", "out_ptr0[x0] = tmp0;"))
+    flat = IndentedBuffer()
+    provenance.set_emission(NEG)
+    flat.writeline("auto tmp2 = -z;")  # spliced as the very same object (no margin)
+    provenance.set_emission(None)
+    kernel = IndentedBuffer()
+    provenance.set_emission(LOAD)
+    kernel.splice(inner)
+    kernel.splice(flat)
+    kernel.splice("auto tmp1 = y;\n\n  // more")  # a text no buffer returned: new lines
+    provenance.set_emission(None)
+    kernel.splice(inner)  # no emission: only the carried tags
+    source = kernel.getvalue()
+    assert source.splitlines() == ["auto tmp0 = -x;", "// helper", "", "out_ptr0[x0] = tmp0;", "auto tmp2 = -z;",
+                                   "auto tmp1 = y;", "", "  // more",
+                                   "auto tmp0 = -x;", "// helper", "", "out_ptr0[x0] = tmp0;"]
+    assert recorder.kernel_origins(source)[:12] == [[NEG], [LOAD], [], [LOAD], [NEG], [LOAD], [], [LOAD],
+                                                    [NEG], [], [], []]
+    assert provenance.active_recorder() is recorder, "the recorder is back after the splice"
+
+
+def test_a_buffer_with_multi_line_entries_is_spliced_line_by_line(recorder):
+    inner = IndentedBuffer()
+    provenance.set_emission(NEG)
+    inner.writeline("auto tmp0 = -x;\nauto tmp1 = tmp0;")  # one entry, two lines
+    provenance.set_emission(LOAD)
+    kernel = IndentedBuffer()
+    kernel.splice(inner)
+    provenance.set_emission(None)
+    source = kernel.getvalue()
+    assert source.splitlines() == ["auto tmp0 = -x;", "auto tmp1 = tmp0;"]
+    assert recorder.kernel_origins(source)[:2] == [[NEG], [NEG]]
+
+
 def test_a_kernel_rendered_by_formatting_takes_its_lines_tags_in_order(recorder):
     provenance.set_emission(NEG)
     body = IndentedBuffer()
@@ -136,6 +184,24 @@ def test_a_moved_buffer_contract_is_reported(monkeypatch):
         line_tags.check()
     monkeypatch.setattr(IndentedBuffer, "splice", original)
     line_tags.check()
+
+
+def test_a_splice_that_no_longer_takes_the_margin_off_is_reported(monkeypatch):
+    """Kernel buffers are spliced by our own copy of Inductor's splice: a change in Inductor's is reported."""
+    from instrumented_backend.seams import SeamMoved
+
+    original = IndentedBuffer.splice
+
+    def splice_keeping_the_margin(self, other_code, strip=False):
+        if isinstance(other_code, IndentedBuffer):
+            for line in other_code._lines:
+                IndentedBuffer.writeline(self, line)
+        else:
+            original(self, other_code, strip)
+
+    monkeypatch.setattr(IndentedBuffer, "splice", splice_keeping_the_margin)
+    with pytest.raises(SeamMoved, match="no longer writes .* as _splice_entries does"):
+        line_tags.check()
 
 
 def test_a_finished_recorder_keeps_its_kernels_and_lets_go_of_the_lines(recorder):

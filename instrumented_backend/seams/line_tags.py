@@ -7,13 +7,20 @@ keyed by the identity of the object Inductor appended. **The text is never touch
 argument is passed on unchanged and every return value is Inductor's own, so whatever Inductor
 reads, compares, hashes or keys on (CSE caches keyed on ``getvalue()``, ``DeferredLine.line``
 and expression strings, ``src_to_kernel`` dedup, ``#pragma`` rewrites) is plain Inductor's
-text by construction. The hooks only add entries to the side tables:
+text. One exception, for speed: a buffer spliced into another is written by a copy of
+Inductor's ``splice`` (:func:`_splice_entries`, two Python calls fewer per line; kernel buffers
+are spliced into one another several times per line), which ``check()`` compares with
+Inductor's on sample buffers before any hook goes in place. The hooks only add entries to the
+side tables:
 
 * ``writeline``: the appended entry takes the tag of the line object passed (a line moved from
   another buffer keeps its tag: innermost wins), else that of a buffer text written back whole,
   else the current emission origin;
 * ``splice``: entries spliced from another buffer keep their tags one for one (``splice``
-  re-slices them into new objects); a spliced text keeps the tags ``getvalue()`` recorded for it;
+  re-slices them into new objects), the others take the emission's, as ``writeline`` would give
+  them, all tagged in one pass after the splice (a buffer holding multi-line entries is spliced
+  by Inductor, its lines tagged one by one); a spliced text keeps the tags ``getvalue()``
+  recorded for it;
 * ``getvaluewithlinemap`` (``getvalue``): the text returned is registered with the origin of
   each of its physical lines;
 * ``define_kernel`` (:func:`on_define_kernel`): the origins of the kernel source's lines are
@@ -199,26 +206,123 @@ def _tagging_splice(original_splice: Callable[..., None]) -> Callable[..., None]
     from torch._inductor.utils import IndentedBuffer
 
     state = provenance.thread_state()
+    # Applied before writeline's hook (see _replacements): Inductor's own writeline, for the
+    # deferred lines a spliced buffer holds.
+    original_writeline = IndentedBuffer.writeline
 
     def splice(self: Any, other_code: Any, strip: bool = False) -> None:
         recorder = state.recorder
         if recorder is None:
             return original_splice(self, other_code, strip)
+        lines = self._lines
+        before = len(lines)
         if isinstance(other_code, IndentedBuffer):
-            carried = recorder.entry_tags(other_code._lines)
+            entries = other_code._lines
+            if not _single_line_entries(entries):  # rare: writeline's hook tags them one by one
+                return _splice_tagging_each_line(original_splice, recorder, self, other_code, strip)
+            carried = recorder.entry_tags(entries)
+            _splice_entries(self, entries, original_writeline)
         else:
             known = recorder.text_tag(other_code) if isinstance(other_code, str) else None
             carried = _spliced_text_tags(other_code, strip, known) if known is not None else []
             carried = [(origin,) if origin is not None else None for origin in carried]
-        lines = self._lines
-        before = len(lines)
-        original_splice(self, other_code, strip)
-        if any(carried) and self._lines is lines and len(lines) == before + len(carried):
-            for entry, tag in zip(lines[before:], carried):
-                if tag is not None:
-                    recorder.tag_entry(entry, tag)
+            state.recorder = None  # writeline's hook passes each line straight on: tagged below, in one pass
+            try:
+                original_splice(self, other_code, strip)
+            finally:
+                state.recorder = recorder
+        if self._lines is lines:
+            _tag_spliced(recorder, state, lines, before, carried)
 
     return splice
+
+
+def _splice_entries(buffer: Any, entries: list[Any], writeline: Callable[[Any, Any], None]) -> None:
+    """What ``IndentedBuffer.splice`` writes for another buffer's ``entries``, written directly:
+    the common margin taken off, each entry re-indented to ``buffer``'s indentation, line contexts
+    as they are, a blank line as ``""``; a deferred line through ``writeline`` (Inductor's own).
+    Plain strings skip two Python calls each (this splice's ``writeline``, then ours): kernel
+    buffers are spliced into one another several times per line. ``check()`` compares it with
+    Inductor's ``splice``."""
+    _, context = _inductor_line_types()
+    margin: Optional[int] = None
+    for line in entries:
+        if not isinstance(line, context) and line:
+            width = len(line) - len(line.lstrip())
+            if margin is None or width < margin:
+                margin = width
+    margin = margin or 0
+    prefix = buffer.prefix()
+    written = buffer._lines
+    for line in entries:
+        if type(line) is str:
+            piece = line[margin:]
+            written.append(f"{prefix}{piece}" if piece.strip() else "")
+        elif isinstance(line, context):
+            written.append(line)
+        else:
+            writeline(buffer, line[margin:])
+
+
+def _single_line_entries(entries: Any) -> bool:
+    """Every entry is a line context or one line of text (a string or deferred line without a
+    newline): what writeline's hook would tag each of, when spliced, is then known from the
+    entry written alone."""
+    deferred, context = _inductor_line_types()
+    for entry in entries:
+        if type(entry) is str:
+            if "\n" in entry:
+                return False
+        elif isinstance(entry, deferred):
+            if type(entry.line) is not str or "\n" in entry.line:
+                return False
+        elif not isinstance(entry, context):
+            return False
+    return True
+
+
+def _splice_tagging_each_line(original_splice: Callable[..., None], recorder: provenance.LineRecorder, buffer: Any,
+                              other_code: Any, strip: bool) -> None:
+    """Splice a buffer holding multi-line entries: writeline's hook tags each line as it is written
+    (a text written back whole keeps its tags), then the spliced entries take the tags they carried."""
+    carried = recorder.entry_tags(other_code._lines)
+    lines = buffer._lines
+    before = len(lines)
+    original_splice(buffer, other_code, strip)
+    if any(carried) and buffer._lines is lines and len(lines) == before + len(carried):
+        for entry, tag in zip(lines[before:], carried):
+            if tag is not None:
+                recorder.tag_entry(entry, tag)
+
+
+def _tag_spliced(recorder: provenance.LineRecorder, state: Any, lines: list[Any], before: int,
+                 carried: list[Optional[provenance.LineTag]]) -> None:
+    """Tag the entries a splice wrote from ``before`` on (every one a line context or one line of
+    text): each takes the tag it carried, else, as writeline's hook would give it, the current
+    emission's (a fresh line); blank lines and line contexts stay untagged."""
+    written = lines[before:]
+    if len(written) != len(carried):  # a text whose tags are not known: written as new lines
+        carried = [None] * len(written)
+    emission = state.emission
+    shared = None
+    entry_lines, entry_tags = recorder._entry_lines, recorder._entry_tags
+    for entry, tag in zip(written, carried):
+        if tag is not None:
+            key = id(entry)
+            entry_lines[key] = entry
+            entry_tags[key] = tag
+            continue
+        if emission is None or entry == "":
+            continue
+        if type(entry) is not str:
+            text = entry_text(entry)  # a deferred line's text; None for a line context
+            if text is None or not text.strip():
+                continue
+        if shared is None:
+            shared = state.emission_tag
+            if shared is None or shared[0] is not emission:
+                shared = state.emission_tag = (emission,)
+        recorder.tag_entry(entry, shared, fresh=True)
 
 
 def _registering_getvalue(original_getvalue: Callable[[Any], Any]) -> Callable[[Any], Any]:
@@ -242,7 +346,8 @@ def _registering_getvalue(original_getvalue: Callable[[Any], Any]) -> Callable[[
 def _replacements() -> list[Replacement]:
     from torch._inductor.utils import IndentedBuffer
 
-    return [(IndentedBuffer, "writeline", _tagging_writeline), (IndentedBuffer, "splice", _tagging_splice),
+    # splice first: it takes Inductor's own writeline, before the hook replaces it
+    return [(IndentedBuffer, "splice", _tagging_splice), (IndentedBuffer, "writeline", _tagging_writeline),
             (IndentedBuffer, "getvaluewithlinemap", _registering_getvalue)]
 
 
@@ -312,6 +417,7 @@ def check() -> None:
         raise SeamMoved("line_tags: IndentedBuffer.splice no longer writes one entry per spliced entry")
     if probe.getvalue() != "x\na\n    b\n\n":
         raise SeamMoved("line_tags: IndentedBuffer.getvalue no longer writes one line per entry")
+    _check_splice_entries(IndentedBuffer, LineContext)
     from torch._inductor.codegen.cpp import CppScheduling
     from torch._inductor.ir import TemplateBuffer
     from torch._inductor.scheduler import BaseSchedulerNode
@@ -327,3 +433,28 @@ def check() -> None:
     for attr in ("get_origin_node", "origins"):
         if not hasattr(TemplateBuffer, attr):
             raise SeamMoved(f"line_tags: IR template buffers no longer have {attr} (template kernels)")
+
+
+def _check_splice_entries(buffer_class: type, line_context: type) -> None:
+    """Raise SeamMoved unless :func:`_splice_entries` writes what Inductor's splice writes."""
+    from torch._inductor.codegen.common import DeferredLine
+
+    samples = [["    a", "      b", "", "    c"], ["a", "  b"], ["  x", "   ", "  y"], ["\tp", "\t\tq"], [],
+               ["", ""], [line_context("ctx"), "   z", DeferredLine("buf0", "   w = 1;"), "   v"],
+               [DeferredLine("buf1", "  only")], [line_context("c"), "    k", "  \x0c", "      m"]]
+
+    def shown(entries: list[Any]) -> list[Any]:
+        return [(type(e).__name__, getattr(e, "line", e), getattr(e, "name", None)) for e in entries]
+
+    for entries in samples:
+        for indent in (0, 2):
+            source = buffer_class()
+            source._lines = list(entries)
+            plain, direct = buffer_class(initial_indent=indent), buffer_class(initial_indent=indent)
+            for target in (plain, direct):
+                target.writeline("head")
+            plain.splice(source)
+            _splice_entries(direct, source._lines, buffer_class.writeline)
+            if shown(direct._lines) != shown(plain._lines):
+                raise SeamMoved(f"line_tags: IndentedBuffer.splice no longer writes {shown(entries)!r} (indent "
+                                f"{indent}) as _splice_entries does: {shown(plain._lines)!r}")
