@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import operator
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -854,3 +857,66 @@ def test_a_repro_rewritten_for_another_calls_inputs_keeps_its_graph_and_constant
     assert not wide.with_suffix(".inputs.pt").exists() and torch.equal(load_repro(wide).make_inputs()[0], third)
     with pytest.raises(ValueError, match="not a minifier repro"):
         repro_with_inputs(REPO / "README.md", [third], tmp_path / "nope.py")
+
+
+
+_PROGRESS_BAR_LOCK_SCENARIO = """
+import os, signal, sys, time
+import tqdm.std as tqdm_std
+from minifier.workers.child import own_progress_bar_locks
+
+tqdm_std.tqdm.get_lock()  # the shared lock exists before the forks, as in a zygote
+shared = tqdm_std.TqdmDefaultWriteLock.mp_lock
+if shared is None:
+    print("no multiprocessing lock"); sys.exit(0)
+
+def fork(body):
+    pid = os.fork()
+    if pid == 0:
+        try:
+            body()
+        finally:
+            os._exit(0)
+    return pid
+
+def finishes(pid, within):
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        if os.waitpid(pid, os.WNOHANG)[0]:
+            return True
+        time.sleep(0.05)
+    os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+    return False
+
+def die_holding_it():
+    shared.acquire()
+    os.kill(os.getpid(), signal.SIGKILL)
+
+def progress_bar(fresh_locks):
+    def body():
+        if fresh_locks:
+            own_progress_bar_locks()
+        tqdm_std.tqdm(total=1, disable=True).close()
+    return body
+
+os.waitpid(fork(die_holding_it), 0)
+print("without own locks:", "finished" if finishes(fork(progress_bar(False)), 2.0) else "hung")
+print("with own locks:", "finished" if finishes(fork(progress_bar(True)), 20.0) else "hung")
+"""
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="the zygote forks workers only where fork exists")
+def test_a_forked_worker_does_not_wait_on_a_progress_bar_lock_a_killed_sibling_held():
+    """tqdm's write lock holds a multiprocessing semaphore that forked processes share: a sibling
+    killed holding it hung every later worker in its first compile (FX makes a progress bar per
+    interpreter run), until its judgement timed out. Run in a fresh interpreter: the scenario
+    leaves that process's own semaphore taken."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
+    proc = subprocess.run([sys.executable, "-c", _PROGRESS_BAR_LOCK_SCENARIO], capture_output=True, text=True,
+                          timeout=120, env=env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    if "no multiprocessing lock" in proc.stdout:
+        pytest.skip("this tqdm takes no multiprocessing lock")
+    assert "without own locks: hung" in proc.stdout, proc.stdout  # the scenario does hang a plain copy
+    assert "with own locks: finished" in proc.stdout, proc.stdout

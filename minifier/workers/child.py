@@ -127,6 +127,25 @@ def _recv_exactly(control: socket.socket, size: int) -> tuple[bytes, list[int]]:
     return data, fds
 
 
+def own_progress_bar_locks() -> None:
+    """Give this freshly forked worker tqdm write locks of its own.
+
+    tqdm's write lock (taken by every progress bar's constructor, even a disabled one: FX's
+    ``Interpreter.run`` makes one per run, so every compile takes it) holds a multiprocessing
+    lock, a semaphore shared with every process forked from the one that made it. A sibling
+    worker killed while holding it (a discarded speculative judgement) left it taken for every
+    later worker of the zygote: each then hung in its first compile until its judgement timed
+    out. The copy's thread lock is replaced too (a zygote thread may have held it at the fork).
+    """
+    std = sys.modules.get("tqdm.std")
+    if std is None:
+        return
+    lock_class = std.TqdmDefaultWriteLock
+    lock_class.th_lock = threading.RLock()
+    lock_class.mp_lock = None  # a worker never shares a progress bar with another process
+    std.tqdm.set_lock(lock_class())
+
+
 def serve_forks(control: socket.socket, closing: list[int]) -> int:
     """The zygote's loop: fork a worker per ``F``, report exit codes per ``R``, end at EOF.
 
@@ -160,6 +179,7 @@ def serve_forks(control: socket.socket, closing: list[int]) -> int:
                     control.close()
                     for fd in closing:
                         os.close(fd)
+                    own_progress_bar_locks()
                     requests, replies = os.fdopen(fds[0], "rb"), os.fdopen(fds[1], "wb")
                     write_message(replies, {"ready": True, "seconds": 0.0, "pid": os.getpid()})
                     code = serve(requests, replies)
