@@ -149,6 +149,22 @@ def test_compile_overhead_instruction_counts_are_read_from_callgrind_dumps(tmp_p
         overhead.measure_instructions("block", 1, 1)
 
 
+def test_compile_overhead_pairs_cover_one_frame_stack_chunk_evenly():
+    """Each process's pairs start from stack paddings spread evenly over one CPython frame-stack
+    chunk (in random order), and a padding is a frame that many slots larger that calls through."""
+    import overhead
+
+    phases = overhead.stack_phases(16, seed=3)
+    assert len(set(phases)) == 16 and all(0 <= p < overhead.CHUNK_SLOTS for p in phases)
+    assert phases != sorted(phases)  # shuffled: a slow drift of the machine is not aligned with depth
+    ordered = sorted(phases)
+    gaps = [b - a for a, b in zip(ordered, ordered[1:])] + [ordered[0] + overhead.CHUNK_SLOTS - ordered[-1]]
+    assert max(gaps) - min(gaps) <= 1 and sum(gaps) == overhead.CHUNK_SLOTS
+    assert overhead.stack_phases(16, seed=4) != phases  # each process its own offset
+    pad = overhead.stack_padded(700)
+    assert pad.__code__.co_nlocals == 701 and pad(lambda: "through") == "through"
+
+
 def test_memory_benchmark_smoke_prints_both_backends(smoke):
     stdout = smoke("memory.py")
     assert "inductor RSS" in stdout and "instrumented RSS" in stdout and "capture limit 2" in stdout
