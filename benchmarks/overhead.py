@@ -21,8 +21,10 @@ callgrind (counting only while a compile runs, switched by ``callgrind_control``
 not move with the machine's load or the process's memory layout, so one pair per workload pins
 the ratio that CPU time measures only to within a few percent (identical code measured 1.024x
 and 1.047x on one VM in one day). It excludes what the C++ compiler's own processes execute, as
-CPU time does; it weighs a cache miss like any instruction, which CPU time does not. Slow
-(about 20x): a few minutes per workload.
+CPU time does; it weighs a cache miss like any instruction, which CPU time does not. Kernels are
+built for AVX2 at most (``-march=x86-64-v3``, 256-bit vectors), for both backends: valgrind cannot
+run AVX-512 code, which Inductor otherwise builds on a machine that has it. Slow (about 20x): a
+few minutes per workload.
 
     python benchmarks/overhead.py [--processes N] [--repeats N] [--models block gpt2 resnet] [--smoke]
     python benchmarks/overhead.py --instructions [--repeats N] [--models ...]
@@ -182,7 +184,12 @@ def _instructions_child(name: str, blocks: int, pairs: int) -> int:
     """Runs under callgrind with counting off: warms both backends, then counts each compile of
     ``pairs`` pairs alone, one dump per compile named after its backend."""
     import os
+    import platform
 
+    if platform.machine() in ("x86_64", "AMD64"):  # valgrind cannot run AVX-512 code: AVX2 kernels at most
+        import torch._inductor.config as inductor_config
+
+        inductor_config.cpp.simdlen, inductor_config.cpp.march = 256, "x86-64-v3"
     make = workload_maker(name, blocks)
     nodes = post_grad_nodes(make)
     compile_seconds("inductor", make)
