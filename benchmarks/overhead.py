@@ -51,10 +51,9 @@ sys.path.insert(0, str(ROOT))
 MEDIAN_TARGET, INTERVAL_TARGET = 1.03, 1.05
 # CPython since 3.11 keeps frames in 16 KiB chunks, each mmapped when a call does not fit in the
 # current one and unmapped as soon as that call returns (gh-142183; 3.13 and later cache one since
-# a fix in March 2026): a hot call at a chunk boundary
-# maps, faults in and unmaps a chunk each time. Where the boundaries fall depends on how deep the
-# stack stood when a compile started, in 8-byte slots: a stack padded by 0 .. CHUNK_SLOTS - 1 slots
-# takes every position once.
+# a fix in March 2026): a hot call at a chunk boundary maps, faults in and unmaps a chunk each
+# time. Where the boundaries fall depends on how deep the stack stood when a compile started, in
+# 8-byte slots: a stack padded by 0 .. CHUNK_SLOTS - 1 slots takes every position once.
 CHUNK_SLOTS = 16 * 1024 // 8
 
 
@@ -259,9 +258,9 @@ def measure(name: str, blocks: int, processes: int, pairs: int) -> dict[str, Any
     Where the Python stack stands when a compile starts moves its CPU time by far more than the
     instrumentation does: the 150-node block compiled in 0.72 s to 1.02 s with plain Inductor,
     depending only on how many slots deep the stack was padded, the minor page faults per compile
-    going from 8.5k to 62k with it. CPython (3.11 on; see CHUNK_SLOTS) maps a fresh 16 KiB chunk of frame stack
-    for a call that does not fit in the current one and unmaps it when that call returns
-    (gh-142183), so a hot call that lands on a chunk boundary pays a map, a page fault and an
+    going from 8.5k to 62k with it. CPython (3.11 on; see CHUNK_SLOTS) maps a fresh 16 KiB chunk of
+    frame stack for a call that does not fit in the current one and unmaps it when that call
+    returns (gh-142183), so a hot call that lands on a chunk boundary pays a map, a page fault and an
     unmap each time. Our hooks add frames, which moves the boundaries within the compile, so at
     one stack position either backend can be the lucky one (single pairs 0.88x-1.16x). Averaged
     over every position, the faults are the same (23.4k against 23.1k per compile for the block).
