@@ -859,7 +859,6 @@ def test_a_repro_rewritten_for_another_calls_inputs_keeps_its_graph_and_constant
         repro_with_inputs(REPO / "README.md", [third], tmp_path / "nope.py")
 
 
-
 _PROGRESS_BAR_LOCK_SCENARIO = """
 import os, signal, sys, time
 import tqdm.std as tqdm_std
