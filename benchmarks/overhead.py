@@ -179,31 +179,39 @@ def _child_result(proc: "subprocess.CompletedProcess[str]") -> Optional[dict[str
     return json.loads(line[len("RESULT "):]) if line is not None else None
 
 
+def kernels_valgrind_can_run() -> Any:
+    """Inductor's config patched to build x86 kernels for AVX2 at most (valgrind cannot run AVX-512
+    code, which Inductor builds with ``-march=native`` on a machine that has it); elsewhere a no-op."""
+    import contextlib
+    import platform
+
+    if platform.machine() not in ("x86_64", "AMD64"):
+        return contextlib.nullcontext()
+    import torch._inductor.config as inductor_config
+
+    return inductor_config.patch({"cpp.simdlen": 256, "cpp.march": "x86-64-v3"})
+
+
 def _instructions_child(name: str, blocks: int, pairs: int) -> int:
     """Runs under callgrind with counting off: warms both backends, then counts each compile of
     ``pairs`` pairs alone, one dump per compile named after its backend."""
     import os
-    import platform
-
-    if platform.machine() in ("x86_64", "AMD64"):  # valgrind cannot run AVX-512 code: AVX2 kernels at most
-        import torch._inductor.config as inductor_config
-
-        inductor_config.cpp.simdlen, inductor_config.cpp.march = 256, "x86-64-v3"
-    make = workload_maker(name, blocks)
-    nodes = post_grad_nodes(make)
-    compile_seconds("inductor", make)
 
     def control(*arguments: str) -> None:
         subprocess.run(["callgrind_control", *arguments, str(os.getpid())], check=True, capture_output=True,
                        timeout=120)
 
-    for i in range(pairs):
-        for backend in ("inductor", "instrumented") if i % 2 == 0 else ("instrumented", "inductor"):
-            control("--zero")
-            control("--instr=on")
-            compile_seconds(backend, make)
-            control("--instr=off")
-            control(f"--dump={backend}")
+    with kernels_valgrind_can_run():
+        make = workload_maker(name, blocks)
+        nodes = post_grad_nodes(make)
+        compile_seconds("inductor", make)
+        for i in range(pairs):
+            for backend in ("inductor", "instrumented") if i % 2 == 0 else ("instrumented", "inductor"):
+                control("--zero")
+                control("--instr=on")
+                compile_seconds(backend, make)
+                control("--instr=off")
+                control(f"--dump={backend}")
     print("RESULT " + json.dumps({"nodes": nodes}), flush=True)
     return 0
 

@@ -165,6 +165,20 @@ def test_compile_overhead_pairs_cover_one_frame_stack_chunk_evenly():
     assert pad.__code__.co_nlocals == 701 and pad(lambda: "through") == "through"
 
 
+def test_instruction_counts_build_kernels_valgrind_can_run():
+    """Under ``--instructions`` the kernels are built for AVX2 at most: valgrind stops at the first
+    AVX-512 instruction. Fails loudly if Inductor's config keys move."""
+    import platform
+
+    import overhead
+    import torch._inductor.config as inductor_config
+
+    with overhead.kernels_valgrind_can_run():
+        if platform.machine() in ("x86_64", "AMD64"):
+            assert (inductor_config.cpp.simdlen, inductor_config.cpp.march) == (256, "x86-64-v3")
+    assert inductor_config.cpp.simdlen is None  # restored for the rest of the process
+
+
 def test_memory_benchmark_smoke_prints_both_backends(smoke):
     stdout = smoke("memory.py")
     assert "inductor RSS" in stdout and "instrumented RSS" in stdout and "capture limit 2" in stdout
