@@ -9,7 +9,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from instrumented_backend.seams import SeamMoved, ir_format, ir_logging
+from instrumented_backend.seams import SeamMoved, ir_format, ir_logging, sympy_linear_text
 from instrumented_backend.seams.caches import autograd_cache_disabled
 
 
@@ -65,10 +65,12 @@ def test_fast_format_is_byte_identical_to_inductors(dynamic):
 def test_fast_format_is_byte_identical_on_training_models(case, monkeypatch):
     """Every IR log of a forward and a backward graph of a real model, both ways, as it happens; the
     flat pformat path wrote most dependency lists and layouts (one line and one item per line)."""
+    import sympy
     from torch._inductor.debug import DebugFormatter
 
     from tests.corpus.cases import build
 
+    left: list = []
     flat = {"one line": 0, "item per line": 0, "left to pprint": 0}
     original_flat = ir_format._flat_pformat
 
@@ -78,6 +80,18 @@ def test_fast_format_is_byte_identical_on_training_models(case, monkeypatch):
         return text
 
     monkeypatch.setattr(ir_format, "_flat_pformat", counting_flat)
+    linear = {"written directly": 0, "left to sympy": 0}
+    original_linear = sympy_linear_text.linear_text
+
+    def counting_linear(expr):
+        text = original_linear(expr)
+        if isinstance(expr, sympy.Add):  # the sums sympy's printer orders slowly
+            linear["left to sympy" if text is None else "written directly"] += 1
+            if text is None:
+                left.append(expr)
+        return text
+
+    monkeypatch.setattr(sympy_linear_text, "linear_text", counting_linear)
     ir_logging.install()
     ir_format.install()
     workload = build(case)
@@ -102,6 +116,45 @@ def test_fast_format_is_byte_identical_on_training_models(case, monkeypatch):
         torch._dynamo.reset()
     assert len(memos) >= 2 and not differing  # a forward and a backward scheduler, every log identical
     assert flat["one line"] > 50 and flat["item per line"] > 5 and flat["left to pprint"] < flat["one line"]
+    assert linear["written directly"] > 20 and linear["written directly"] > linear["left to sympy"], left
+
+
+def test_linear_index_text_is_sympys_on_random_forms():
+    """30k random linear forms of symbols made as Inductor makes them: every one the fast path writes
+    is sympy's own text; the ones it must leave to sympy (a power, a product of symbols, a rational,
+    a subclass of Symbol, two symbols of one name) it leaves."""
+    import random
+
+    import sympy
+
+    names = ["c0", "c1", "c2", "c10", "p0", "p1", "p10", "x0", "tmp0", "tmp12", "ks0", "s0", "r0_0", "x"]
+    symbols = {name: sympy.Symbol(name, integer=True, nonnegative=True) for name in names}
+    rng = random.Random(0)
+    coefficients = [1, -1, 2, -2, 3, 64, -768, 10 ** 18, -(10 ** 25)]
+    written = 0
+    for _ in range(30000):
+        form = sum(rng.choice(coefficients) * symbols[name] for name in rng.sample(names, rng.randint(1, 5)))
+        if rng.random() < 0.6:
+            form += rng.choice([1, -1, 5, -5, 64, 10 ** 18, -(10 ** 19)])
+        text = sympy_linear_text.linear_text(form)
+        if text is not None:
+            written += 1
+            assert text == sympy.sstr(form, order=None)
+    assert written > 29000  # every linear form is written directly
+    c0 = symbols["c0"]
+    for other in (c0 ** 2 + 1, c0 * symbols["c1"] + 2, c0 + sympy.Rational(1, 2), sympy.Dummy("d") + c0,
+                  sympy.Symbol("c0") + c0, sympy.Float(2.5) * c0 + 1):
+        assert sympy_linear_text.linear_text(other) is None, other
+
+
+def test_a_sympy_that_orders_terms_differently_is_reported(monkeypatch):
+    from sympy.printing.str import StrPrinter
+
+    sympy_linear_text.check()
+    original = StrPrinter._print_Add
+    monkeypatch.setattr(StrPrinter, "_print_Add", lambda self, expr, order=None: original(self, expr, order="rev-lex"))
+    with pytest.raises(SeamMoved, match="term order or layout moved"):
+        sympy_linear_text.check()
 
 
 def test_a_layout_text_is_reused_only_while_the_layout_is_unchanged():

@@ -130,6 +130,7 @@ SEAMS: dict[str, bool] = {
     "dynamo_reasons": False,
     "fx_block_code": False,  # used by ir_format
     "ir_text_buffer": False,  # used by ir_format
+    "sympy_linear_text": False,  # used by ir_format
     "graph_structure": False,  # used by capture.graph_copy
     "ddp_buckets": False,  # installed when the backend module loads: DDPOptimizer calls it mid-run
     "errors": False,

@@ -11,7 +11,8 @@ a few things dominate it, all of which we make cheaper without changing a byte o
   identity rather than equality, because structurally equal objects may print differently),
   through ``sympy.printing.str.sstr``, which sympy's ``__str__`` imports at each call (patching
   the module function rather than sympy's base class spares invalidating the method caches of
-  sympy's hundreds of classes twice per log);
+  sympy's hundreds of classes twice per log), and a linear form of symbols (most indexing) is
+  written directly, as sympy writes it (:mod:`.sympy_linear_text`);
 * every node's reads and writes are printed two or three times each (sorted by their text, then
   pretty-printed), in both logs: the scheduler's dependency objects are frozen dataclasses of
   immutable fields, so their ``repr`` is memoised by identity the same way;
@@ -56,7 +57,7 @@ from typing import Any, Callable, Iterator, Optional
 import torch.fx
 
 from ..provenance.thread_state import thread_local
-from . import Replacement, ScopedPatches, SeamMoved, fx_block_code, install_once, ir_text_buffer
+from . import Replacement, ScopedPatches, SeamMoved, fx_block_code, install_once, ir_text_buffer, sympy_linear_text
 
 __all__ = ["install", "format_ir", "formatting", "IrTextMemo", "check"]
 
@@ -154,7 +155,9 @@ def _memoised_sstr(original: Callable[..., str]) -> Callable[..., str]:
         hit = memo.immutable_text.get(id(expr))
         if hit is not None and hit[0] is expr:
             return hit[1]
-        result = original(expr, **settings)
+        result = sympy_linear_text.linear_text(expr)
+        if result is None:
+            result = original(expr, **settings)
         memo.immutable_text[id(expr)] = (expr, result)
         return result
 
@@ -485,6 +488,7 @@ def check() -> None:
                         "with their own __repr__ (their text is memoised by identity)")
     _check_node_text_reads()
     ir_text_buffer.check()
+    sympy_linear_text.check()
     _check_pformat()
     _check_layout_text()
     printable_str = inspect.getsource(inspect.unwrap(Printable.__str__))
