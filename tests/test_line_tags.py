@@ -237,3 +237,50 @@ def test_tags_follow_the_lines_a_scalar_tail_loop_rewrites(recorder):
     assert texts[2:5] == ["auto tmp0 = in_ptr0[x0_tail];", "auto tmp1 = -tmp0;",
                           "tmp_acc0_arr[x0_tail - 0] = tmp_acc0_arr[x0_tail - 0] + tmp1;"]
     assert [recorder.entry_tag(line) for line in moved._lines[2:5]] == [(LOAD,), (NEG,), (acc,)]
+
+
+class _BracketedBuffer(IndentedBuffer):
+    """A buffer that indents its own way: its lines must go through Inductor's writeline."""
+
+    def prefix(self) -> str:
+        return "> " * self._indent
+
+
+def test_a_plain_line_written_directly_is_what_inductors_writeline_writes(recorder):
+    lines = ["a = 1;", "", "   ", "\tb = 2;", "  c = 3;  ", "\x0c"]
+
+    def write_all(buffer: IndentedBuffer) -> IndentedBuffer:
+        for line in lines:
+            buffer.writeline(line)
+        with buffer.indent(2):
+            for line in lines:
+                buffer.writeline(line)
+        with buffer.set_tabwidth(2), buffer.indent():
+            buffer.writeline("d = 4;")
+        return buffer
+
+    provenance.set_emission(NEG)
+    hooked = [write_all(IndentedBuffer()), write_all(_BracketedBuffer(initial_indent=1))]
+    provenance.set_emission(None)
+    previous = provenance.activate(None)  # Inductor's own writeline, no recorder
+    try:
+        plain = [write_all(IndentedBuffer()), write_all(_BracketedBuffer(initial_indent=1))]
+    finally:
+        provenance.activate(previous)
+    for ours, inductors in zip(hooked, plain):
+        assert ours._lines == inductors._lines
+        for entry in ours._lines:
+            assert (recorder.entry_tag(entry) == (NEG,)) == bool(entry.strip()), entry
+    assert hooked[1]._lines[-1] == "> > d = 4;"
+
+
+def test_a_writeline_that_no_longer_indents_with_prefix_is_reported(monkeypatch):
+    from instrumented_backend.seams import SeamMoved
+
+    # the same indentation, computed another way: the hook cannot know it still matches
+    def same_prefix_other_source(self):
+        return "".join(" " * self.tabwidth for _ in range(self._indent))
+
+    monkeypatch.setattr(IndentedBuffer, "prefix", same_prefix_other_source)
+    with pytest.raises(SeamMoved, match="the hook writes it directly"):
+        line_tags.check()

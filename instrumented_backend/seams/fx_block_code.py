@@ -51,9 +51,13 @@ def block_code(graph: torch.fx.Graph) -> Optional[str]:
     if any(os.environ.get(name, "0") == "1" for name in _FX_SWITCHES):
         return None
     namespace = _Namespace()
+    names: dict[torch.fx.Node, str] = {}  # what namespace.create_name returns for a node already named
 
     def name(node: torch.fx.Node) -> str:
-        return namespace.create_name(node.name, node)
+        known = names.get(node)
+        if known is None:
+            known = names[node] = namespace.create_name(node.name, node)
+        return known
 
     def text(arg: Any) -> str:
         kind = type(arg)

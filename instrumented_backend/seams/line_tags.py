@@ -7,10 +7,12 @@ keyed by the identity of the object Inductor appended. **The text is never touch
 argument is passed on unchanged and every return value is Inductor's own, so whatever Inductor
 reads, compares, hashes or keys on (CSE caches keyed on ``getvalue()``, ``DeferredLine.line``
 and expression strings, ``src_to_kernel`` dedup, ``#pragma`` rewrites) is plain Inductor's
-text. One exception, for speed: a buffer spliced into another is written by a copy of
+text. Two exceptions, for speed: a buffer spliced into another is written by a copy of
 Inductor's ``splice`` (:func:`_splice_entries`, two Python calls fewer per line; kernel buffers
 are spliced into one another several times per line), which ``check()`` compares with
-Inductor's on sample buffers before any hook goes in place. The hooks only add entries to the
+Inductor's on sample buffers before any hook goes in place; and a plain one-line string written
+to a buffer that indents with ``IndentedBuffer.prefix`` is appended by the hook itself, as
+Inductor's ``writeline`` appends it (``check()`` reads both functions' source). The hooks only add entries to the
 side tables:
 
 * ``writeline``: the appended entry takes the tag of the line object passed (a line moved from
@@ -165,7 +167,11 @@ def tagging() -> ContextManager[None]:
 
 
 def _tagging_writeline(original_writeline: Callable[[Any, Any], None]) -> Callable[[Any, Any], None]:
+    from torch._inductor.utils import IndentedBuffer
+
     state = provenance.thread_state()  # read directly: writeline runs for every line Inductor writes
+    base_prefix = IndentedBuffer.prefix
+    plain_prefix: dict[type, bool] = {}  # buffer type -> it indents with IndentedBuffer's own prefix()
 
     def writeline(self: Any, line: Any) -> None:
         recorder = state.recorder
@@ -182,6 +188,23 @@ def _tagging_writeline(original_writeline: Callable[[Any, Any], None]) -> Callab
                 tag, fresh = state.emission_tag, True  # one tag shared by a node's lines: no new pair each
                 if tag is None or tag[0] is not origin:
                     tag = state.emission_tag = (origin,)
+            kind = type(self)
+            plain = plain_prefix.get(kind)
+            if plain is None:
+                plain = plain_prefix[kind] = kind.prefix is base_prefix
+            if plain:  # what Inductor's writeline appends for a plain line, written directly
+                if not line.strip():
+                    self._lines.append("")  # a blank line: never tagged
+                    return
+                entry = f"{' ' * (self._indent * self.tabwidth)}{line}"
+                self._lines.append(entry)
+                key = id(entry)  # recorder.tag_entry(entry, tag, fresh), inlined: once per line
+                recorder._entry_lines[key] = entry
+                recorder._entry_tags[key] = tag
+                if fresh:
+                    recorder._fresh_lines.append(entry)
+                    recorder._fresh_tags.append(tag)
+                return
         else:
             tag, fresh = _tag_for(line, recorder, state)
             if tag is None:
@@ -192,12 +215,7 @@ def _tagging_writeline(original_writeline: Callable[[Any, Any], None]) -> Callab
         if len(lines) == before + 1 and self._lines is lines:
             entry = lines[-1]
             if entry != "":  # a blank line is written as the one shared "": never tagged
-                key = id(entry)  # recorder.tag_entry(entry, tag, fresh), inlined: once per line
-                recorder._entry_lines[key] = entry
-                recorder._entry_tags[key] = tag
-                if fresh:
-                    recorder._fresh_lines.append(entry)
-                    recorder._fresh_tags.append(tag)
+                recorder.tag_entry(entry, tag, fresh)
 
     return writeline
 
@@ -418,6 +436,7 @@ def check() -> None:
     if probe.getvalue() != "x\na\n    b\n\n":
         raise SeamMoved("line_tags: IndentedBuffer.getvalue no longer writes one line per entry")
     _check_splice_entries(IndentedBuffer, LineContext)
+    _check_direct_writeline(IndentedBuffer)
     from torch._inductor.codegen.cpp import CppScheduling
     from torch._inductor.ir import TemplateBuffer
     from torch._inductor.scheduler import BaseSchedulerNode
@@ -433,6 +452,24 @@ def check() -> None:
     for attr in ("get_origin_node", "origins"):
         if not hasattr(TemplateBuffer, attr):
             raise SeamMoved(f"line_tags: IR template buffers no longer have {attr} (template kernels)")
+
+
+# What Inductor's writeline and prefix do for a plain line, which writeline's hook does directly.
+_WRITELINE_SOURCE = ("elif line.strip():", 'self._lines.append(f"{self.prefix()}{line}")', 'self._lines.append("")')
+_PREFIX_SOURCE = 'return " " * (self._indent * self.tabwidth)'
+
+
+def _check_direct_writeline(buffer_class: type) -> None:
+    """Raise SeamMoved unless Inductor's writeline still appends ``prefix() + line`` for a non-blank
+    plain line and ``""`` for a blank one, with ``prefix()`` the indentation in spaces."""
+    import inspect
+
+    writeline = inspect.getsource(inspect.unwrap(buffer_class.writeline))
+    missing = [fragment for fragment in _WRITELINE_SOURCE if fragment not in writeline]
+    if missing or _PREFIX_SOURCE not in inspect.getsource(buffer_class.prefix):
+        raise SeamMoved(f"line_tags: IndentedBuffer.writeline/prefix no longer write a plain line as "
+                        f"{_PREFIX_SOURCE!r} + line (missing: {missing or [_PREFIX_SOURCE]}); "
+                        "the hook writes it directly")
 
 
 def _check_splice_entries(buffer_class: type, line_context: type) -> None:
