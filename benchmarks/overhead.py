@@ -17,9 +17,10 @@ made due is not charged to the other. The captures the instrumented compiles rec
 as in a user's process.
 
 ``--instructions`` counts instead the instructions each compile executes, under valgrind's
-callgrind (counting only while a compile runs, switched by ``callgrind_control``): a count does
-not move with the machine's load or the process's memory layout, so one pair per workload pins
-the ratio that CPU time measures only to within a few percent (identical code measured 1.024x
+callgrind (counting only while a compile runs, switched by ``callgrind_control``), with string
+hashing fixed so that every counting process takes the same set and dict orders: a count does
+not move with the machine's load, so one pair per workload pins, to about 0.2%, the ratio that
+CPU time measures only to within a few percent (identical code measured 1.024x
 and 1.047x on one VM in one day). It excludes what the C++ compiler's own processes execute, as
 CPU time does; it weighs a cache miss like any instruction, which CPU time does not. Kernels are
 built for AVX2 at most (``-march=x86-64-v3``, 256-bit vectors), for both backends: valgrind cannot
@@ -192,6 +193,18 @@ def kernels_valgrind_can_run() -> Any:
     return inductor_config.patch({"cpp.simdlen": 256, "cpp.march": "x86-64-v3"})
 
 
+def counting_environment() -> dict[str, str]:
+    """The environment of a counting process: this one's, with string hashing fixed (unless set).
+
+    With random hashing, set and dict orders, and the code paths they pick, differ from process to
+    process: plain Inductor's ResNet compile counted 3,770.0M and 3,796.3M instructions in two
+    processes (0.7% apart), against 3,773.6M and 3,779.6M (0.16%) with ``PYTHONHASHSEED=0``.
+    """
+    import os
+
+    return {**os.environ, "PYTHONHASHSEED": os.environ.get("PYTHONHASHSEED", "0")}
+
+
 def _instructions_child(name: str, blocks: int, pairs: int) -> int:
     """Runs under callgrind with counting off: warms both backends, then counts each compile of
     ``pairs`` pairs alone, one dump per compile named after its backend."""
@@ -244,7 +257,8 @@ def measure_instructions(name: str, blocks: int, pairs: int) -> dict[str, Any]:
         command = ["valgrind", "--tool=callgrind", "--instr-atstart=no",
                    f"--callgrind-out-file={out_dir}/callgrind.out.%p", sys.executable, __file__,
                    "--instructions-child", name, "--blocks", str(blocks), "--repeats", str(pairs)]
-        proc = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=7200)
+        proc = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=7200,
+                              env=counting_environment())
         counts = dumped_instructions(Path(out_dir))
     result = _child_result(proc)
     if proc.returncode != 0 or result is None or len(counts.get("inductor", [])) != pairs \

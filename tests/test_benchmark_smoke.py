@@ -149,6 +149,19 @@ def test_compile_overhead_instruction_counts_are_read_from_callgrind_dumps(tmp_p
         overhead.measure_instructions("block", 1, 1)
 
 
+def test_instruction_counting_processes_hash_strings_the_same_way(monkeypatch):
+    """Counting processes get a fixed PYTHONHASHSEED (set and dict orders pick code paths), unless
+    the user chose one; the rest of the environment passes through."""
+    import overhead
+
+    monkeypatch.delenv("PYTHONHASHSEED", raising=False)
+    monkeypatch.setenv("OVERHEAD_PROBE", "kept")
+    env = overhead.counting_environment()
+    assert env["PYTHONHASHSEED"] == "0" and env["OVERHEAD_PROBE"] == "kept"
+    monkeypatch.setenv("PYTHONHASHSEED", "7")
+    assert overhead.counting_environment()["PYTHONHASHSEED"] == "7"
+
+
 def test_compile_overhead_pairs_cover_one_frame_stack_chunk_evenly():
     """Each process's pairs start from stack paddings spread evenly over one CPython frame-stack
     chunk (in random order), and a padding is a frame that many slots larger that calls through."""
