@@ -12,8 +12,8 @@ Inductor's ``splice`` (:func:`_splice_entries`, two Python calls fewer per line;
 are spliced into one another several times per line), which ``check()`` compares with
 Inductor's on sample buffers before any hook goes in place; and a plain one-line string written
 to a buffer that indents with ``IndentedBuffer.prefix`` is appended by the hook itself, as
-Inductor's ``writeline`` appends it (``check()`` reads both functions' source). The hooks only add entries to the
-side tables:
+Inductor's ``writeline`` appends it (``check()`` reads both functions' source). The hooks only
+add entries to the side tables:
 
 * ``writeline``: the appended entry takes the tag of the line object passed (a line moved from
   another buffer keeps its tag: innermost wins), else that of a buffer text written back whole,
