@@ -240,7 +240,7 @@ def test_tags_follow_the_lines_a_scalar_tail_loop_rewrites(recorder):
 
 
 class _BracketedBuffer(IndentedBuffer):
-    """A buffer that indents its own way: its lines must go through Inductor's writeline."""
+    """A buffer that indents its own way: the hook indents its lines with its own prefix()."""
 
     def prefix(self) -> str:
         return "> " * self._indent
@@ -277,10 +277,12 @@ def test_a_plain_line_written_directly_is_what_inductors_writeline_writes(record
 def test_a_writeline_that_no_longer_indents_with_prefix_is_reported(monkeypatch):
     from instrumented_backend.seams import SeamMoved
 
-    # the same indentation, computed another way: the hook cannot know it still matches
-    def same_prefix_other_source(self):
-        return "".join(" " * self.tabwidth for _ in range(self._indent))
+    original = IndentedBuffer.writeline
 
-    monkeypatch.setattr(IndentedBuffer, "prefix", same_prefix_other_source)
+    # the same lines, written another way: the hook cannot know it still matches
+    def same_lines_other_source(self, line):
+        original(self, line)
+
+    monkeypatch.setattr(IndentedBuffer, "writeline", same_lines_other_source)
     with pytest.raises(SeamMoved, match="the hook writes it directly"):
         line_tags.check()

@@ -11,9 +11,9 @@ text. Two exceptions, for speed: a buffer spliced into another is written by a c
 Inductor's ``splice`` (:func:`_splice_entries`, two Python calls fewer per line; kernel buffers
 are spliced into one another several times per line), which ``check()`` compares with
 Inductor's on sample buffers before any hook goes in place; and a plain one-line string written
-to a buffer that indents with ``IndentedBuffer.prefix`` is appended by the hook itself, as
-Inductor's ``writeline`` appends it (``check()`` reads both functions' source). The hooks only
-add entries to the side tables:
+to a buffer is appended by the hook itself, indented by the buffer's ``prefix()``, as Inductor's
+``writeline`` appends it (``check()`` reads its source). The hooks only add entries to the side
+tables:
 
 * ``writeline``: the appended entry takes the tag of the line object passed (a line moved from
   another buffer keeps its tag: innermost wins), else that of a buffer text written back whole,
@@ -167,11 +167,7 @@ def tagging() -> ContextManager[None]:
 
 
 def _tagging_writeline(original_writeline: Callable[[Any, Any], None]) -> Callable[[Any, Any], None]:
-    from torch._inductor.utils import IndentedBuffer
-
     state = provenance.thread_state()  # read directly: writeline runs for every line Inductor writes
-    base_prefix = IndentedBuffer.prefix
-    plain_prefix: dict[type, bool] = {}  # buffer type -> it indents with IndentedBuffer's own prefix()
 
     def writeline(self: Any, line: Any) -> None:
         recorder = state.recorder
@@ -188,23 +184,18 @@ def _tagging_writeline(original_writeline: Callable[[Any, Any], None]) -> Callab
                 tag, fresh = state.emission_tag, True  # one tag shared by a node's lines: no new pair each
                 if tag is None or tag[0] is not origin:
                     tag = state.emission_tag = (origin,)
-            kind = type(self)
-            plain = plain_prefix.get(kind)
-            if plain is None:
-                plain = plain_prefix[kind] = kind.prefix is base_prefix
-            if plain:  # what Inductor's writeline appends for a plain line, written directly
-                if not line.strip():
-                    self._lines.append("")  # a blank line: never tagged
-                    return
-                entry = f"{' ' * (self._indent * self.tabwidth)}{line}"
-                self._lines.append(entry)
-                key = id(entry)  # recorder.tag_entry(entry, tag, fresh), inlined: once per line
-                recorder._entry_lines[key] = entry
-                recorder._entry_tags[key] = tag
-                if fresh:
-                    recorder._fresh_lines.append(entry)
-                    recorder._fresh_tags.append(tag)
+            if not line.strip():  # what Inductor's writeline appends for a plain line, written directly
+                self._lines.append("")  # a blank line: never tagged
                 return
+            entry = f"{self.prefix()}{line}"
+            self._lines.append(entry)
+            key = id(entry)  # recorder.tag_entry(entry, tag, fresh), inlined: once per line
+            recorder._entry_lines[key] = entry
+            recorder._entry_tags[key] = tag
+            if fresh:
+                recorder._fresh_lines.append(entry)
+                recorder._fresh_tags.append(tag)
+            return
         else:
             tag, fresh = _tag_for(line, recorder, state)
             if tag is None:
@@ -454,22 +445,20 @@ def check() -> None:
             raise SeamMoved(f"line_tags: IR template buffers no longer have {attr} (template kernels)")
 
 
-# What Inductor's writeline and prefix do for a plain line, which writeline's hook does directly.
+# What Inductor's writeline does for a plain line, which writeline's hook does directly.
 _WRITELINE_SOURCE = ("elif line.strip():", 'self._lines.append(f"{self.prefix()}{line}")', 'self._lines.append("")')
-_PREFIX_SOURCE = 'return " " * (self._indent * self.tabwidth)'
 
 
 def _check_direct_writeline(buffer_class: type) -> None:
     """Raise SeamMoved unless Inductor's writeline still appends ``prefix() + line`` for a non-blank
-    plain line and ``""`` for a blank one, with ``prefix()`` the indentation in spaces."""
+    plain line and ``""`` for a blank one."""
     import inspect
 
     writeline = inspect.getsource(inspect.unwrap(buffer_class.writeline))
     missing = [fragment for fragment in _WRITELINE_SOURCE if fragment not in writeline]
-    if missing or _PREFIX_SOURCE not in inspect.getsource(buffer_class.prefix):
-        raise SeamMoved(f"line_tags: IndentedBuffer.writeline/prefix no longer write a plain line as "
-                        f"{_PREFIX_SOURCE!r} + line (missing: {missing or [_PREFIX_SOURCE]}); "
-                        "the hook writes it directly")
+    if missing:
+        raise SeamMoved(f"line_tags: IndentedBuffer.writeline no longer writes a plain line as prefix() + line "
+                        f"(missing: {missing}); the hook writes it directly")
 
 
 def _check_splice_entries(buffer_class: type, line_context: type) -> None:
