@@ -335,7 +335,7 @@ def measure(name: str, blocks: int, processes: int, pairs: int, chunk_cache: Opt
     With ``chunk_cache`` (the library :func:`build_chunk_cache` built), every measuring process
     preloads it: a freed chunk is kept for the next call, as CPython 3.13 and later do, and the
     positions no longer matter (the block's faults per compile: 8.3k, from 8.3k to 54k without).
-    What is left of the noise is the machine's (single pairs 0.92x-1.13x).
+    What is left of the noise is the machine's (single pairs 0.85x-1.27x, 384 pairs of three workloads).
     """
     import os
 
