@@ -18,7 +18,7 @@ as in a user's process.
 
 ``--chunk-cache`` runs the measuring processes with CPython's fix for the frame-stack chunk thrash
 (gh-142183, see CHUNK_SLOTS and ``measure``) emulated: ``stack_chunk_cache.c``, built here with
-the C compiler Inductor uses and preloaded, keeps one freed 16 KiB chunk mapped for the next call,
+the system's C compiler (``CC``, else ``cc``) and preloaded, keeps one freed 16 KiB chunk mapped for the next call,
 as CPython 3.13 and later do. Both backends run under it; it takes the chunk mapping, faulting and
 unmapping out of both compiles (the block's faults per compile: 8.3k at every stack position,
 against 8.3k to 54k) and changes nothing else.
@@ -187,18 +187,17 @@ CHUNK_CACHE_SOURCE = Path(__file__).resolve().parent / "stack_chunk_cache.c"
 
 
 def build_chunk_cache(directory: Path) -> Path:
-    """``stack_chunk_cache.c`` built into ``directory`` with the C compiler Inductor uses; a clear
-    SystemExit where it cannot be (not Linux, no compiler, a failed build)."""
+    """``stack_chunk_cache.c`` built into ``directory`` with the system's C compiler (``CC``, else
+    ``cc``); a clear SystemExit where it cannot be (not Linux, no compiler, a failed build)."""
+    import os
     import platform
     import shutil
 
     if platform.system() != "Linux":
         raise SystemExit(f"--chunk-cache preloads a library with LD_PRELOAD: Linux only, not {platform.system()}")
-    from torch._inductor import cpp_builder
-
-    compiler = cpp_builder.get_cpp_compiler()
+    compiler = os.environ.get("CC") or "cc"
     if shutil.which(compiler) is None:
-        raise SystemExit(f"--chunk-cache needs a C compiler: Inductor's ({compiler!r}) is not on PATH")
+        raise SystemExit(f"--chunk-cache needs a C compiler: {compiler!r} (CC, else cc) is not on PATH")
     library = directory / "stack_chunk_cache.so"
     proc = subprocess.run([compiler, "-x", "c", "-O2", "-shared", "-fPIC", "-o", str(library),
                            str(CHUNK_CACHE_SOURCE), "-lpthread"], capture_output=True, text=True, timeout=300)
