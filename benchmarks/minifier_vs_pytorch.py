@@ -294,7 +294,37 @@ def one_check_cold(repro: Path) -> float:
 
 # ----------------------------------------------------------------------------- PyTorch's
 
-_SITECUSTOMIZE = "import os\nif os.environ.get('INSTRUMENTED_BACKEND_FAULTS'):\n    import instrumented_backend\n"
+# Put beside PyTorch's repro so that its process and every child it spawns has the case's fault.
+# The fault is applied once the process imports torch, not at start-up: Inductor probes the CPU's
+# vector ISAs by loading a test library in a bare ``python -c`` child (one per ISA, not importing
+# torch on Linux), and importing this package there (torch with it, about 3 s each) made PyTorch's
+# cold runs pay seconds no user pays (until session 35: 35 s instead of ~7 s for the tutorial on
+# an AVX-512 machine, whose probe starts about ten such children).
+_SITECUSTOMIZE = """\
+import os
+import sys
+
+if os.environ.get("INSTRUMENTED_BACKEND_FAULTS"):
+
+    class _FaultsAfterTorch:
+        def find_spec(self, name, path=None, target=None):
+            if name != "torch":
+                return None
+            sys.meta_path.remove(self)
+            import importlib.util
+
+            spec = importlib.util.find_spec(name)
+            execute = spec.loader.exec_module
+
+            def exec_module(module):
+                execute(module)
+                import instrumented_backend  # noqa: F401  (activates the faults the variable lists)
+
+            spec.loader.exec_module = exec_module
+            return spec
+
+    sys.meta_path.insert(0, _FaultsAfterTorch())
+"""
 
 
 def _pytorch_repro(name: str, case_dir: Path) -> Path:

@@ -115,6 +115,33 @@ def test_minifier_benchmark_smoke_prints_its_table(smoke):
     assert "ours spawned s" in stdout and re.search(r"^tutorial\b.* fork ", stdout, re.MULTILINE), stdout
 
 
+def test_pytorch_runs_get_the_fault_only_where_torch_is_imported(tmp_path):
+    """PyTorch's cold runs carry the case's fault in a ``sitecustomize`` beside its repro. A
+    process that never imports torch (Inductor's vector-ISA probe loads a test library in a bare
+    ``python -c`` child, one per ISA) must start as it would for a user, not import this package
+    and torch (seconds each); one that imports torch gets the fault."""
+    import os
+    import subprocess
+
+    import minifier_vs_pytorch
+
+    import instrumented_backend as ib
+
+    (tmp_path / "sitecustomize.py").write_text(minifier_vs_pytorch._SITECUSTOMIZE)
+    with getattr(ib.faults, minifier_vs_pytorch.fault_of("tutorial"))():
+        env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(tmp_path), str(REPO)])
+
+    def child(code: str) -> str:
+        proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        return proc.stdout.strip()
+
+    assert child("import sys; print(sorted({'torch', 'instrumented_backend'} & set(sys.modules)))") == "[]"
+    assert child("import torch\nfrom instrumented_backend.diagnosis.faults import active_faults\n"
+                 "print([fault.op for fault in active_faults()])") == "['neg']"
+
+
 def test_profile_overhead_benchmark_smoke_prints_its_ratio(smoke):
     import re
 
