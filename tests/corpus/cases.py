@@ -354,6 +354,24 @@ def _mistral_train() -> Workload:
                            num_key_value_heads=1, sliding_window=8, **_TINY)
 
 
+@case("mixtral_train", nondeterministic=_ATOMIC_EMBEDDING)
+def _mixtral_train() -> Workload:
+    """A mixture of experts: top-k routing, each expert's tokens picked out and added back."""
+    return _language_model("MixtralConfig", "MixtralForCausalLM", True, vocab_size=128, max_position_embeddings=64,
+                           num_key_value_heads=1, num_local_experts=4, num_experts_per_tok=2, **_TINY)
+
+
+@case("wav2vec2")
+def _wav2vec2() -> Workload:
+    """Audio: a strided 1-d convolution stack, group norm, a grouped positional convolution."""
+    from transformers import Wav2Vec2Config, Wav2Vec2Model
+
+    config = Wav2Vec2Config(hidden_size=32, num_hidden_layers=1, num_attention_heads=2, intermediate_size=64,
+                            conv_dim=(16, 16), conv_stride=(5, 2), conv_kernel=(10, 3), num_conv_pos_embeddings=16,
+                            num_conv_pos_embedding_groups=4)
+    return Workload(Wav2Vec2Model(config).eval(), [(torch.randn(2, 1600),)])
+
+
 @case("convnext")
 def _convnext() -> Workload:
     from transformers import ConvNextConfig, ConvNextForImageClassification
