@@ -298,7 +298,7 @@ def one_check_cold(repro: Path) -> float:
 # The fault is applied once the process imports torch, not at start-up: Inductor probes the CPU's
 # vector ISAs by loading a test library in a bare ``python -c`` child (one per ISA, not importing
 # torch on Linux), and importing this package there (torch with it, about 3 s each) made PyTorch's
-# cold runs pay seconds no user pays (until session 35: 35 s instead of ~7 s for the tutorial on
+# cold runs pay seconds no user pays (until session 35: 35 s instead of about 6 s for the tutorial on
 # an AVX-512 machine, whose probe starts about ten such children).
 _SITECUSTOMIZE = """\
 import os
