@@ -351,18 +351,26 @@ def _pytorch_result(name: str, case_dir: Path, seconds: float, log: str, ok: boo
             "ok": ok and final is not None, "tail": log[-1500:]}
 
 
-def run_pytorch(name: str, isolate: bool, workdir: Path) -> dict[str, Any]:
-    """``python repro.py minify [--no-isolate]`` on the repro PyTorch's after-AOT tooling writes."""
+def pytorch_environment(name: str, case_dir: Path) -> dict[str, str]:
+    """The environment PyTorch's cold run of ``name`` gets in ``case_dir``: the case's fault (through
+    the ``sitecustomize`` written there, so it reaches every child the run spawns), caches off."""
     import instrumented_backend as ib
 
-    case_dir = workdir / f"{name}-{'isolate' if isolate else 'no-isolate'}"
-    _pytorch_repro(name, case_dir)
-    (case_dir / "sitecustomize.py").write_text(_SITECUSTOMIZE)  # the fault reaches every child it spawns
+    case_dir.mkdir(parents=True, exist_ok=True)
+    (case_dir / "sitecustomize.py").write_text(_SITECUSTOMIZE)
     with getattr(ib.faults, fault_of(name))():
         env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(case_dir), str(ROOT), env.get("PYTHONPATH", "")])
     env["TORCHINDUCTOR_FX_GRAPH_CACHE"] = "0"
     env["TORCHINDUCTOR_AUTOGRAD_CACHE"] = "0"
+    return env
+
+
+def run_pytorch(name: str, isolate: bool, workdir: Path) -> dict[str, Any]:
+    """``python repro.py minify [--no-isolate]`` on the repro PyTorch's after-AOT tooling writes."""
+    case_dir = workdir / f"{name}-{'isolate' if isolate else 'no-isolate'}"
+    _pytorch_repro(name, case_dir)
+    env = pytorch_environment(name, case_dir)
     command = [sys.executable, "repro.py", "minify"] + ([] if isolate else ["--no-isolate"])
     proc, seconds = timed_cold_run(command, cwd=case_dir, env=env, timeout=3600)
     return _pytorch_result(name, case_dir, seconds, proc.stderr, proc.returncode == 0)

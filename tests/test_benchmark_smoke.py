@@ -120,20 +120,15 @@ def test_pytorch_runs_get_the_fault_only_where_torch_is_imported(tmp_path):
     process that never imports torch (Inductor's vector-ISA probe loads a test library in a bare
     ``python -c`` child, one per ISA) must start as it would for a user, not import this package
     and torch (seconds each); one that imports torch gets the fault."""
-    import os
     import subprocess
 
     import minifier_vs_pytorch
 
-    import instrumented_backend as ib
-
-    (tmp_path / "sitecustomize.py").write_text(minifier_vs_pytorch._SITECUSTOMIZE)
-    with getattr(ib.faults, minifier_vs_pytorch.fault_of("tutorial"))():
-        env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(tmp_path), str(REPO)])
+    env = minifier_vs_pytorch.pytorch_environment("tutorial", tmp_path)  # what the benchmark's run gets
 
     def child(code: str) -> str:
-        proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+        proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True,
+                              timeout=300)
         assert proc.returncode == 0, proc.stderr[-2000:]
         return proc.stdout.strip()
 
