@@ -16,6 +16,7 @@ import torch
 
 __all__ = ["changed_inductor_config", "module_source", "inside_compile", "start_cpu_isa_probe", "is_aten_op",
            "symbolic_hint", "import_compiler", "op_defining_module", "ordering_wrapper",
+           "subgraph_calls",
            "keep_fork_safe", "compile_without_threads", "idle_compile_pool_threads", "forget_compile_pool",
            "propagate_symbolic_sizes", "check_seams",
            "SeamMoved"]
@@ -227,6 +228,33 @@ def ordering_wrapper() -> Any:
     return getattr(torch.ops.higher_order, "control_deps", None)
 
 
+# Higher-order ops whose value is their subgraph's applied to their operands, by name:
+# (position of the subgraph argument, position of the first operand, whether keyword arguments
+# are the op's own options rather than the subgraph's). ``tag_activation_checkpoint(body, *args,
+# use_reentrant=...)`` is ``torch.utils.checkpoint`` (it only trades memory for recomputing in the
+# backward), ``wrap(body, *args)`` a region Dynamo keeps whole, ``invoke_subgraph(body, identifier,
+# *args)`` a nested compile region, ``control_deps(deps, body, *args)`` Inductor's ordering wrapper.
+_SUBGRAPH_CALLS = {"control_deps": (1, 2, False), "tag_activation_checkpoint": (0, 1, True), "wrap": (0, 1, False),
+                   "invoke_subgraph": (0, 2, False)}
+# Their parameter names, as check_seams reads them.
+_SUBGRAPH_CALL_PARAMETERS = {"control_deps": ["self", "additional_deps", "subgraph"],
+                             "tag_activation_checkpoint": ["self", "gmod"], "wrap": ["self", "func"],
+                             "invoke_subgraph": ["self", "subgraph", "identifier"]}
+
+
+def subgraph_calls() -> dict[Any, tuple[int, int, bool]]:
+    """The higher-order ops that only call a subgraph, found now (Inductor registers
+    ``control_deps`` when it is imported), each with (subgraph position, first operand position,
+    whether its keyword arguments are its own options). Inlining such a call computes the same
+    values, and a graph calling subgraphs cannot be rebuilt in a worker."""
+    found = {}
+    for name, form in _SUBGRAPH_CALLS.items():
+        op = getattr(torch.ops.higher_order, name, None)
+        if op is not None:
+            found[op] = form
+    return found
+
+
 def import_compiler() -> None:
     """Import Inductor's compile path ahead of the first candidate (a worker's warm-up)."""
     import torch._inductor.compile_fx  # noqa: F401
@@ -310,6 +338,13 @@ def check_seams() -> None:
             ["self", "additional_deps", "subgraph"]:
         raise SeamMoved("torch.ops.higher_order.control_deps(additional_deps, subgraph, *args) moved "
                         "(post-grad graphs are minified with its subgraphs inlined)")
+    from torch import _higher_order_ops  # noqa: F401 - registers wrap, tag_activation_checkpoint, invoke_subgraph
+
+    for name, parameters in _SUBGRAPH_CALL_PARAMETERS.items():
+        op = getattr(torch.ops.higher_order, name, None)
+        if op is None or list(inspect.signature(type(op).__call__).parameters)[:len(parameters)] != parameters:
+            raise SeamMoved(f"torch.ops.higher_order.{name}({', '.join(parameters[1:])}, ...) moved (graphs are "
+                            "minified with the subgraphs it calls inlined)")
     relu = torch.fx.symbolic_trace(torch.nn.ReLU())
     try:
         propagate_symbolic_sizes(relu, [torch.ones(3, 2)], {0: [0]}, [])

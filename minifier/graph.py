@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import operator
 from typing import Any, Iterable, Optional, Sequence
 
 import networkx as nx
 import torch
 import torch.fx
 
-__all__ = ["Candidate", "GraphSlicer", "InvalidCandidate", "record_values", "input_ok", "inline_ordering_wrappers"]
+__all__ = ["Candidate", "GraphSlicer", "InvalidCandidate", "record_values", "input_ok", "inline_subgraph_calls"]
 
 _COMPUTE = ("call_function", "call_method", "call_module", "get_attr")
 
@@ -72,40 +73,80 @@ def record_values(module: torch.fx.GraphModule, inputs: Sequence[Any], seed: int
     return recorder.values
 
 
-def inline_ordering_wrappers(module: torch.fx.GraphModule) -> torch.fx.GraphModule:
-    """``module`` with each of Inductor's ordering wrappers, ``control_deps(deps, subgraph, *args)``,
-    replaced by the subgraph's own nodes applied to ``args``: a new GraphModule, or ``module``
-    itself when it has none. A post-grad graph has them around every random op under
-    ``fallback_random`` (each attention of a transformer); they only order ops, which compiling
-    the graph again orders again, and a graph calling subgraphs cannot be rebuilt in a worker."""
-    from ._seams import ordering_wrapper
+def inline_subgraph_calls(module: torch.fx.GraphModule,
+                          names: Optional[dict[str, str]] = None) -> torch.fx.GraphModule:
+    """``module`` with each call of a higher-order op that only calls a subgraph replaced by the
+    subgraph's own nodes applied to its operands: a new GraphModule, or ``module`` itself when it
+    has none. Such ops (:func:`~minifier._seams.subgraph_calls`): Inductor's ordering wrapper
+    ``control_deps`` (in a post-grad graph around every random op under ``fallback_random``, each
+    attention of a transformer; compiling the graph again orders them again), activation
+    checkpointing's ``tag_activation_checkpoint`` (in a Dynamo graph, for each
+    ``torch.utils.checkpoint`` call; it only changes what the backward recomputes), ``wrap`` and
+    ``invoke_subgraph``. A graph calling subgraphs cannot be rebuilt in a worker; inlined, it
+    computes the same values. Calls nested in an inlined subgraph are inlined too.
 
-    wrapper = ordering_wrapper()
-    if wrapper is None or not any(n.target is wrapper for n in module.graph.nodes):
+    ``names``, when given, is filled with the name each inlined node has now, by its label
+    ``subgraph.node`` (the subgraph's attribute name and the node's name in it: how
+    instrumented_backend and Dynamo's logs name a subgraph's nodes)."""
+    from ._seams import subgraph_calls
+
+    forms = subgraph_calls()
+    if not any(n.target in forms for n in module.graph.nodes):
         return module
     graph = torch.fx.Graph()
     graph.output(graph.graph_copy(module.graph, {}))
-    for node in [n for n in graph.nodes if n.target is wrapper]:
-        subgraph = getattr(module, node.args[1].target)
-        env: dict[torch.fx.Node, Any] = dict(zip(subgraph.graph.find_nodes(op="placeholder"), node.args[2:]))
+    pending = [n for n in graph.nodes if n.target in forms]
+    while pending:
+        node = pending.pop(0)
+        subgraph_at, operands_at, options = forms[node.target]
+        getter = node.args[subgraph_at] if len(node.args) > subgraph_at else None
+        path = str(getattr(getter, "target", ""))
+        subgraph = _attribute(module, path) if getattr(getter, "op", None) == "get_attr" else None
+        several = [user for user in node.users if user.target is not operator.getitem]
+        if not isinstance(subgraph, torch.fx.GraphModule) or (node.kwargs and not options) or \
+                (several and not isinstance(subgraph.graph.output_node().args[0], torch.fx.Node)):
+            continue  # not a form inlining reproduces: left as it is (and refused as a subgraph call)
+        env: dict[torch.fx.Node, Any] = dict(zip(subgraph.graph.find_nodes(op="placeholder"), node.args[operands_at:]))
         with graph.inserting_before(node):
             for inner in subgraph.graph.nodes:
-                if inner.op not in ("placeholder", "output"):
-                    env[inner] = graph.node_copy(inner, env.__getitem__)
+                if inner.op in ("placeholder", "output"):
+                    continue
+                if inner.op == "get_attr":  # a subgraph of the subgraph, reached from the root module
+                    copy = graph.get_attr(f"{path}.{inner.target}")
+                    copy.meta = dict(inner.meta)
+                    env[inner] = copy
+                    continue
+                env[inner] = copy = graph.node_copy(inner, env.__getitem__)
+                if names is not None:
+                    names[f"{path}.{inner.name}"] = copy.name
+                if inner.target in forms:
+                    pending.append(copy)
         result = torch.fx.map_arg(subgraph.graph.output_node().args[0], env.__getitem__)
         if isinstance(result, torch.fx.Node):
             result.meta = {**node.meta, **result.meta}
             node.replace_all_uses_with(result)
-        else:  # several outputs: each getitem of the wrapper reads the one it names
+        else:  # several outputs: each getitem of the call reads the one it names
             for user in list(node.users):
                 user.replace_all_uses_with(result[user.args[1]])
                 graph.erase_node(user)
         graph.erase_node(node)
     for getter in graph.find_nodes(op="get_attr"):
-        if not getter.users and isinstance(getattr(module, str(getter.target), None), torch.fx.GraphModule):
+        if not getter.users and isinstance(_attribute(module, str(getter.target)), torch.fx.GraphModule):
             graph.erase_node(getter)
     graph.lint()
+    if names is not None:  # the inlined calls' own nodes (a nested call, its getitem) are gone
+        kept = {n.name for n in graph.nodes}
+        for label in [label for label, name in names.items() if name not in kept]:
+            del names[label]
     return torch.fx.GraphModule(module, graph)
+
+
+def _attribute(module: torch.nn.Module, path: str) -> Any:
+    """``module``'s attribute at the dotted ``path`` (None when there is none)."""
+    value: Any = module
+    for part in path.split("."):
+        value = getattr(value, part, None)
+    return value
 
 
 class GraphSlicer:

@@ -18,7 +18,7 @@ import torch.fx
 from ._seams import inside_compile, is_aten_op, op_defining_module, propagate_symbolic_sizes
 from .checks import Failure
 from .context import CarriedContext, current_context
-from .graph import Candidate, GraphSlicer, InvalidCandidate, inline_ordering_wrappers, record_values
+from .graph import Candidate, GraphSlicer, InvalidCandidate, _attribute, inline_subgraph_calls, record_values
 from .judge import ACCURACY, CRASH, INVALID, NONDETERMINISTIC, TIMEOUT, UNLOADABLE, judge
 from .outcome import Outcome
 from .speculation import SPECULATE_UP_TO, Pending, cancel, first_half_guesses, single_nodes, speculate
@@ -50,6 +50,21 @@ class UnbuildableGraph(MinifierError):
                          "batching calls, a torch.Size of symbolic sizes do) and its classes and ops must be "
                          "importable. For a Dynamo graph, minify the post-AOT ATen graph of the same computation "
                          "instead")
+
+
+class SubgraphCalls(UnbuildableGraph):
+    """The graph calls subgraphs through a higher-order op that does more than call them
+    (``torch.cond``, ``while_loop``, a map, a scan): a worker cannot rebuild it, nor can a repro."""
+
+    def __init__(self, subgraphs: Sequence[str], ops: Sequence[str]) -> None:
+        self.subgraphs, self.ops = list(subgraphs), list(ops)
+        self.reason = (f"it calls subgraphs {self.subgraphs} through {self.ops or ['a submodule']} (torch.cond, "
+                       "while_loop, map, scan)")
+        MinifierError.__init__(
+            self, f"minify: the graph calls subgraphs {self.subgraphs} (through {self.ops or 'a submodule'}: "
+            "torch.cond, while_loop, map, scan); a graph with subgraphs cannot be rebuilt in a worker or a repro "
+            "yet (activation checkpoints, wrap and nested compile regions are inlined; these ops are not). "
+            "Minify the subgraph's own ops: compile the branch's function alone and minify that graph")
 
 
 @dataclasses.dataclass
@@ -428,15 +443,11 @@ def _validate(module: Any, inputs: Sequence[Any], check: Any, *, level: str, str
     if unknown:
         raise MinifierError(f"minify: unknown strategies {unknown}; known: {list(STRATEGIES)}")
     subgraphs = [n.target for n in module.graph.nodes if n.op == "get_attr"
-                 and isinstance(getattr(module, str(n.target), None), torch.fx.GraphModule)]
+                 and isinstance(_attribute(module, str(n.target)), torch.fx.GraphModule)]
     if subgraphs:  # an FX GraphModule is rebuilt by re-tracing its code, which a higher-order op refuses
         users = sorted({str(user.target) for n in module.graph.nodes if n.op == "get_attr" and n.target in subgraphs
                         for user in n.users})
-        raise MinifierError(
-            f"minify: the graph calls subgraphs {subgraphs} (through {users or 'a submodule'}: torch.cond, "
-            "while_loop, a nested compile region); a graph with subgraphs cannot be rebuilt in a worker or "
-            "a repro yet. Minify the subgraph's own ops: compile the branch's function alone and minify that graph"
-        )
+        raise SubgraphCalls(subgraphs, users)
     if not isolate and inside_compile():
         raise MinifierError("minify: isolate=False inside a torch.compile trace would judge every candidate under "
                             "the trace's fake mode; use isolate=True (worker processes)")
@@ -693,16 +704,19 @@ def minify(
     Four phases: validate the arguments, confirm the original fails, search, re-check and write
     the repro. Raises :class:`NotFailingError` when the original does not fail the way ``check`` says,
     :class:`UnbuildableGraph` when a worker cannot load it. Inductor's ordering wrappers in a
-    post-grad graph (``control_deps``) are inlined first (:func:`~minifier.graph.inline_ordering_wrappers`)."""
+    post-grad graph (``control_deps``), activation checkpoints and other higher-order ops that only
+    call a subgraph are inlined first (:func:`~minifier.graph.inline_subgraph_calls`); a hint may name
+    a node of such a subgraph as ``subgraph.node``."""
     started = time.perf_counter()
+    inlined: dict[str, str] = {}
     if isinstance(module, torch.fx.GraphModule):
-        module = inline_ordering_wrappers(module)
+        module = inline_subgraph_calls(module, inlined)
     level = _validate(module, inputs, check, level=level, strategies=strategies, isolate=isolate)
     if workers is None:
         workers = default_workers()
     if not isinstance(workers, int) or workers < 1:
         raise MinifierError(f"minify: workers must be a positive int, got {workers!r}")
-    hint_nodes = tuple(hint_nodes)
+    hint_nodes = tuple(inlined.get(name, name) for name in hint_nodes)
     chosen = list(strategies) if strategies is not None else list(STRATEGIES)
     run = _open(module, inputs, check=check, level=level, isolate=isolate, timeout=timeout, config=config,
                 dynamic=dynamic, dynamic_ints=dynamic_ints, seed=seed, progress=progress, echo=echo, started=started,

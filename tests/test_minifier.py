@@ -593,3 +593,25 @@ def test_a_post_grad_graph_with_ordering_wrappers_is_minified_with_them_inlined(
                              echo=lambda s: None))
     assert OPS(result) == ["aten.neg.default"] and result.reproduced
     assert "control_deps" in [str(n.target) for n in graph.post_grad_graph.graph.nodes]  # the caller's graph as it was
+
+
+def _checkpointed_blocks(x: torch.Tensor) -> torch.Tensor:
+    y = torch.utils.checkpoint.checkpoint(lambda v: torch.tanh(v * 2) + v, x, use_reentrant=False)
+    return torch.utils.checkpoint.checkpoint(lambda v: torch.maximum(torch.neg(v), v.sin()) * 3, y, use_reentrant=False)
+
+
+def test_a_dynamo_graph_with_activation_checkpoints_is_minified_to_the_op_in_its_block(out):
+    """Dynamo puts each ``torch.utils.checkpoint`` body in a subgraph: such a graph was refused
+    ("calls subgraphs"), so ``diagnose`` on a checkpointed training model ended without a repro.
+    Inlined, it shrinks to the faulty op, found by the hint ``wrap_body_1.neg``, the name the
+    capture's line map gives it."""
+    graphs = []
+    torch._dynamo.reset()
+    x = torch.randn(4, 8, requires_grad=True)
+    torch.compile(_checkpointed_blocks, backend=lambda gm, example: (graphs.append(gm), gm.forward)[1])(x)
+    (graph,) = graphs
+    with ib.faults.doubling_neg():
+        result = keep(minify(graph, [x.detach()], check=AccuracyFailure(), hint_nodes=["wrap_body_1.neg"],
+                             repro_dir=out, echo=lambda s: None))
+    assert OPS(result) == [str(torch.neg)] and result.reproduced, OPS(result)
+    assert "tag_activation_checkpoint" in [str(n.target) for n in graph.graph.nodes]  # the caller's graph as it was

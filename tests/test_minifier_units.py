@@ -247,8 +247,49 @@ def test_a_graph_with_control_flow_subgraphs_is_refused_by_name():
     torch._dynamo.reset()
     torch.compile(branchy, backend=lambda gm, example: (graphs.append(gm), gm.forward)[1])(torch.randn(4))
     named = r"subgraphs \['cond_true_0', 'cond_false_0'\] \(through \['cond'\]"
-    with pytest.raises(minifier.MinifierError, match=named):
+    # an UnbuildableGraph: diagnose then tries the post-AOT graph of the same computation
+    with pytest.raises(minifier.UnbuildableGraph, match=named):
         minifier.minify(graphs[0], [torch.randn(4)], check=CompileFailure())
+
+
+def _checkpointed(x: torch.Tensor) -> torch.Tensor:
+    def inner(v: torch.Tensor) -> torch.Tensor:
+        return torch.cos(v) + 1
+
+    y = torch.utils.checkpoint.checkpoint(lambda v: torch.sin(v) * 2, x, use_reentrant=False)
+    nested = torch.utils.checkpoint.checkpoint(
+        lambda v: torch.utils.checkpoint.checkpoint(inner, v * 3, use_reentrant=False), y, use_reentrant=False)
+    return torch.utils.checkpoint.checkpoint(lambda v: torch.sin(v) - 1, nested, use_reentrant=False)
+
+
+def test_activation_checkpoints_are_inlined_into_a_graph_computing_the_same_values():
+    """``torch.utils.checkpoint`` puts each checkpointed body in a subgraph that Dynamo's graph
+    calls through ``tag_activation_checkpoint``: such a graph was refused (a worker cannot rebuild
+    it), so a bug in any checkpointed block had no repro. Inlined (nested bodies too), the graph
+    calls no subgraph and computes the same values; a body's node keeps a name the hint finds."""
+    from minifier.graph import inline_subgraph_calls
+
+    graphs = []
+    torch._dynamo.reset()
+    x = torch.randn(8, requires_grad=True)
+    torch.compile(_checkpointed, backend=lambda gm, example: (graphs.append(gm), gm.forward)[1])(x)
+    (graph,) = graphs
+    assert "tag_activation_checkpoint" in [str(n.target) for n in graph.graph.nodes]
+    names: dict[str, str] = {}
+    inlined = inline_subgraph_calls(graph, names)
+    targets = [n.target for n in inlined.graph.nodes if n.op == "call_function"]
+    assert not any("higher_order" in str(t) or "checkpoint" in str(t) for t in targets), targets
+    assert not [n for n in inlined.graph.nodes if n.op == "get_attr"]
+    assert torch.equal(inlined(x.detach())[0], graph(x.detach())[0])
+    assert torch.equal(inlined(x.detach())[0], _checkpointed(x.detach()))
+    by_name = {n.name: n for n in inlined.graph.nodes}
+    assert by_name[names["wrap_body_0.sin"]].target is torch.sin
+    assert by_name[names["wrap_body_3.sin"]].target is torch.sin
+    assert names["wrap_body_0.sin"] != names["wrap_body_3.sin"]
+    assert set(names.values()) <= set(by_name), names  # only nodes still there
+    nested = [label for label in names if label.count(".") == 2]
+    assert [by_name[names[label]].target for label in nested if label.endswith(".cos")] == [torch.cos], names
+    assert inline_subgraph_calls(inlined) is inlined  # nothing left to inline
 
 
 def test_a_custom_op_defined_by_the_script_being_run_is_refused_by_name():
@@ -299,6 +340,21 @@ def test_a_moved_ordering_wrapper_is_reported_by_name(monkeypatch):
 
     monkeypatch.setattr(torch.ops, "higher_order", types.SimpleNamespace())  # a namespace without it
     with pytest.raises(_seams.SeamMoved, match=r"control_deps\(additional_deps, subgraph, \*args\) moved"):
+        _seams.check_seams()
+
+
+def test_a_moved_checkpoint_op_is_reported_by_name(monkeypatch):
+    """Dynamo graphs are minified with activation checkpoints inlined, found as
+    torch.ops.higher_order.tag_activation_checkpoint(gmod, ...): when it goes, check_seams says so."""
+    import types
+
+    import torch._dynamo.utils  # noqa: F401 - imported before the namespace goes
+    import torch._higher_order_ops  # noqa: F401
+    import torch._inductor.compile_fx  # noqa: F401 - registers control_deps
+
+    kept = types.SimpleNamespace(control_deps=torch.ops.higher_order.control_deps)
+    monkeypatch.setattr(torch.ops, "higher_order", kept)
+    with pytest.raises(_seams.SeamMoved, match=r"tag_activation_checkpoint\(gmod, \.\.\.\) moved"):
         _seams.check_seams()
 
 

@@ -172,7 +172,7 @@ def save_first_call(graph: Any, args: list[Any], inductor_options: Mapping[str, 
     repro whose expected failure is pending: a crash fills it in."""
 
     from minifier import current_context
-    from minifier.graph import inline_ordering_wrappers
+    from minifier.graph import inline_subgraph_calls
     from minifier.repro import write_repro
     from minifier.search import symbolic_inputs
 
@@ -187,7 +187,7 @@ def save_first_call(graph: Any, args: list[Any], inductor_options: Mapping[str, 
         path.with_suffix(".skipped").write_text(f"its first call's arguments hold {size >> 20} MiB, over the "
                                                 f"{SNAPSHOT_LIMIT >> 20} MiB kept for a crash\n")
         return
-    module = inline_ordering_wrappers(graph.post_grad_graph)
+    module = inline_subgraph_calls(graph.post_grad_graph)
     dims, ints = symbolic_inputs(graph.post_grad_graph)  # a dynamic graph's repro compiles it dynamically
     context = current_context(dict(inductor_options))
     ops = _op_nodes(module)
