@@ -184,6 +184,36 @@ def test_training_backward_lines_map_to_forward_source():
         "backward kernels should point back at the forward source line of tanh"
 
 
+def _two_checkpoints(x: torch.Tensor) -> torch.Tensor:
+    y = torch.utils.checkpoint.checkpoint(lambda v: torch.sin(v) * 2, x, use_reentrant=False)
+    z = torch.utils.checkpoint.checkpoint(lambda v: torch.sin(v) * 3, y + 1, use_reentrant=False)
+    return z.sum()
+
+
+def test_checkpointed_ops_map_to_their_own_blocks_node_forward_and_backward():
+    """Each ``torch.utils.checkpoint`` body is a Dynamo subgraph (``wrap_body_0``, ``wrap_body_1``)
+    that AOTAutograd traces into the root graph, and recomputes in the backward. Each op maps to
+    its own body's node, not to every node on the checkpoint call's line (before: the first body's
+    ``sin`` mapped to both bodies' nodes and the calls around them, 14 nodes in a two-block model)."""
+    torch._dynamo.reset()
+    with ib.capture() as session:
+        torch.compile(_two_checkpoints, backend="instrumented")(torch.randn(16, requires_grad=True)).backward()
+    forward, backward = session.graphs
+    first = inspect.getsourcelines(_two_checkpoints)[1]
+    for graph in (forward, backward):
+        sines = sorted((n for n in graph.nodes.values() if n.target == "aten.sin.default"), key=lambda n: n.name)
+        assert [n.dynamo_nodes for n in sines] == [["wrap_body_0.sin"], ["wrap_body_1.sin"]][:len(sines)], sines
+        assert [n.source.line for n in sines] == [first + 1, first + 2][:len(sines)]
+    assert len([n for n in forward.nodes.values() if n.target == "aten.sin.default"]) == 2
+    # the gradient formulas (cos of each sin) take the op they differentiate, of its own block
+    cosines = {n.source.line: n.dynamo_nodes for n in backward.nodes.values() if n.target == "aten.cos.default"}
+    assert cosines == {first + 1: ["wrap_body_0.sin"], first + 2: ["wrap_body_1.sin"]}, cosines
+    for graph in (forward, backward):
+        lines = [line for kernel in graph.kernels for line in kernel.tagged_lines if "sin" in line.text]
+        assert lines and all(len({d.split(".")[0] for d in line.dynamo_nodes if "wrap_body" in d}) == 1
+                             for line in lines), [(line.text, line.dynamo_nodes) for line in lines]
+
+
 def test_line_map_survives_dump_and_load(reduction, tmp_path):
     cap = reduction[0]
     (loaded,) = ib.load(cap.dump(tmp_path)).graphs

@@ -7,13 +7,14 @@ decompositions may lack ``from_node``; they fall back to the Dynamo nodes sharin
 line, and are marked ``attribution="stack_trace"``. Backward nodes that AOTAutograd created
 without either (the gradient formulas) take the provenance of the forward op with the same
 ``seq_nr`` (the autograd sequence number AOTAutograd stamps on both), marked
-``attribution="seq_nr"``. Nodes a graph pass made take the provenance of the node(s) they
-replaced, recorded by the rewrite log as the pass ran (``attribution="rewrite"``); what is left
-takes that of the value it consumes or of its first user (``attribution="data_flow"``). Graph
-inputs are listed with ``attribution="input"`` (constants an exported program or freezing put in the
-graph, ``get_attr`` nodes, with ``"constant"``), no Dynamo node and no source; ``first_use`` names
-the line of their first user (the code Inductor writes for an input, e.g. a weight's layout copy,
-serves that line).
+``attribution="seq_nr"``; so do those whose source line holds several Dynamo nodes, that op among
+them (an activation checkpoint's recomputed body, whose line is the ``checkpoint`` call's). Nodes
+a graph pass made take the provenance of the node(s) they replaced, recorded by the rewrite log as
+the pass ran (``attribution="rewrite"``); what is left takes that of the value it consumes or of
+its first user (``attribution="data_flow"``). Graph inputs are listed with
+``attribution="input"`` (constants an exported program or freezing put in the graph, ``get_attr``
+nodes, with ``"constant"``), no Dynamo node and no source; ``first_use`` names the line of their
+first user (the code Inductor writes for an input, e.g. a weight's layout copy, serves that line).
 
 A node with no frame anywhere (Dynamo leaves out frames inside ``torch/nn/modules``, so a model
 made only of torch's own modules, an ``nn.Sequential`` of them, has none) takes the ``forward`` of
@@ -36,7 +37,7 @@ import torch.fx
 from ..deferred import Deferred, resolve
 from ..records import NodeProvenance, SourceLocation
 from .recorder import subgraph_paths
-from .rewrites import ReplacedNode, RewriteLog, chain_roots
+from .rewrites import ReplacedNode, RewriteLog, chain_root_graphs, chain_roots
 
 __all__ = ["parse_stack_trace", "module_source", "build_node_map", "seq_nr_index"]
 
@@ -190,11 +191,22 @@ def build_node_map(post_grad: Any, post_grad_code: "str | Deferred[str]", dynamo
                     result.append(candidate)
         return result
 
-    def in_dynamo_subgraphs(names: Sequence[str], location: Optional[SourceLocation]) -> list[str]:
-        """A subgraph node's chain roots, as Dynamo subgraph nodes (on its source line, if several)."""
+    subgraph_by_id = ({graph_id: path for graph_id, (_, path) in subgraph_paths(dynamo_graph).items()}
+                      if dynamo_graph is not None else {})
+
+    def in_dynamo_subgraphs(node: torch.fx.Node, location: Optional[SourceLocation]) -> list[str]:
+        """``node``'s chain roots as Dynamo subgraph nodes: a cond branch's, or a body AOTAutograd
+        traced into the root graph (an activation checkpoint's). Where a name is in several
+        subgraphs (two checkpointed blocks), the subgraph the chain names, else the one whose node
+        ran in the same module, else on the same source line."""
         result: list[str] = []
-        for name in names:
+        for name, graph_id in chain_root_graphs(node):
             candidates = in_subgraphs.get(name, [])
+            if len(candidates) > 1 and graph_id in subgraph_by_id:
+                candidates = [c for c in candidates if c == f"{subgraph_by_id[graph_id]}.{name}"] or candidates
+            module = _module_path(node)
+            if len(candidates) > 1 and module:
+                candidates = [c for c in candidates if _module_path(dynamo_nodes[c]) == module] or candidates
             if len(candidates) > 1 and location is not None:
                 on_line = set(same_line(location))
                 candidates = [c for c in candidates if c in on_line] or candidates
@@ -214,12 +226,12 @@ def build_node_map(post_grad: Any, post_grad_code: "str | Deferred[str]", dynamo
             continue
         source = parse_stack_trace(node.meta.get("stack_trace"))
         if subgraph:  # a cond branch, a loop body: its names are its own, never the root graph's
-            roots = in_dynamo_subgraphs(chain_roots(node), source) or same_line(source)
+            roots = in_dynamo_subgraphs(node, source) or same_line(source)
             found[label] = (roots, source, "from_node" if roots else "none")
             if subgraph not in code_lines:
                 code_lines[subgraph] = Deferred(partial(_graph_code_lines, node.graph), fallback={})
             continue
-        roots = in_dynamo(chain_roots(node))
+        roots = in_dynamo(chain_roots(node)) or in_dynamo_subgraphs(node, source)
         attribution = "from_node" if roots else "none"
         if not roots and source is not None:
             roots = same_line(source)
@@ -237,6 +249,9 @@ def build_node_map(post_grad: Any, post_grad_code: "str | Deferred[str]", dynamo
         if not roots and forward is not None:
             roots, attribution = list(forward.dynamo_nodes), "seq_nr"
             source = source or forward.source
+        elif attribution == "stack_trace" and len(roots) > 1 and forward is not None and forward.dynamo_nodes and \
+                set(forward.dynamo_nodes) <= set(roots):  # of the line's ops, the one this node differentiates
+            roots, attribution = list(forward.dynamo_nodes), "seq_nr"
         if source is None and roots and roots[0] in dynamo_nodes:
             source = parse_stack_trace(dynamo_nodes[roots[0]].meta.get("stack_trace"))
         found[label] = (roots, source, attribution)

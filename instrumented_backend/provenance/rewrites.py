@@ -16,7 +16,7 @@ from typing import Any, Optional
 
 from .thread_state import thread_local
 
-__all__ = ["ReplacedNode", "RewriteLog", "active_log", "activate_log", "chain_roots"]
+__all__ = ["ReplacedNode", "RewriteLog", "active_log", "activate_log", "chain_roots", "chain_root_graphs"]
 
 
 @dataclass(frozen=True)
@@ -38,6 +38,22 @@ def chain_roots(node: Any) -> tuple[str, ...]:
         name = getattr(source, "name", None)
         if name and name not in roots:
             roots.append(name)
+    return tuple(roots)
+
+
+def chain_root_graphs(node: Any) -> tuple[tuple[str, Optional[int]], ...]:
+    """``(name, graph id)`` of each root of a node's ``from_node`` chain: the id of the graph the
+    root node was in when it was traced from (a Dynamo subgraph's, for a checkpointed body's op),
+    None where the chain does not say."""
+    roots: list[tuple[str, Optional[int]]] = []
+    for source in node.meta.get("from_node") or []:
+        while getattr(source, "from_node", None):
+            source = source.from_node[0]
+        name = getattr(source, "name", None)
+        graph_id = getattr(source, "graph_id", None)
+        root = (name, graph_id if isinstance(graph_id, int) else None)
+        if name and root not in roots:
+            roots.append(root)
     return tuple(roots)
 
 
