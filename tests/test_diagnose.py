@@ -117,6 +117,40 @@ def test_a_dynamo_graph_fx_cannot_retrace_is_minified_from_its_post_aot_graph(tm
     assert "minified the post-AOT graph instead" in result.minifier and "_add_batch_dim" in result.minifier
 
 
+class _Checkpointed(torch.nn.Module):
+    """Two blocks of torch's own modules, each under ``torch.utils.checkpoint``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.blocks = torch.nn.ModuleList(torch.nn.Sequential(torch.nn.LayerNorm(16), torch.nn.Linear(16, 32),
+                                                              torch.nn.GELU(), torch.nn.Linear(32, 16))
+                                          for _ in range(2))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for block in self.blocks:
+            x = x + torch.utils.checkpoint.checkpoint(block, x, use_reentrant=False)
+        return torch.tanh(x)
+
+
+def test_a_checkpointed_training_step_is_traced_to_the_block_and_minified(tmp_path):
+    """Activation checkpointing puts each block in a Dynamo subgraph: the diverging buffer was
+    blamed on every node of the checkpoint call's line (both blocks, 14 nodes) and the minifier
+    refused the graph ("calls subgraphs"), so no repro. Now: the first block's GELU, and a repro."""
+    torch.manual_seed(0)
+    model, x = _Checkpointed(), torch.randn(2, 4, 16)
+    with ib.faults.scaled("erf", 1.01):
+        result = ib.diagnose(model, x, train=True, out_dir=tmp_path)
+        assert _reproduces(result.repro_path), result.minifier
+    assert result.found and result.divergence.culprit.startswith("erf"), result.divergence
+    assert "-> 1 nodes" in result.minifier and "post-AOT" not in result.minifier, result.minifier
+    [line] = result.culprit_lines
+    # both blocks run the one kernel Inductor wrote for their identical code: the gelu of each
+    assert line.dynamo_nodes == ["wrap_body_0.input_3", "wrap_body_1.input_3"], line.dynamo_nodes
+    diverging = next(check for check in result.divergence.checked if check.node == result.divergence.diverging_node)
+    assert diverging.dynamo_node == "wrap_body_0.input_3", diverging  # the buffer: the first block's
+    assert "checkpoint(block, x" in line.source.code
+
+
 def test_the_minifier_gets_the_arguments_of_the_graph_that_diverged_not_of_the_nth_compiled():
     """Dynamo can compile a graph and discard it (a GPT-2 under dynamic=True compiles two graphs
     and runs only the second): the diverging graph's first call is found by its code, not by its
