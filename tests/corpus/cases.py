@@ -529,3 +529,60 @@ class AutocastMLP(nn.Module):
 @case("autocast_train")
 def _autocast_train() -> Workload:
     return Workload(AutocastMLP().train(), [(torch.randn(6, 16),)], train=True, loss=_mean_loss)
+
+
+@case("compiled_adamw")
+def _compiled_adamw() -> Workload:
+    """A compiled optimizer step: AdamW's foreach updates of every parameter and its state, in place."""
+    model = nn.Sequential(nn.Linear(16, 32), nn.GELU(), nn.Linear(32, 8))
+    for p in model.parameters():
+        p.grad = torch.randn_like(p)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-2, foreach=True)
+    params = list(model.parameters())
+
+    def step() -> list[torch.Tensor]:
+        opt.step()
+        return [p.detach().clone() for p in params]
+    return Workload(step, [(), ()])
+
+
+class CheckpointNet(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.blocks = nn.ModuleList(nn.Sequential(nn.LayerNorm(32), nn.Linear(32, 64), nn.GELU(), nn.Linear(64, 32))
+                                    for _ in range(2))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for block in self.blocks:
+            x = x + torch.utils.checkpoint.checkpoint(block, x, use_reentrant=False)
+        return torch.tanh(x)
+
+
+@case("checkpoint_train")
+def _checkpoint_train() -> Workload:
+    """Activation checkpointing: each block a Dynamo subgraph, recomputed in the backward."""
+    return Workload(CheckpointNet().train(), [(torch.randn(4, 8, 32),)], train=True, loss=_mean_loss)
+
+
+def flex(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    from torch.nn.attention.flex_attention import flex_attention
+
+    def causal_bias(score, b, h, qi, kv):
+        return torch.where(qi >= kv, score + (qi - kv) * -0.1, -float("inf"))
+    return flex_attention(q, k, v, score_mod=causal_bias)
+
+
+@case("flex_attention")
+def _flex_attention() -> Workload:
+    """flex_attention with a score modification: a templated attention kernel on the CPU."""
+    return Workload(flex, [tuple(torch.randn(1, 2, 16, 8) for _ in range(3))])
+
+
+def cond_fn(x: torch.Tensor, flag: torch.Tensor) -> torch.Tensor:
+    return torch.cond(flag.sum() > 0, lambda t: torch.sin(t) * 2, lambda t: torch.cos(t) - 1, (x,)) + x
+
+
+@case("cond")
+def _cond() -> Workload:
+    """torch.cond: both branches lowered as subgraphs, each call taking one."""
+    return Workload(cond_fn, [(torch.randn(8, 8), torch.ones(2)), (torch.randn(8, 8), -torch.ones(2))])
