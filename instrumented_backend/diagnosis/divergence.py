@@ -77,6 +77,8 @@ class DivergenceReport:
 
     def render(self) -> str:
         if not self.found:
+            if not self.checked and self.note:
+                return f"no buffer compared: {self.note}"
             return f"no diverging buffer: all {len(self.checked)} compared buffers match eager" + (
                 f" ({self.note})" if self.note else "")
         first = next(c for c in self.checked if not c.passed)
@@ -387,8 +389,14 @@ def divergence_in_graph(graph: GraphCapture, args: list[Any], report: Divergence
     if len(placeholders) != len(args):
         report.note = f"graph {graph.label}: its {len(placeholders)} inputs are not the call's {len(args)} arguments"
         return False
-    eager = _eager_values(graph.post_grad_graph, args, seed)
-    for name, value in collect_buffers(graph, args, seed).items():
+    try:
+        eager = _eager_values(graph.post_grad_graph, args, seed)
+        buffers = collect_buffers(graph, args, seed)
+    except Exception as exc:  # noqa: BLE001 - the diagnosis stands without the search
+        report.note = (f"graph {graph.label}: its post-grad graph could not be replayed to compare buffers "
+                       f"({type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''})")
+        return False
+    for name, value in buffers.items():
         expected = eager.get(name)
         if not isinstance(expected, torch.Tensor) or expected.shape != value.shape:
             continue
