@@ -267,6 +267,46 @@ def _cli(*argv: str, cwd: Path) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=900)
 
 
+_OPTIMIZER_STEP_SCRIPT = """\
+import torch
+
+torch.manual_seed(0)
+model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.GELU(), torch.nn.Linear(32, 8))
+optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2, foreach=True)
+
+
+@torch.compile
+def step():
+    optimizer.step()
+
+
+for _ in range(2):
+    model(torch.randn(4, 16)).pow(2).mean().backward()
+    step()
+    optimizer.zero_grad()
+print("weights", sum(p.sum().item() for p in model.parameters()))
+"""
+
+
+def test_the_command_judges_a_compiled_optimizer_step_by_the_weights_it_updates(tmp_path):
+    """``torch.compile`` around ``optimizer.step()`` returns None and updates every weight and
+    moment in place: judged by its outputs, a wrong update passed; and replayed after the script's
+    ``zero_grad()`` it had no gradient to apply ("graphs checked: none"). Now the step runs from
+    the state of its first call, and the weights it updates are judged like outputs."""
+    script = tmp_path / "train.py"
+    script.write_text(_OPTIMIZER_STEP_SCRIPT)
+    proc = _cli("--fault", "reciprocal*1.1", str(script), cwd=tmp_path)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "the compiled outputs are wrong" in proc.stdout, proc.stdout
+    assert "judged with the 16 tensor(s) the call updates in place" in proc.stdout, proc.stdout
+    failing = re.findall(r"\['updated'\]\['(.+?)'\]\s+float32\s+\S+\s+FAIL", proc.stdout)
+    assert failing == ["parameter 0", "parameter 1", "parameter 2", "parameter 3"], proc.stdout
+    assert "first failing layer: inductor" in proc.stdout
+    fine = _cli(str(script), cwd=tmp_path)  # no fault: the same step, judged the same way, passes
+    assert fine.returncode == 0 and "no bug found" in fine.stdout, fine.stdout + fine.stderr
+    assert "judged with the 16 tensor(s)" in fine.stdout
+
+
 def test_the_command_on_a_script_without_a_bug_exits_zero_and_minifies_nothing(tmp_path):
     script = tmp_path / "fine.py"
     script.write_text("import torch\nstep = torch.compile(lambda x: torch.tanh(x) * 2 + 1)\n"

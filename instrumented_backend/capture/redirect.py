@@ -115,6 +115,10 @@ class CompiledCall:
     raising_call: int = 0
     raising_args: tuple[Any, ...] = ()
     raising_kwargs: dict[str, Any] = field(default_factory=dict)
+    # A function (not a module) naming an optimizer: the state it names as it was at its first
+    # call (weights, gradients, buffers, optimizer state; a ``StepState.save``), which the script
+    # moves on afterwards (``optimizer.zero_grad()`` leaves a replayed optimizer step nothing to do).
+    state: Any = None
 
     @property
     def options(self) -> dict[str, Any]:
@@ -203,6 +207,8 @@ def record_compiled_calls(calls: list[CompiledCall]) -> Callable[[], None]:
             calls.append(record)
             state = _step_state(target)
             marks = state.gradient_marks() if state is not None else []
+            if state is not None and state.optimizers and not isinstance(target, torch.nn.Module):
+                record.state = state.save()
             result = call(*args, **kwargs)
             _watch_backward(result, record)
             if state is not None and state.backward_since(marks):

@@ -104,7 +104,11 @@ def clone_inputs(values: Sequence[Any]) -> list[Any]:
 
 
 def to_fp64(value: Any) -> Any:
-    """Floating tensors (and modules' floating parameters) converted to float64, complex ones to complex128."""
+    """Floating tensors (and modules' floating parameters) converted to float64, complex ones to
+    complex128; an object with its own ``to_fp64()`` (a call judged with its effects) converts itself."""
+    own = getattr(type(value), "to_fp64", None)
+    if callable(own):
+        return own(value)
     if isinstance(value, torch.nn.Module):
         return copy.deepcopy(value).double()
     if isinstance(value, torch.Tensor) and (value.is_floating_point() or value.is_complex()):

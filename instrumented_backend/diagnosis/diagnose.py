@@ -83,6 +83,7 @@ class Diagnosis:
     reapplied: list[str] = field(default_factory=list)
     replayed_call: int = 0  # the script's call replayed when not its first: the first later call that raised
     eager_error_at: str = ""  # verdict eager_error: the line that raised ("file:line: code")
+    effects: str = ""  # the tensors the call updates in place, judged with its outputs (an optimizer step's)
 
     @property
     def found(self) -> bool:
@@ -115,6 +116,8 @@ class Diagnosis:
                        "(the calls before it ran through)")
         if self.reapplied:
             out.append(f"re-applied as at its first call (off when the script ended): {'; '.join(self.reapplied)}")
+        if self.effects:
+            out.append(self.effects)
         out += [f"note: {note}" for note in self.fault_notes]
         if self.compiled_with:
             settings = ", ".join(f"{k}={v!r}" for k, v in self.compiled_with.items())
@@ -420,6 +423,12 @@ def diagnose(fn: Callable[..., Any], *inputs: Any, kwargs: Optional[dict[str, An
         worker = prewarm_worker()
     faults_before = [(fault, lowering_uses(fault)) for fault in active_faults()]
     began = time.perf_counter()
+    if not train:  # a call that updates tensors in place (an optimizer step) is judged by them too
+        from .effects import find_effects
+
+        effects = find_effects(fn, inputs, seed)
+        if effects is not None:
+            fn, result.effects = effects, effects.describe()
     say("eager, twice with one seed")
     own_backward = False  # a training step that runs its own backward: never run under no_grad
     try:
@@ -619,6 +628,24 @@ def _as_at_first_call(call: Any) -> Iterator[list[str]]:
         yield described
 
 
+@contextlib.contextmanager
+def _state_at_first_call(call: Any) -> Iterator[None]:
+    """Inside the block, the state a recorded optimizer step names is as it was at its first call
+    (its gradients, which the script zeroed since, above all); as the script left it afterwards."""
+    if call.state is None:
+        yield
+        return
+    from .step_state import StepState
+
+    state = StepState.of(call.target)
+    now = state.save()
+    state.restore(call.state)
+    try:
+        yield
+    finally:
+        state.restore(now)
+
+
 def _trains(call: Any) -> bool:
     """Was the compiled target called for training? Grad on, and: a module with trainable
     parameters, an input requiring grad, or a backward seen through the call (after it, through
@@ -668,7 +695,7 @@ def diagnose_script(script: "str | Path", argv: Sequence[str] = (), *, out_dir: 
             say(f"instrumented_backend diagnose: [{index}] {call.name} ({len(args)} args{keywords}, "
                 f"{'training step' if train else 'inference'}{which})")
             target_out = Path(out_dir) if len(calls) == 1 else Path(out_dir) / f"{index}_{call.name}"
-            with _as_at_first_call(call) as restored:
+            with _as_at_first_call(call) as restored, _state_at_first_call(call):
                 if restored:
                     say(f"instrumented_backend diagnose: [{index}] {call.name}: on at its first call, off when the "
                         f"script ended, on again for its diagnosis: {'; '.join(restored)}")

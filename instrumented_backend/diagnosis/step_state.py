@@ -19,7 +19,7 @@ from typing import Any, Callable, Iterator, Optional
 
 import torch
 
-__all__ = ["StepState"]
+__all__ = ["StepState", "SavedState"]
 
 
 @dataclass
@@ -76,23 +76,41 @@ class StepState:
             grad is not None and (grad is not before or version != before_version)
             for (grad, version), (before, before_version) in zip(now, marks))
 
+    def save(self) -> "SavedState":
+        """Copies of every parameter, gradient, buffer and optimizer state, for :meth:`restore`."""
+        params = self.parameters()
+        return SavedState([p.detach().clone() for p in params],
+                          [None if p.grad is None else p.grad.detach().clone() for p in params],
+                          [(b, b.detach().clone()) for m in self.modules for b in m.buffers()],
+                          [copy.deepcopy(o.state_dict()) for o in self.optimizers])
+
+    def restore(self, saved: "SavedState") -> None:
+        """Put back what :meth:`save` copied."""
+        with torch.no_grad():
+            for param, value, grad in zip(self.parameters(), saved.values, saved.grads):
+                param.copy_(value)
+                param.grad = grad
+            for buffer, value in saved.buffers:
+                buffer.copy_(value)
+        for optimizer, state in zip(self.optimizers, saved.optimizer_states):
+            optimizer.load_state_dict(state)
+
     @contextlib.contextmanager
     def kept(self) -> Iterator[None]:
         """Run the block, then put back every parameter, buffer, gradient and optimizer state
         as they were (a step that updates the weights must not move the next run's start)."""
-        params = self.parameters()
-        values = [p.detach().clone() for p in params]
-        grads = [None if p.grad is None else p.grad.detach().clone() for p in params]
-        buffers = [(b, b.detach().clone()) for m in self.modules for b in m.buffers()]
-        optimizer_states = [copy.deepcopy(o.state_dict()) for o in self.optimizers]
+        saved = self.save()
         try:
             yield
         finally:
-            with torch.no_grad():
-                for param, value, grad in zip(params, values, grads):
-                    param.copy_(value)
-                    param.grad = grad
-                for buffer, value in buffers:
-                    buffer.copy_(value)
-            for optimizer, saved in zip(self.optimizers, optimizer_states):
-                optimizer.load_state_dict(saved)
+            self.restore(saved)
+
+
+@dataclass
+class SavedState:
+    """What :meth:`StepState.save` copied."""
+
+    values: list[torch.Tensor]
+    grads: list[Optional[torch.Tensor]]
+    buffers: list[tuple[torch.Tensor, torch.Tensor]]
+    optimizer_states: list[dict[str, Any]]
