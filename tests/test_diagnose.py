@@ -801,6 +801,26 @@ def test_a_compiled_training_step_that_runs_its_own_backward_is_diagnosed(tmp_pa
     assert any(line.source and line.source.line == 11 for line in result.culprit_lines)
 
 
+def test_the_weights_a_training_step_updates_are_judged_beside_its_gradients(tmp_path):
+    """A step running its own backward and ``optimizer.step()``, the optimizer compiled as a graph
+    of its own: a bug in the update (Adam's reciprocal) leaves the loss and the gradients right, so
+    the step was 'no bug found'. The weights after the step are judged too, by name."""
+    from instrumented_backend.diagnosis.diagnose import diagnose_script
+
+    script = tmp_path / "step.py"
+    script.write_text(_STEP_INSIDE_SCRIPT.replace("torch.optim.SGD(model.parameters(), lr=0.1)",
+                                                  "torch.optim.AdamW(model.parameters(), lr=0.01, foreach=True)")
+                      .replace("model(torch.neg(x))", "model(x)"))
+    with ib.faults.from_spec("reciprocal*1.1"):
+        (result,) = diagnose_script(script, out_dir=tmp_path / "out", minify=False, progress=False,
+                                    echo=lambda line: None)
+    assert result.train and result.verdict == "inaccurate", result.render()
+    assert result.gradients.passed and result.outputs.outputs[0].passed  # the loss and the gradients
+    assert [o.path for o in result.outputs.failing] == [f"['updated']['{name}']" for name in
+                                                        ("0.weight", "0.bias", "2.weight", "2.bias")]
+    assert result.layers.first_failing == "inductor"
+
+
 def test_the_state_a_training_step_names_is_put_back_after_each_run():
     from instrumented_backend.diagnosis.step_state import StepState
 

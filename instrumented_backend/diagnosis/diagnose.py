@@ -207,6 +207,8 @@ def _training_step(fn: Callable[..., Any], inputs: Sequence[Any], seed: int,
             own_backward = any(leaf.grad is not None for leaf in leaves)
             if own_backward:
                 grads = [None if leaf.grad is None else leaf.grad.detach().clone() for leaf in leaves]
+                if state.optimizers:  # the update it made is judged too: the weights after the step
+                    out = {"output": out, "updated": _weights_after_step(state, params)}
             else:
                 outs = _float_leaves(out)
                 generator = torch.Generator().manual_seed(seed + 1)
@@ -215,6 +217,14 @@ def _training_step(fn: Callable[..., Any], inputs: Sequence[Any], seed: int,
                 grads = list(torch.autograd.grad(loss, leaves, allow_unused=True)) if leaves and outs else []
     return _Step(pytree.tree_map(lambda t: t.detach() if isinstance(t, torch.Tensor) else t, out), grads,
                  own_backward)
+
+
+def _weights_after_step(state: StepState, params: Sequence[torch.Tensor]) -> dict[str, torch.Tensor]:
+    """Each parameter's value after a step that ran its optimizer, by name."""
+    from .effects import parameter_names
+
+    names = parameter_names(state)
+    return {names.get(id(p), f"parameter {i}"): p.detach().clone() for i, p in enumerate(params)}
 
 
 def _training_is_nondeterministic(fn: Callable[..., Any], inputs: Sequence[Any], seed: int,
@@ -529,7 +539,12 @@ def diagnose(fn: Callable[..., Any], *inputs: Any, kwargs: Optional[dict[str, An
                     instead = None
                 break
         else:  # no graph's own arguments were kept: compile again, keeping the Dynamo call's
-            result.divergence = find_first_divergence(fn, *inputs, tol=tol, seed=seed)
+            try:
+                result.divergence = find_first_divergence(fn, *inputs, tol=tol, seed=seed)
+            except Exception as exc:  # noqa: BLE001 - a step running its own backward cannot run under no_grad
+                searched = result.divergence
+                searched.note = "; ".join(filter(None, [searched.note, "compiling it again to keep each graph's "
+                                                        f"arguments failed: {_error_text(exc)}"]))
     elif result.verdict == "wrong_gradient":
         # The forwards first: a wrong tensor a forward saves for the backward (a GELU's output
         # behind a 1e-6 layer scale) leaves the outputs within tolerance and makes a right backward,

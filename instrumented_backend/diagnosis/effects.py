@@ -30,7 +30,7 @@ import torch.utils._pytree as pytree
 
 from .step_state import SavedState, StepState
 
-__all__ = ["Effects", "find_effects"]
+__all__ = ["Effects", "find_effects", "parameter_names"]
 
 
 @dataclass(frozen=True)
@@ -140,7 +140,7 @@ def _watched(state: StepState, args: Sequence[Any], fn: Callable[..., Any]) -> l
     trainable = {id(p) for p in state.parameters()}
     watched += [(_Located("named", i, name=name), t) for i, (name, t) in enumerate(_named_tensors(fn))
                 if id(t) not in trainable]
-    names = _parameter_names(state)
+    names = parameter_names(state)
     watched += [(_Located("parameter", i, name=names.get(id(p), f"parameter {i}")), p)
                 for i, p in enumerate(state.parameters())]
     buffers = _buffers(state)
@@ -148,7 +148,8 @@ def _watched(state: StepState, args: Sequence[Any], fn: Callable[..., Any]) -> l
     return watched
 
 
-def _parameter_names(state: StepState) -> dict[int, str]:
+def parameter_names(state: StepState) -> dict[int, str]:
+    """The name each parameter has in the first module naming it (``0.weight``), by ``id``."""
     names: dict[int, str] = {}
     for module in state.modules:
         for name, parameter in module.named_parameters():
@@ -172,7 +173,7 @@ def _optimizer_params(state: StepState) -> list[tuple[int, int, torch.Tensor]]:
 
 def _optimizer_entries(state: StepState) -> list[tuple[_Located, torch.Tensor]]:
     """Every tensor in the optimizers' state now, located by parameter and entry."""
-    names = _parameter_names(state)
+    names = parameter_names(state)
     found = []
     for flat, (o, i, parameter) in enumerate(_optimizer_params(state)):
         entries = state.optimizers[o].state.get(parameter, {})
