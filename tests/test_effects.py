@@ -102,3 +102,19 @@ def test_running_statistics_are_effects_though_batch_norm_does_not_count_its_wri
     reference = fp64_reference(effects, [x], seed=0)
     assert reference["updated"]["1.running_mean"].dtype == torch.float64
     assert torch.equal(module[1].running_mean, torch.zeros(4)) and module[1].num_batches_tracked == 0
+
+
+def test_check_accuracy_judges_a_cache_write_by_the_cache():
+    """``ib.check_accuracy`` applies the same rule: a wrong value written into an argument fails
+    though the call's own output is right."""
+    import instrumented_backend as ib
+
+    def write(cache: torch.Tensor, index: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+        cache.index_copy_(0, index, torch.neg(x))
+        return x.sum()
+
+    cache, index, x = torch.zeros(4, 3), torch.tensor([1, 3]), torch.randn(2, 3)
+    with ib.faults.doubling_neg():
+        report = ib.check_accuracy(write, cache, index, x)
+    assert report.passed is False and [o.path for o in report.failing] == ["['updated']['input 0']"], report.render()
+    assert torch.equal(cache, torch.zeros(4, 3))

@@ -196,11 +196,16 @@ def check_accuracy(fn: Callable[..., Any], *inputs: Any, backend: str = "instrum
     """Compile ``fn`` with ``backend`` and compare its outputs with eager's, fp64 as the referee.
 
     Random ops: the compile uses ``fallback_random`` (eager's RNG) unless ``options`` says
-    otherwise, and every run starts from ``seed``. Returns an :class:`AccuracyReport`; an
-    exception in the compiled function is reported in ``error`` (compile errors included).
+    otherwise, and every run starts from ``seed``. A call that updates tensors in place (an
+    optimizer step, a cache write) is judged by them too, each run from the same state
+    (:mod:`.effects`). Returns an :class:`AccuracyReport`; an exception in the compiled function
+    is reported in ``error`` (compile errors included).
     """
     if not callable(fn):
         raise TypeError(f"check_accuracy needs a callable, got {type(fn).__name__}")
+    from .effects import find_effects
+
+    fn = find_effects(fn, inputs, seed) or fn
     eager, nondeterministic = eager_is_nondeterministic(fn, inputs, seed, tol)
     if nondeterministic:
         return AccuracyReport(passed=None, nondeterministic=True, backend=backend,
