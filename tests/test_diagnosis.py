@@ -171,6 +171,18 @@ def test_first_divergence_points_at_the_neg_line():
     assert line.source.code == "a = torch.neg(x1)" and line.source.line == FOO1_LINE + 2
     clean = ib.find_first_divergence(foo1, *x)
     assert not clean.found and clean.checked and all(c.passed for c in clean.checked)
+    # with the process-wide list full (a long session), the search still finds what it compiled:
+    # it read it as an index into that list, which stops growing at the limit
+    from instrumented_backend.capture.registry import capture_limit
+
+    limit = capture_limit()
+    ib.set_capture_limit(1)
+    try:
+        with ib.faults.doubling_neg():
+            again = ib.find_first_divergence(foo1, *x)
+    finally:
+        ib.set_capture_limit(limit)
+    assert again.culprit == "neg", again.render()
 
 
 def block(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:

@@ -336,15 +336,15 @@ def find_first_divergence(fn: Callable[..., Any], *inputs: Any, options: Optiona
     the nodes of the diverging kernel one by one to name the culprit node and its kernel lines.
     """
     from ..capture.backend import instrumented
-    from ..capture.registry import captures
+    from ..capture.registry import capture
 
     compile_options = {"fallback_random": True, **(options or {})}
     calls: list[tuple[list[GraphCapture], list[Any]]] = []
 
     def backend(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Callable[..., Any]:
-        before = len(captures())
-        compiled = instrumented(gm, example_inputs, options=compile_options)
-        graph_captures = list(captures())[before:]
+        with capture() as session:  # not an index into captures(): that list keeps only the newest 100
+            compiled = instrumented(gm, example_inputs, options=compile_options)
+        graph_captures = list(session.graphs)
 
         def run(*args: Any) -> Any:
             calls.append((graph_captures, clone_inputs(args)))

@@ -21,6 +21,7 @@ the graphs compiled are the ones ``torch.compile(fn)`` makes.
 
 from __future__ import annotations
 
+import copy
 import inspect
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Sequence
@@ -61,11 +62,10 @@ class Effects:
             _restored(state, saved)
 
     def to_fp64(self) -> "Effects":
-        """The same call in float64, for the referee: a module target converted as ``to_fp64``
-        converts one (a copy, whose parameters and buffers are located in the same order)."""
-        from .accuracy import to_fp64
-
-        return Effects(to_fp64(self.fn), self.located)
+        """The same call in float64, for the referee (``accuracy.to_fp64`` calls it): a module
+        target as a float64 copy, whose parameters and buffers are located in the same order."""
+        fn = copy.deepcopy(self.fn).double() if isinstance(self.fn, torch.nn.Module) else self.fn
+        return Effects(fn, self.located)
 
     def describe(self) -> str:
         """The updated tensors, named, in one line."""
@@ -79,10 +79,10 @@ def find_effects(fn: Callable[..., Any], inputs: Sequence[Any], seed: int = 0) -
     tensor in place (or any optimizer's state); None for a function with no such effect, or
     when the eager call raises (the diagnosis reports that error itself). The named state is put
     back afterwards."""
-    from .accuracy import clone_inputs
+    from minifier.judge import clone_tensor
 
     state = StepState.of(fn)
-    args = clone_inputs(inputs)
+    args = pytree.tree_map_only(torch.Tensor, lambda t: clone_tensor(t).requires_grad_(t.requires_grad), list(inputs))
     watched = _watched(state, args, fn)
     before = [(t._version, t.detach().clone()) for _, t in watched]
     optimizer_before = {id(t): (t, t._version) for _, t in _optimizer_entries(state)}
