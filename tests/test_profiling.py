@@ -443,3 +443,35 @@ def test_profile_cli_profiles_a_training_step_with_its_backward(tmp_path):
     # The fused tanh-backward kernel joins the line of the forward it differentiates (Tanh.forward).
     assert any(k["kind"] == "cpp" and tanh["source_lines"][0] in k["source_lines"] for k in backward)
     assert any(k["event"] == "aten::mm" for k in backward)  # the weights' gradient GEMMs
+
+
+_OPTIMIZER_STEP_SCRIPT = """\
+import torch
+
+torch.manual_seed(0)
+model = torch.nn.Linear(16, 8)
+optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2, foreach=True)
+
+
+@torch.compile
+def step():
+    optimizer.step()
+
+
+for _ in range(2):
+    model(torch.randn(4, 16)).sum().backward()
+    step()
+    optimizer.zero_grad()
+"""
+
+
+def test_a_compiled_optimizer_step_is_profiled_with_the_gradients_of_its_first_call(tmp_path):
+    """After the script's ``zero_grad()`` an optimizer step has no gradient to apply: replayed
+    from there, the profile timed a step that does nothing ("graphs: none", no kernel). It is
+    replayed from the state of its first call."""
+    from instrumented_backend.profiling.script import profile_script
+
+    script = tmp_path / "train.py"
+    script.write_text(_OPTIMIZER_STEP_SCRIPT)
+    (report,) = profile_script(script, warmup=2, iters=5, active=2, echo=lambda line: None)
+    assert report.graphs and any(k.kind == "cpp" for k in report.kernels), (report.graphs, report.kernels)

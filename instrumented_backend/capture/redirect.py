@@ -14,11 +14,12 @@ import sys
 import types
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Callable, Iterator, Optional, Sequence
 
 import torch
 
-__all__ = ["redirect_torch_compile", "run_as_main", "CompiledCall", "record_compiled_calls", "COMPILE_SETTINGS"]
+__all__ = ["redirect_torch_compile", "run_as_main", "CompiledCall", "record_compiled_calls", "state_at_first_call",
+           "COMPILE_SETTINGS"]
 
 # The torch.compile arguments that change what is compiled: a replay of a recorded call repeats them.
 COMPILE_SETTINGS = ("dynamic", "mode", "options", "fullgraph")
@@ -124,6 +125,24 @@ class CompiledCall:
     def options(self) -> dict[str, Any]:
         """The ``options`` it was compiled with."""
         return dict(self.compile_kwargs.get("options") or {})
+
+
+@contextlib.contextmanager
+def state_at_first_call(call: CompiledCall) -> Iterator[None]:
+    """Inside the block, the state a recorded optimizer step names is as it was at its first call
+    (its gradients, which the script zeroed since, above all); as the script left it afterwards."""
+    if call.state is None:
+        yield
+        return
+    from ..diagnosis.step_state import StepState
+
+    state = StepState.of(call.target)
+    now = state.save()
+    state.restore(call.state)
+    try:
+        yield
+    finally:
+        state.restore(now)
 
 
 def _detached(value: Any) -> Any:

@@ -643,24 +643,6 @@ def _as_at_first_call(call: Any) -> Iterator[list[str]]:
         yield described
 
 
-@contextlib.contextmanager
-def _state_at_first_call(call: Any) -> Iterator[None]:
-    """Inside the block, the state a recorded optimizer step names is as it was at its first call
-    (its gradients, which the script zeroed since, above all); as the script left it afterwards."""
-    if call.state is None:
-        yield
-        return
-    from .step_state import StepState
-
-    state = StepState.of(call.target)
-    now = state.save()
-    state.restore(call.state)
-    try:
-        yield
-    finally:
-        state.restore(now)
-
-
 def _trains(call: Any) -> bool:
     """Was the compiled target called for training? Grad on, and: a module with trainable
     parameters, an input requiring grad, or a backward seen through the call (after it, through
@@ -683,7 +665,7 @@ def diagnose_script(script: "str | Path", argv: Sequence[str] = (), *, out_dir: 
     fails (``train`` when it was called with gradients on and something to differentiate).
     Returns the diagnoses made, the failing one last. An exception the compile raised inside the
     script is not re-raised: it is what the diagnosis explains."""
-    from ..capture.redirect import CompiledCall, record_compiled_calls, run_as_main
+    from ..capture.redirect import CompiledCall, record_compiled_calls, run_as_main, state_at_first_call
 
     say = echo or (lambda line: print(line, file=sys.stderr))
     script = Path(script)
@@ -710,7 +692,7 @@ def diagnose_script(script: "str | Path", argv: Sequence[str] = (), *, out_dir: 
             say(f"instrumented_backend diagnose: [{index}] {call.name} ({len(args)} args{keywords}, "
                 f"{'training step' if train else 'inference'}{which})")
             target_out = Path(out_dir) if len(calls) == 1 else Path(out_dir) / f"{index}_{call.name}"
-            with _as_at_first_call(call) as restored, _state_at_first_call(call):
+            with _as_at_first_call(call) as restored, state_at_first_call(call):
                 if restored:
                     say(f"instrumented_backend diagnose: [{index}] {call.name}: on at its first call, off when the "
                         f"script ended, on again for its diagnosis: {'; '.join(restored)}")

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import Callable, Optional, Sequence
 
-from ..capture.redirect import CompiledCall, record_compiled_calls, run_as_main
+from ..capture.redirect import CompiledCall, record_compiled_calls, run_as_main, state_at_first_call
 from .api import profile
 from .report import ProfileReport
 
@@ -46,7 +46,8 @@ def profile_script(script: "str | Path", argv: Sequence[str] = (), *, warmup: in
             backward = call.grad_enabled and call.backward
             say(f"instrumented_backend profile: [{index}] {call.name} ({len(call.args)} args, "
                 f"{'grad' if call.grad_enabled else 'no_grad'}{', forward and backward' if backward else ''})")
-            reports.append(profile(call.target, *call.args, warmup=warmup, iters=iters, active=active,
-                                   no_grad=not call.grad_enabled, backward=backward, options=call.options or None,
-                                   **call.kwargs))
+            with state_at_first_call(call):  # an optimizer step: the gradients it had, not zero_grad()'s None
+                reports.append(profile(call.target, *call.args, warmup=warmup, iters=iters, active=active,
+                                       no_grad=not call.grad_enabled, backward=backward, options=call.options or None,
+                                       **call.kwargs))
     return reports
