@@ -19,6 +19,8 @@ import torch.utils._pytree as pytree
 
 from minifier.judge import RMSE_MULTIPLIER, clone_tensor, compare_tensor, tolerance_for, widened  # noqa: F401
 
+from .copies import clone_inputs
+
 __all__ = ["OutputComparison", "AccuracyReport", "AccuracyError", "compare_outputs", "check_accuracy",
            "default_tolerance", "clone_inputs", "to_fp64", "check_graph_call",
            "run_seeded", "fp64_reference", "eager_is_nondeterministic"]
@@ -91,16 +93,6 @@ class AccuracyError(AssertionError):
     def __init__(self, report: AccuracyReport, where: str = "") -> None:
         self.report = report
         super().__init__((f"{where}: " if where else "") + report.render())
-
-
-def clone_inputs(values: Sequence[Any]) -> list[Any]:
-    """Deep copies of tensors (strides and requires_grad kept); other values as they are."""
-    def clone(value: Any) -> Any:
-        if isinstance(value, torch.Tensor):
-            return clone_tensor(value).requires_grad_(value.requires_grad)
-        return value
-
-    return [pytree.tree_map(clone, v) for v in values]
 
 
 def to_fp64(value: Any) -> Any:

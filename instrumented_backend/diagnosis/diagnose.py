@@ -208,7 +208,7 @@ def _training_step(fn: Callable[..., Any], inputs: Sequence[Any], seed: int,
             if own_backward:
                 grads = [None if leaf.grad is None else leaf.grad.detach().clone() for leaf in leaves]
                 if state.optimizers:  # the update it made is judged too: the weights after the step
-                    out = {"output": out, "updated": _weights_after_step(state, params)}
+                    out = {"output": out, "updated": _weights_after_step(state)}
             else:
                 outs = _float_leaves(out)
                 generator = torch.Generator().manual_seed(seed + 1)
@@ -219,12 +219,11 @@ def _training_step(fn: Callable[..., Any], inputs: Sequence[Any], seed: int,
                  own_backward)
 
 
-def _weights_after_step(state: StepState, params: Sequence[torch.Tensor]) -> dict[str, torch.Tensor]:
+def _weights_after_step(state: StepState) -> dict[str, torch.Tensor]:
     """Each parameter's value after a step that ran its optimizer, by name."""
-    from .effects import parameter_names
+    from .effects import parameter_labels
 
-    names = parameter_names(state)
-    return {names.get(id(p), f"parameter {i}"): p.detach().clone() for i, p in enumerate(params)}
+    return {name: p.detach().clone() for name, p in zip(parameter_labels(state), state.parameters())}
 
 
 def _training_is_nondeterministic(fn: Callable[..., Any], inputs: Sequence[Any], seed: int,

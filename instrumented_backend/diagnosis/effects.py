@@ -29,9 +29,10 @@ from typing import Any, Callable, Optional, Sequence
 import torch
 import torch.utils._pytree as pytree
 
+from .copies import clone_inputs
 from .step_state import SavedState, StepState
 
-__all__ = ["Effects", "find_effects", "parameter_names"]
+__all__ = ["Effects", "find_effects", "parameter_names", "parameter_labels"]
 
 
 @dataclass(frozen=True)
@@ -79,14 +80,12 @@ def find_effects(fn: Callable[..., Any], inputs: Sequence[Any], seed: int = 0) -
     tensor in place (or any optimizer's state); None for a function with no such effect, or
     when the eager call raises (the diagnosis reports that error itself). The named state is put
     back afterwards."""
-    from minifier.judge import clone_tensor
-
     state = StepState.of(fn)
-    args = pytree.tree_map_only(torch.Tensor, lambda t: clone_tensor(t).requires_grad_(t.requires_grad), list(inputs))
+    args = clone_inputs(inputs)
     watched = _watched(state, args, fn)
     before = [(t._version, t.detach().clone()) for _, t in watched]
     optimizer_before = {id(t): (t, t._version) for _, t in _optimizer_entries(state)}
-    saved = _saved_named(fn), state.save()
+    saved = (_saved_named(fn), state.save())
     try:
         torch.manual_seed(seed)
         with torch.no_grad():
@@ -101,8 +100,7 @@ def find_effects(fn: Callable[..., Any], inputs: Sequence[Any], seed: int = 0) -
     except Exception:  # noqa: BLE001 - the diagnosis runs it again and reports the error
         return None
     finally:
-        _restore_named(saved[0])
-        state.restore(saved[1])
+        _restored(state, saved)
     return Effects(fn, located) if located else None
 
 
@@ -140,9 +138,8 @@ def _watched(state: StepState, args: Sequence[Any], fn: Callable[..., Any]) -> l
     trainable = {id(p) for p in state.parameters()}
     watched += [(_Located("named", i, name=name), t) for i, (name, t) in enumerate(_named_tensors(fn))
                 if id(t) not in trainable]
-    names = parameter_names(state)
-    watched += [(_Located("parameter", i, name=names.get(id(p), f"parameter {i}")), p)
-                for i, p in enumerate(state.parameters())]
+    watched += [(_Located("parameter", i, name=name), p)
+                for i, (name, p) in enumerate(zip(parameter_labels(state), state.parameters()))]
     buffers = _buffers(state)
     watched += [(_Located("buffer", i, name=name), b) for i, (name, b) in enumerate(buffers)]
     return watched
@@ -155,6 +152,13 @@ def parameter_names(state: StepState) -> dict[int, str]:
         for name, parameter in module.named_parameters():
             names.setdefault(id(parameter), name)
     return names
+
+
+def parameter_labels(state: StepState) -> list[str]:
+    """What a report calls each of ``state.parameters()``, in order: its module name, else
+    ``parameter i`` (a step that names only its optimizer)."""
+    names = parameter_names(state)
+    return [names.get(id(p), f"parameter {i}") for i, p in enumerate(state.parameters())]
 
 
 def _buffers(state: StepState) -> list[tuple[str, torch.Tensor]]:

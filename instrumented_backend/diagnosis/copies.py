@@ -1,0 +1,22 @@
+"""Copies of a call's arguments that the call cannot change: what every run of a judgement starts from."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import torch
+import torch.utils._pytree as pytree
+
+from minifier.judge import clone_tensor
+
+__all__ = ["clone_inputs"]
+
+
+def clone_inputs(values: Sequence[Any]) -> list[Any]:
+    """Deep copies of tensors (strides and requires_grad kept); other values as they are."""
+    def clone(value: Any) -> Any:
+        if isinstance(value, torch.Tensor):
+            return clone_tensor(value).requires_grad_(value.requires_grad)
+        return value
+
+    return [pytree.tree_map(clone, v) for v in values]
