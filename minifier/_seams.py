@@ -15,8 +15,7 @@ from typing import Any, Optional
 import torch
 
 __all__ = ["changed_inductor_config", "module_source", "inside_compile", "start_cpu_isa_probe", "is_aten_op",
-           "symbolic_hint", "import_compiler", "op_defining_module", "ordering_wrapper",
-           "subgraph_calls",
+           "symbolic_hint", "import_compiler", "op_defining_module", "subgraph_calls",
            "keep_fork_safe", "compile_without_threads", "idle_compile_pool_threads", "forget_compile_pool",
            "propagate_symbolic_sizes", "check_seams",
            "SeamMoved"]
@@ -220,20 +219,14 @@ def op_defining_module(op: Any) -> Optional[str]:
     return module
 
 
-def ordering_wrapper() -> Any:
-    """Inductor's ``control_deps`` higher-order op, or None: ``control_deps(deps, subgraph, *args)``
-    runs ``subgraph(*args)`` after ``deps``. Inductor's post-grad passes wrap ops in it to keep their
-    order (random ops under ``fallback_random``: every attention of a transformer), so a post-grad
-    graph calls subgraphs through it; compiling the graph again wraps them again."""
-    return getattr(torch.ops.higher_order, "control_deps", None)
-
-
 # Higher-order ops whose value is their subgraph's applied to their operands, by name:
 # (position of the subgraph argument, position of the first operand, whether keyword arguments
 # are the op's own options rather than the subgraph's). ``tag_activation_checkpoint(body, *args,
 # use_reentrant=...)`` is ``torch.utils.checkpoint`` (it only trades memory for recomputing in the
 # backward), ``wrap(body, *args)`` a region Dynamo keeps whole, ``invoke_subgraph(body, identifier,
-# *args)`` a nested compile region, ``control_deps(deps, body, *args)`` Inductor's ordering wrapper.
+# *args)`` a nested compile region, ``control_deps(deps, body, *args)`` Inductor's ordering wrapper
+# (its post-grad passes wrap ops in it to keep their order: random ops under ``fallback_random``,
+# every attention of a transformer; compiling the graph again wraps them again).
 _SUBGRAPH_CALLS = {"control_deps": (1, 2, False), "tag_activation_checkpoint": (0, 1, True), "wrap": (0, 1, False),
                    "invoke_subgraph": (0, 2, False)}
 # Their parameter names, as check_seams reads them.
@@ -333,17 +326,12 @@ def check_seams() -> None:
         raise SeamMoved("SymInt.node.hint no longer says None for a size without a hint")
     if "class Repro" not in module_source(torch.fx.symbolic_trace(torch.nn.ReLU())):
         raise SeamMoved("torch._dynamo.debug_utils.NNModuleToString no longer writes a Repro class")
-    wrapper = ordering_wrapper()
-    if wrapper is None or list(inspect.signature(type(wrapper).__call__).parameters)[:3] != \
-            ["self", "additional_deps", "subgraph"]:
-        raise SeamMoved("torch.ops.higher_order.control_deps(additional_deps, subgraph, *args) moved "
-                        "(post-grad graphs are minified with its subgraphs inlined)")
     from torch import _higher_order_ops  # noqa: F401 - registers wrap, tag_activation_checkpoint, invoke_subgraph
 
     for name, parameters in _SUBGRAPH_CALL_PARAMETERS.items():
         op = getattr(torch.ops.higher_order, name, None)
         if op is None or list(inspect.signature(type(op).__call__).parameters)[:len(parameters)] != parameters:
-            raise SeamMoved(f"torch.ops.higher_order.{name}({', '.join(parameters[1:])}, ...) moved (graphs are "
+            raise SeamMoved(f"torch.ops.higher_order.{name}({', '.join(parameters[1:])}, *args) moved (graphs are "
                             "minified with the subgraphs it calls inlined)")
     relu = torch.fx.symbolic_trace(torch.nn.ReLU())
     try:

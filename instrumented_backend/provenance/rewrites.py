@@ -31,14 +31,7 @@ class ReplacedNode:
 
 def chain_roots(node: Any) -> tuple[str, ...]:
     """The roots of a node's ``from_node`` chain: the Dynamo graph nodes it came from."""
-    roots: list[str] = []
-    for source in node.meta.get("from_node") or []:
-        while getattr(source, "from_node", None):
-            source = source.from_node[0]
-        name = getattr(source, "name", None)
-        if name and name not in roots:
-            roots.append(name)
-    return tuple(roots)
+    return tuple(dict.fromkeys(name for name, _ in chain_root_graphs(node)))
 
 
 def chain_root_graphs(node: Any) -> tuple[tuple[str, Optional[int]], ...]:
