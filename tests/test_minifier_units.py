@@ -343,6 +343,28 @@ def test_a_moved_ordering_wrapper_is_reported_by_name(monkeypatch):
         _seams.check_seams()
 
 
+def test_a_nested_compile_region_called_twice_is_inlined_at_each_call():
+    """``torch.compiler.nested_compile_region`` calls one subgraph through ``invoke_subgraph``,
+    once per call site: each is inlined, and the graph computes the same values."""
+    from minifier.graph import inline_subgraph_calls
+
+    @torch.compiler.nested_compile_region
+    def layer(x: torch.Tensor) -> torch.Tensor:
+        return torch.sin(x) * 2
+
+    graphs = []
+    torch._dynamo.reset()
+    torch.compile(lambda x: layer(layer(x) + 1), backend=lambda gm, example: (graphs.append(gm), gm.forward)[1])(
+        torch.randn(4))
+    (graph,) = graphs
+    assert [str(n.target) for n in graph.graph.nodes].count("invoke_subgraph") == 2
+    inlined = inline_subgraph_calls(graph)
+    targets = [n.target for n in inlined.graph.nodes if n.op == "call_function"]
+    assert targets.count(torch.sin) == 2 and not any("invoke_subgraph" in str(t) for t in targets), targets
+    x = torch.randn(4)
+    assert torch.equal(inlined(x)[0], graph(x)[0])
+
+
 def test_a_moved_checkpoint_op_is_reported_by_name(monkeypatch):
     """Dynamo graphs are minified with activation checkpoints inlined, found as
     torch.ops.higher_order.tag_activation_checkpoint(gmod, ...): when it goes, check_seams says so."""
