@@ -19,6 +19,8 @@ import networkx as nx
 import torch
 import torch.fx
 
+from .in_place import updates_first_argument
+
 __all__ = ["Candidate", "GraphSlicer", "InvalidCandidate", "record_values", "input_ok", "inline_subgraph_calls"]
 
 _COMPUTE = ("call_function", "call_method", "call_module", "get_attr")
@@ -267,14 +269,10 @@ class GraphSlicer:
 
 
 def _mutated_argument(node: torch.fx.Node) -> Optional[torch.fx.Node]:
-    """The node an in-place op writes to (``x.add_(1)``, ``aten.add_.Tensor``, ``out=``), or None."""
-    if node.op not in ("call_function", "call_method") or not node.args or not isinstance(node.args[0], torch.fx.Node):
+    """The node an in-place op writes to (``x.add_(1)``, ``aten.add_.Tensor``), or None."""
+    if not updates_first_argument(node) or not isinstance(node.args[0], torch.fx.Node):
         return None
-    schema = getattr(node.target, "_schema", None)
-    if schema is not None:
-        return node.args[0] if schema.is_mutable else None
-    name = node.target if isinstance(node.target, str) else getattr(node.target, "__name__", "")
-    return node.args[0] if name.endswith("_") and not name.endswith("__") else None
+    return node.args[0]
 
 
 def _copy_attribute(source: torch.nn.Module, target: torch.nn.Module, qualified: str) -> None:

@@ -16,13 +16,14 @@ import torch
 import torch.fx
 
 from ._seams import inside_compile, is_aten_op, op_defining_module, propagate_symbolic_sizes
-from .checks import Failure
+from .checks import AccuracyFailure, Failure
 from .context import CarriedContext, current_context
 from .graph import Candidate, GraphSlicer, InvalidCandidate, _attribute, inline_subgraph_calls, record_values
 from .judge import ACCURACY, CRASH, INVALID, NONDETERMINISTIC, TIMEOUT, UNLOADABLE, judge
 from .outcome import Outcome
 from .speculation import SPECULATE_UP_TO, Pending, cancel, first_half_guesses, single_nodes, speculate
 from .strategies import CLOSING, FIRST_DIVERGENCE, OPENING, STRATEGIES, divergence_probe
+from .updates import expose_updates
 from .workers import WorkerSetup, pool
 
 __all__ = ["minify", "symbolic_inputs", "MinifyResult", "MinifyState", "MinifierError", "NotFailingError",
@@ -718,9 +719,18 @@ def minify(
         raise MinifierError(f"minify: workers must be a positive int, got {workers!r}")
     hint_nodes = tuple(inlined.get(name, name) for name in hint_nodes)
     chosen = list(strategies) if strategies is not None else list(STRATEGIES)
+    exposed = None
+    if isinstance(check, AccuracyFailure) and isinstance(module, torch.fx.GraphModule):
+        exposed = expose_updates(module, inputs, seed=seed)  # in-place updates of inputs become outputs
+        module, inputs = exposed.module, exposed.inputs
     run = _open(module, inputs, check=check, level=level, isolate=isolate, timeout=timeout, config=config,
                 dynamic=dynamic, dynamic_ints=dynamic_ints, seed=seed, progress=progress, echo=echo, started=started,
                 workers=workers)
+    if exposed is not None and exposed.updated:
+        run.emit(f"Updated in place, returned instead: {len(exposed.updated)} input(s) "
+                 f"({', '.join(exposed.updated[:4])}{' ...' if len(exposed.updated) > 4 else ''})")
+    elif exposed is not None and exposed.note:
+        run.emit(f"Note: {exposed.note}")
     try:
         original, known, pending = _confirm(run, chosen, hint_nodes)
         if original.kind == NONDETERMINISTIC:

@@ -302,6 +302,21 @@ def test_the_command_judges_a_compiled_optimizer_step_by_the_weights_it_updates(
     failing = re.findall(r"\['updated'\]\['(.+?)'\]\s+float32\s+\S+\s+FAIL", proc.stdout)
     assert failing == ["parameter 0", "parameter 1", "parameter 2", "parameter 3"], proc.stdout
     assert "first failing layer: inductor" in proc.stdout
+    # The search replays the step's post-grad graph (reinplaced foreach ops: ``_foreach_add_``
+    # returns nothing eagerly, yet its items are read) and reads the weights it updates when it
+    # returns: before, "could not be replayed", no culprit and no repro.
+    assert re.search(r"first diverging buffer: copy_\S* ", proc.stdout), proc.stdout
+    assert "culprit: _foreach_reciprocal (aten._foreach_reciprocal.default)" in proc.stdout, proc.stdout
+    assert re.search(r"culprit source line: \S+/torch/optim/adam\.py:\d+: torch\._foreach_reciprocal_",
+                     proc.stdout), proc.stdout
+    # the minifier returns the updates the Dynamo graph makes to the optimizer's state
+    repro = re.search(r"run it: python (\S+)", proc.stdout)
+    assert repro and "minified: " in proc.stdout and " -> 2 nodes" in proc.stdout, proc.stdout
+    source = (tmp_path / repro.group(1)).read_text()
+    assert "torch._foreach_reciprocal(" in source and "_foreach_addcdiv" not in source, source
+    rerun = subprocess.run([sys.executable, repro.group(1)], cwd=tmp_path, capture_output=True, text=True,
+                           timeout=300)
+    assert rerun.returncode == 1 and "REPRODUCES" in rerun.stdout, rerun.stdout + rerun.stderr
     fine = _cli(str(script), cwd=tmp_path)  # no fault: the same step, judged the same way, passes
     assert fine.returncode == 0 and "no bug found" in fine.stdout, fine.stdout + fine.stderr
     assert "judged with the 16 tensor(s)" in fine.stdout

@@ -997,3 +997,80 @@ def test_a_forked_worker_does_not_wait_on_a_progress_bar_lock_a_killed_sibling_h
         pytest.skip("this tqdm takes no multiprocessing lock")
     assert "without own locks: hung" in proc.stdout, proc.stdout  # the scenario does hang a plain copy
     assert "with own locks: finished" in proc.stdout, proc.stdout
+
+
+# --------------------------------------------------------------------------- updates of inputs
+
+def _updates_in_place(x, y):
+    x.add_(y)
+    z = x * 2
+    x.mul_(3)
+    return (z,)
+
+
+def test_inputs_updated_in_place_become_outputs_computing_the_same_values():
+    """An accuracy bug that shows only in what a graph writes into its inputs (an optimizer step
+    returns nothing) was invisible to the minifier, which compares outputs."""
+    from minifier.updates import expose_updates
+
+    x, y = torch.randn(5), torch.randn(5)
+    exposed = expose_updates(torch.fx.symbolic_trace(_updates_in_place), [x, y])
+    assert exposed.updated == ["x"] and not exposed.note
+    assert [n.target for n in exposed.module.graph.nodes if n.op == "call_method"] == ["add", "mul"]
+    x_copy = x.clone()
+    (z, x_after) = exposed.module(x.clone(), y)
+    (z_expected,) = _updates_in_place(x_copy, y)
+    assert torch.equal(z, z_expected) and torch.equal(x_after, x_copy)
+
+
+def test_an_aten_foreach_update_read_through_its_items_is_rewritten_out_of_place():
+    """Post-grad graphs hold reinplaced foreach ops whose items are read, though eagerly the op
+    returns nothing: rewritten, they run eagerly and return the updated inputs."""
+    from minifier.updates import expose_updates
+
+    graph = torch.fx.Graph()
+    a, b = graph.placeholder("a"), graph.placeholder("b")
+    update = graph.call_function(torch.ops.aten._foreach_mul_.Scalar, ([a, b], 3.0))
+    first = graph.call_function(operator.getitem, (update, 0))
+    graph.call_function(torch.ops.aten.copy_.default, (b, first))
+    graph.output((graph.call_function(torch.ops.aten.add.Tensor, (first, a)),))
+    module = torch.fx.GraphModule(torch.nn.Module(), graph)
+    x, y = torch.randn(3), torch.randn(3)
+    exposed = expose_updates(module, [x, y])
+    assert exposed.updated == ["a", "b"], exposed.note
+    total, a_after, b_after = exposed.module(x, y)
+    assert torch.equal(total, x * 6) and torch.equal(a_after, x * 3) and torch.equal(b_after, x * 3)
+    assert torch.equal(x, x.clone()) and not any(str(n.target).endswith("_.Scalar") or "copy_" in str(n.target)
+                                                 for n in exposed.module.graph.nodes)
+
+
+def test_an_updated_module_attribute_becomes_an_input_so_every_run_starts_from_its_value():
+    from minifier.updates import expose_updates
+
+    owner = torch.nn.Module()
+    owner.register_buffer("state", torch.ones(4))
+    graph = torch.fx.Graph()
+    x = graph.placeholder("x")
+    state = graph.get_attr("state")
+    graph.call_method("add_", (state, x))
+    graph.output(())
+    exposed = expose_updates(torch.fx.GraphModule(owner, graph), [torch.full((4,), 2.0)])
+    assert [n.op for n in exposed.module.graph.nodes].count("placeholder") == 2 and len(exposed.inputs) == 2
+    assert torch.equal(exposed.module(*exposed.inputs)[0], torch.full((4,), 3.0))
+    assert torch.equal(exposed.module(*exposed.inputs)[0], torch.full((4,), 3.0))  # the same start each run
+    assert torch.equal(owner.state, torch.ones(4))
+
+
+def _view_read_after_update(x, y):
+    v = x[0]
+    x.add_(y)
+    return (v * 2,)
+
+
+def test_a_view_read_after_the_update_leaves_the_graph_as_it_was():
+    from minifier.updates import expose_updates
+
+    module = torch.fx.symbolic_trace(_view_read_after_update)
+    exposed = expose_updates(module, [torch.randn(3), torch.randn(3)])
+    assert exposed.module is module and exposed.updated == []
+    assert "getitem shares memory with x" in exposed.note

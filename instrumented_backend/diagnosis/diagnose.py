@@ -136,9 +136,9 @@ class Diagnosis:
         if self.divergence is not None:
             out += ["", "== 2. the first diverging buffer, its kernel, the culprit and its lines ==",
                     self.divergence.render()]
-        for line in self.culprit_lines[:3]:
-            if line.source is not None:
-                out.append(f"  culprit source line: {line.source}: {line.source.code}")
+        sources = dict.fromkeys(f"{line.source}: {line.source.code}" for line in self.culprit_lines
+                                if line.source is not None)
+        out.extend(f"  culprit source line: {source}" for source in list(sources)[:3])
         if self.repro_path or self.minifier:
             out += ["", "== 3. minimal repro ==", self.minifier]
             if self.repro_path:
@@ -522,10 +522,10 @@ def diagnose(fn: Callable[..., Any], *inputs: Any, kwargs: Optional[dict[str, An
     if result.verdict == "inaccurate":
         say("finding the first diverging buffer (forward, replayed on the compiled graph's own arguments)")
         result.divergence = DivergenceReport()
-        for graph in (g for g in graphs if g.kind in ("inference", "forward")):
-            if graph.call_args is not None and divergence_in_graph(graph, graph.call_args, result.divergence,
-                                                                   seed=seed, tol=tol,
-                                                                   narrow_options=inductor_options):
+        replayable = [g for g in graphs if g.kind in ("inference", "forward") and g.call_args is not None]
+        for graph in replayable:
+            if divergence_in_graph(graph, graph.call_args, result.divergence, seed=seed, tol=tol,
+                                   narrow_options=inductor_options):
                 first_call = _first_call(graph, calls)
                 culprit = result.divergence.culprit
                 hints = list(graph.nodes[culprit].dynamo_nodes) if culprit in graph.nodes else []
@@ -537,7 +537,7 @@ def diagnose(fn: Callable[..., Any], *inputs: Any, kwargs: Optional[dict[str, An
                     target_graph, args, hints = instead
                     instead = None
                 break
-        else:  # no graph's own arguments were kept: compile again, keeping the Dynamo call's
+        if not replayable:  # no graph's own arguments were kept: compile again, keeping the Dynamo call's
             try:
                 result.divergence = find_first_divergence(fn, *inputs, tol=tol, seed=seed)
             except Exception as exc:  # noqa: BLE001 - a step running its own backward cannot run under no_grad

@@ -4,10 +4,13 @@
 2. Make a copy of the graph's output code with ``run_intermediate_hooks('<fx node>', bufN)``
    after every statement that writes a buffer (kernel launches, extern calls), load it, and run
    it on the same arguments, collecting every buffer. (Inductor's own
-   ``generate_intermediate_hooks`` only hooks extern and Triton kernels, not C++ kernels.)
-3. Run the post-grad graph eagerly with an FX interpreter, keeping every node's value, and walk
-   the buffers in execution order: the first whose value differs from its FX node's eager value
-   is the first diverging buffer, and the kernel that wrote it the first diverging kernel.
+   ``generate_intermediate_hooks`` only hooks extern and Triton kernels, not C++ kernels.) An
+   input the graph updates in place (an optimizer's weights and moments) is read when the call
+   returns, as the value of the node that last updates it.
+3. Run the post-grad graph eagerly with an FX interpreter, keeping every node's value as it was
+   computed (a later in-place update does not change it), and walk the buffers in execution
+   order: the first whose value differs from its FX node's eager value is the first diverging
+   buffer, and the kernel that wrote it the first diverging kernel.
 4. A fused kernel computes several FX nodes; to say which one is wrong, the kernel's nodes that
    feed the diverging buffer are compiled together with Inductor, on eager inputs, every node's
    value an output (one compile), and the first that diverges is compiled alone to confirm it:
@@ -27,6 +30,8 @@ from typing import Any, Callable, Optional
 
 import torch
 import torch.fx
+
+from minifier.in_place import out_of_place_target, updates_first_argument
 
 from ..graphs import GraphCapture
 from ..provenance.kernels import is_cpp_wrapper
@@ -112,11 +117,64 @@ class DivergenceReport:
         return self.render()
 
 
+class _EagerReplay(torch.fx.Interpreter):
+    """Runs a post-grad graph eagerly, keeping every node's value as it was when computed.
+
+    Post-grad reinplacing leaves graphs Inductor reads and eager cannot: an in-place foreach op
+    (``_foreach_add_``) returns nothing in eager, yet its ``getitem`` users read the updated
+    tensors (Inductor lowers it so). Such a call's value is its updated first argument here.
+    A graph that updates tensors in place has each value copied when computed, so a later update
+    does not change what an earlier node is compared with (the compiled code's buffers are
+    copied when written, too)."""
+
+    def __init__(self, graph: torch.fx.GraphModule) -> None:
+        super().__init__(graph, garbage_collect_values=False)
+        self.snapshot = any(updates_first_argument(node) for node in graph.graph.nodes)
+        self.values: dict[str, Any] = {}
+
+    def run_node(self, n: torch.fx.Node) -> Any:
+        result = super().run_node(n)
+        if result is None and updates_first_argument(n):
+            result = self.fetch_args_kwargs_from_env(n)[0][0]
+        self.values[n.name] = (result.detach().clone() if self.snapshot and isinstance(result, torch.Tensor)
+                               else result)
+        return result
+
+
+def _input_writers(graph: torch.fx.GraphModule) -> dict[str, str]:
+    """{a graph input the graph updates in place: the node whose value the input holds at the end}.
+
+    The writer is the last node updating it: a ``copy_`` into it, an in-place op on it, or the
+    ``getitem`` of an in-place foreach op's item (an item no ``getitem`` reads is left out: no node
+    holds its value)."""
+    placeholders = {n for n in graph.graph.nodes if n.op == "placeholder"}
+    writers: dict[str, str] = {}
+    for node in graph.graph.nodes:
+        if not updates_first_argument(node):
+            continue
+        first = node.args[0]
+        if isinstance(first, torch.fx.Node):
+            if first in placeholders:
+                writers[first.name] = node.name
+            continue
+        if not isinstance(first, (list, tuple)):
+            continue
+        items = {user.args[1]: user.name for user in node.users
+                 if user.target is operator.getitem and isinstance(user.args[1], int)}
+        for index, item in enumerate(first):
+            if item in placeholders:
+                if index in items:
+                    writers[item.name] = items[index]
+                else:
+                    writers.pop(item.name, None)
+    return writers
+
+
 def _eager_values(graph: torch.fx.GraphModule, args: list[Any], seed: int) -> dict[str, Any]:
-    """Every node's value in one seeded eager run (the interpreter keeps them all)."""
-    interpreter = torch.fx.Interpreter(graph, garbage_collect_values=False)
-    run_seeded(interpreter.run, args, seed)
-    return {node.name: value for node, value in interpreter.env.items()}
+    """Every node's value in one seeded eager run, as it was when computed."""
+    replay = _EagerReplay(graph)
+    run_seeded(replay.run, args, seed)
+    return replay.values
 
 
 def _probe_module(nodes: list[torch.fx.Node]) -> tuple[torch.fx.GraphModule, list[torch.fx.Node]]:
@@ -141,6 +199,9 @@ def _probe_module(nodes: list[torch.fx.Node]) -> tuple[torch.fx.GraphModule, lis
     for node in nodes[0].graph.nodes:
         if node in members or (inside(node) and node not in mapping):
             mapping[node] = graph.node_copy(node, lambda value: mapping[value])
+            functional = out_of_place_target(node) if updates_first_argument(node) else None
+            if functional is not None:  # its eager value is its updated first argument: the variant's result
+                mapping[node].target = functional
     graph.output(tuple(mapping[node] for node in nodes))
     return torch.fx.GraphModule(torch.nn.Module(), graph), inputs
 
@@ -281,8 +342,19 @@ def _final_writes(graph: GraphCapture) -> dict[str, tuple[int, str]]:
 
 
 def buffer_writers(graph: GraphCapture) -> dict[str, str]:
-    """{FX node: the kernel whose launch completes its buffer} (see :func:`_final_writes`)."""
-    return {graph.buffers[buffer]: kernel for buffer, (_, kernel) in _final_writes(graph).items()}
+    """{FX node: the kernel whose launch completes its buffer} (see :func:`_final_writes`); an
+    input the graph updates in place counts as its last writer's buffer, completed by the last
+    launch that names the input."""
+    writers = {graph.buffers[buffer]: kernel for buffer, (_, kernel) in _final_writes(graph).items()}
+    if graph.post_grad_graph is not None:
+        lines = graph.output_code.splitlines()
+        launches = sorted(_launches(graph).items())
+        for placeholder, node in _input_writers(graph.post_grad_graph).items():
+            named = re.compile(rf"\b{re.escape(placeholder)}\b")
+            last = [kernel.name for number, kernel in launches if named.search(lines[number - 1])]
+            if last:
+                writers.setdefault(node, last[-1])
+    return writers
 
 
 def hooked_output_code(graph: GraphCapture) -> str:
@@ -317,13 +389,22 @@ def collect_buffers(graph: GraphCapture, args: list[Any], seed: int = 0) -> dict
     ``fallback_random``); return {FX node: buffer value}."""
     module = _load_module(hooked_output_code(graph), f"ib_hooked_{graph.index}")
     buffers: dict[str, torch.Tensor] = {}
+    placeholders = [n.name for n in graph.post_grad_graph.graph.nodes if n.op == "placeholder"]
+    updated = _input_writers(graph.post_grad_graph)
 
     def keep(name: str, value: Any) -> None:
         if isinstance(value, torch.Tensor) and name not in buffers:
             buffers[name] = value.detach().clone()
 
+    def call(*call_args: Any) -> Any:
+        result = module.call(list(call_args))  # empties the list it is given, not call_args
+        for placeholder, value in zip(placeholders, call_args):  # inputs it updated, read when it is done
+            if placeholder in updated:
+                keep(updated[placeholder], value)
+        return result
+
     with intermediate_hook(keep):
-        run_seeded(lambda *call_args: module.call(list(call_args)), args, seed)
+        run_seeded(call, args, seed)
     return buffers
 
 
@@ -331,11 +412,11 @@ def find_first_divergence(fn: Callable[..., Any], *inputs: Any, options: Optiona
                           tol: Optional[float] = None, seed: int = 0, narrow: bool = True) -> DivergenceReport:
     """Compile ``fn`` with the instrumented backend and find the first buffer that disagrees with eager.
 
-    Runs under ``torch.no_grad()`` (inference graphs; the graph's inputs must be its call's
-    arguments, which holds unless parameters were frozen into constants). ``narrow`` compiles
+    Runs under ``torch.no_grad()`` (inference graphs), each graph replayed on the arguments of
+    its first compiled call (module attributes AOTAutograd lifts included). ``narrow`` compiles
     the nodes of the diverging kernel one by one to name the culprit node and its kernel lines.
     """
-    from ..capture.backend import instrumented
+    from ..capture.backend import instrumented, keep_call_args
     from ..capture.registry import capture
 
     compile_options = {"fallback_random": True, **(options or {})}
@@ -353,12 +434,16 @@ def find_first_divergence(fn: Callable[..., Any], *inputs: Any, options: Optiona
         return run
 
     torch.compiler.reset()
-    run_seeded(torch.compile(fn, backend=backend), inputs, seed)
+    with keep_call_args():
+        run_seeded(torch.compile(fn, backend=backend), inputs, seed)
     torch.compiler.reset()
     report = DivergenceReport()
     for graph_captures, args in calls:
         graph = next((g for g in graph_captures if g.kind in ("inference", "forward") and g.output_code), None)
-        if graph is not None and divergence_in_graph(graph, args, report, seed=seed, tol=tol,
+        # the compiled graph's own arguments: the Dynamo call's, after the attributes AOTAutograd lifts
+        # (optimizer state, frozen parameters)
+        if graph is not None and divergence_in_graph(graph, graph.call_args if graph.call_args is not None else args,
+                                                     report, seed=seed, tol=tol,
                                                      narrow_options=compile_options if narrow else None):
             return report
     if not report.checked and not report.note:

@@ -1,0 +1,173 @@
+"""Updates of a graph's inputs, made outputs so an accuracy check can see them.
+
+A graph can return nothing and still be wrong: an optimizer step updates weights and moments in
+place (``_foreach_addcdiv_``, ``copy_`` into an input), a cache is written with ``index_copy_``.
+The minifier compares outputs, so before an accuracy search :func:`expose_updates` rewrites such
+a graph to compute the same values without updating anything: each in-place update of an input
+becomes its out-of-place op (``_foreach_add_`` -> ``_foreach_add``, ``x.add_(y)`` -> ``x.add(y)``,
+``copy_`` -> ``copy``), later readers of the input read that op's result instead, and the
+input's final value becomes one more output. A module attribute updated in place (the optimizer
+state of a Dynamo graph) becomes an input first, so that every run starts from the same value.
+
+Updates of the graph's own values are rewritten the same way where an out-of-place op exists, so
+the search slices a graph whose values only flow forward. The rewrite is made only where it
+computes what the graph computed: every update of an input has an out-of-place op, and no view
+of an updated value is read after its first update (the view would see updates the rewrite no
+longer makes), which one eager run of the rewritten graph checks. Otherwise the graph is
+returned as it was, with a note.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import operator
+from typing import Any, Optional, Sequence
+
+import torch
+import torch.fx
+
+from .graph import _attribute
+from .in_place import out_of_place_target, updates_first_argument
+
+__all__ = ["ExposedUpdates", "expose_updates"]
+
+
+@dataclasses.dataclass
+class ExposedUpdates:
+    """The rewritten graph, its inputs (the original ones, then the lifted attributes') and the
+    names of the inputs whose final values it returns after its own outputs (empty: unchanged)."""
+
+    module: torch.fx.GraphModule
+    inputs: list[Any]
+    updated: list[str]
+    note: str = ""
+
+
+def _written(node: torch.fx.Node) -> list[torch.fx.Node]:
+    first = node.args[0]
+    items = [first] if isinstance(first, torch.fx.Node) else list(first) if isinstance(first, (list, tuple)) else []
+    return [item for item in items if isinstance(item, torch.fx.Node)]
+
+
+def expose_updates(module: torch.fx.GraphModule, inputs: Sequence[Any], *, seed: int = 0) -> ExposedUpdates:
+    """``module`` rewritten so that the inputs (and tensor attributes) it updates in place are
+    outputs instead (see the module docstring); unchanged, with a note, when that is not safe."""
+    unchanged = ExposedUpdates(module, list(inputs), [])
+    roots = {n.name for n in module.graph.nodes if n.op == "placeholder"
+             or (n.op == "get_attr" and isinstance(_attribute(module, str(n.target)), torch.Tensor))}
+    in_place = [n for n in module.graph.nodes if updates_first_argument(n)]
+    if not any(w.name in roots for n in in_place for w in _written(n)):
+        return unchanged
+    missing = sorted({str(getattr(n.target, "__name__", n.target)) for n in in_place
+                      if out_of_place_target(n) is None and any(w.name in roots for w in _written(n))})
+    if missing:
+        unchanged.note = f"no out-of-place op for {', '.join(missing)}: its updates of inputs are left as they are"
+        return unchanged
+    # Every update that has an out-of-place op is rewritten, of inputs and of the graph's own values
+    # alike: the search then slices a graph whose values only flow forward.
+    writers = {n.name for n in in_place if out_of_place_target(n) is not None}
+
+    graph = torch.fx.Graph()
+    result = graph.graph_copy(module.graph, {})  # the node names are kept; no output node yet
+    alias_of: dict[torch.fx.Node, torch.fx.Node] = {}  # a value -> the value it updates (itself or an alias)
+    newest: dict[torch.fx.Node, torch.fx.Node] = {}  # an updated value -> the node holding its newest value
+    first_update: dict[torch.fx.Node, torch.fx.Node] = {}  # an updated value -> its first writer
+
+    def current(value: torch.fx.Node) -> torch.fx.Node:
+        return newest.get(alias_of.get(value, value), value)
+
+    for node in list(graph.nodes):
+        written = [alias_of.get(item, item) for item in _written(node)] if node.name in writers else []
+        for used in node.all_input_nodes:
+            if current(used) is not used:
+                node.replace_input_with(used, current(used))
+        if not written:
+            continue
+        node.target = out_of_place_target(node)
+        if isinstance(node.args[0], torch.fx.Node):
+            versions = [node]
+        else:
+            items = {u.args[1]: u for u in node.users if u.target is operator.getitem}
+            anchor = node
+            for index in range(len(node.args[0])):
+                if index not in items:
+                    with graph.inserting_after(anchor):
+                        items[index] = graph.call_function(operator.getitem, (node, index))
+                anchor = items[index]
+            versions = [items[index] for index in range(len(node.args[0]))]
+        for value, version in zip(written, versions):
+            newest[value], alias_of[version] = version, value
+            first_update.setdefault(value, node)
+    updated = [n for n in graph.nodes if n.name in roots and n in newest]
+    outputs = torch.fx.node.map_arg(result, current)
+    outputs = tuple(outputs) if isinstance(outputs, (tuple, list)) else (outputs,)
+    graph.output((*outputs, *(newest[root] for root in updated)))
+
+    lifted: list[Any] = []
+    anchor_node = next((n for n in reversed(graph.nodes) if n.op == "placeholder"), None)
+    for root in [r for r in updated if r.op == "get_attr"]:
+        lifted.append(_attribute(module, str(root.target)))
+        with graph.inserting_after(anchor_node) if anchor_node is not None else graph.inserting_before(None):
+            placeholder = graph.placeholder(f"{root.name}_input")
+        first_update[placeholder] = first_update.pop(root)
+        root.replace_all_uses_with(placeholder)
+        graph.erase_node(root)
+        anchor_node = placeholder
+    graph.lint()
+    rewritten = torch.fx.GraphModule(module, graph)
+    problem = _aliasing_problem(rewritten, [*inputs, *lifted], first_update, seed)
+    if problem:
+        unchanged.note = f"updates of inputs left as they are: {problem}"
+        return unchanged
+    names = [n.name for n in graph.nodes if n in first_update and n.op == "placeholder"]
+    return ExposedUpdates(rewritten, [*inputs, *lifted], names)
+
+
+def _storage(value: Any) -> Optional[int]:
+    if not isinstance(value, torch.Tensor) or value.layout != torch.strided or value.device.type == "meta":
+        return None
+    try:
+        return value.untyped_storage().data_ptr()
+    except (RuntimeError, NotImplementedError):  # a tensor without a storage of its own
+        return None
+
+
+def _aliasing_problem(module: torch.fx.GraphModule, inputs: Sequence[Any],
+                      first_update: dict[torch.fx.Node, torch.fx.Node], seed: int) -> str:
+    """Why the rewritten ``module`` may not compute what the original did, or "".
+
+    Runs it once: a value that shares memory with an updated value (a view of it) and is read
+    after that value's first update would have seen the update; an input the rewritten graph
+    still changes was changed through such a view."""
+    from .judge import clone_inputs
+
+    position = {node: index for index, node in enumerate(module.graph.nodes)}
+    interpreter = torch.fx.Interpreter(module, garbage_collect_values=False)
+    copies = clone_inputs(inputs)
+    before = clone_inputs(copies)
+    torch.manual_seed(seed)
+    try:
+        with torch.no_grad():
+            interpreter.run(*copies)
+    except Exception as exc:  # noqa: BLE001 - a graph the check cannot run is not rewritten
+        return f"the rewritten graph does not run eagerly ({type(exc).__name__}: {str(exc)[:200]})"
+    storages: dict[int, list[torch.fx.Node]] = {}
+    for node, value in interpreter.env.items():
+        for item in (value if isinstance(value, (list, tuple)) else [value]):
+            storage = _storage(item)
+            if storage is not None:
+                storages.setdefault(storage, []).append(node)
+    for value, writer in first_update.items():
+        storage = _storage(interpreter.env.get(value))
+        for other in storages.get(storage, []) if storage is not None else []:
+            if other is value:
+                continue
+            last_read = max([position[other], *(position[u] for u in other.users)])
+            if last_read > position[writer]:
+                return (f"{other.name} shares memory with {value.name}, which {writer.name} updates, "
+                        "and is read after it")
+    for placeholder, (old, new) in zip((n for n in module.graph.nodes if n.op == "placeholder"),
+                                       zip(before, copies)):
+        if isinstance(old, torch.Tensor) and not torch.equal(old, new):
+            return f"input {placeholder.name} is still changed in place"
+    return ""
