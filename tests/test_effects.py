@@ -118,3 +118,24 @@ def test_check_accuracy_judges_a_cache_write_by_the_cache():
         report = ib.check_accuracy(write, cache, index, x)
     assert report.passed is False and [o.path for o in report.failing] == ["['updated']['input 0']"], report.render()
     assert torch.equal(cache, torch.zeros(4, 3))
+
+
+def test_a_torch_module_that_updates_its_buffers_is_compiled_and_judged(tmp_path):
+    """A target that updates tensors in place is called through ``Effects``, whose own frame
+    Dynamo skips. For a module of torch's own code (``nn.Sequential`` of torch layers) Dynamo then
+    compiled nothing at all: a batch norm in training mode was "no bug found" with "graphs checked:
+    none", whatever its kernels computed."""
+    import instrumented_backend as ib
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3), torch.nn.BatchNorm2d(8), torch.nn.ReLU()).train()
+    x = torch.randn(4, 3, 10, 10)
+    clean = ib.diagnose(model, x, minify=False, progress=False, out_dir=tmp_path)
+    assert clean.verdict == "passed" and clean.graphs, clean.render()
+    assert "1.running_mean" in clean.effects
+    with ib.faults.scaled("rsqrt", 1.01):
+        faulty = ib.diagnose(model, x, minify=False, progress=False, out_dir=tmp_path)
+    assert faulty.verdict == "inaccurate" and faulty.divergence.culprit == "rsqrt", faulty.render()
+    # the line is batch norm's own, not the diagnosis's frame that calls the module
+    sources = {line.source.file.rsplit("/", 1)[-1] for line in faulty.culprit_lines if line.source}
+    assert sources == {"batchnorm.py"}, faulty.render()

@@ -111,6 +111,8 @@ class Diagnosis:
                 "inaccurate": "the compiled outputs are wrong", "wrong_gradient": "the compiled gradients are wrong"}
         out = [f"diagnose {self.target}{' (training step)' if self.train else ''}: {head[self.verdict]}",
                f"graphs checked: {', '.join(self.graphs) or 'none'}"]
+        if self.verdict == "passed" and not self.graphs:
+            out.append("nothing was compiled: the call ran eagerly, so no compiled code was judged")
         if self.replayed_call:
             out.append(f"replayed its call {self.replayed_call}, the first that raised in the script "
                        "(the calls before it ran through)")

@@ -57,7 +57,7 @@ class Effects:
     def __call__(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
         state, saved = _saved(self.fn, {item.index for item in self.located if item.kind == "named"})
         try:
-            output = self.fn(*args, **kwargs)
+            output = _call(self.fn, *args, **kwargs)
             return _collected(output, self.located, state, args, self.fn)
         finally:
             _restored(state, saved)
@@ -73,6 +73,13 @@ class Effects:
         names = [item.name for item in self.located]
         shown = ", ".join(names[:6]) + (f" and {len(names) - 6} more" if len(names) > 6 else "")
         return f"judged with the {len(names)} tensor(s) the call updates in place: {shown}"
+
+
+def _call(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """``fn(*args, **kwargs)`` in a frame of its own, which ``torch.compile(Effects(fn))`` compiles:
+    Dynamo compiles no frame of a module's own call reached from a skipped frame (``_call_impl`` is
+    torch's code), so a module target called straight from ``Effects.__call__`` ran eagerly."""
+    return fn(*args, **kwargs)
 
 
 def find_effects(fn: Callable[..., Any], inputs: Sequence[Any], seed: int = 0) -> Optional[Effects]:

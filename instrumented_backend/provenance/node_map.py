@@ -45,6 +45,8 @@ _FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<functio
 
 
 _TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
+# This package's own frames (the diagnosis calls a target through a frame of its own) are never the user's line.
+_OWN_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
 
 def parse_stack_trace(stack_trace: Optional[str]) -> Optional[SourceLocation]:
@@ -52,11 +54,13 @@ def parse_stack_trace(stack_trace: Optional[str]) -> Optional[SourceLocation]:
 
     Frames inside torch's own package (``torch/nn/modules/linear.py``, functional collectives)
     are the library the user called, not the user's line: the innermost frame outside torch is
-    taken, and the innermost frame only when every frame is torch's.
+    taken, and the innermost torch frame only when every frame is torch's. Frames of this
+    package (the diagnosis calling the target) are never the user's: a trace of only those is
+    no trace (the module's own line is found as for a module compiled directly).
     """
     if not stack_trace:
         return None
-    frames = list(_FRAME.finditer(stack_trace))
+    frames = [frame for frame in _FRAME.finditer(stack_trace) if not frame.group("file").startswith(_OWN_DIR)]
     if not frames:
         return None
     outside = [frame for frame in frames if not frame.group("file").startswith(_TORCH_DIR)]
