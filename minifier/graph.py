@@ -19,7 +19,7 @@ import networkx as nx
 import torch
 import torch.fx
 
-from .in_place import updates_first_argument
+from .in_place import UPDATES, updates_first_argument
 
 __all__ = ["Candidate", "GraphSlicer", "InvalidCandidate", "record_values", "input_ok", "inline_subgraph_calls"]
 
@@ -173,9 +173,9 @@ class GraphSlicer:
         # Influence: data dependencies plus an in-place op's effect on later readers of what it mutates.
         self.flow = self.dag.copy()
         for node in module.graph.nodes:
-            mutated = _mutated_argument(node)
-            if mutated is not None:
-                for reader in mutated.users:
+            mutated = [_mutated_argument(node)] + [self.nodes[name] for name in node.meta.get(UPDATES, ())]
+            for changed in (m for m in mutated if m is not None):
+                for reader in changed.users:
                     if self.position[reader.name] > self.position[node.name] and reader.op != "output":
                         self.flow.add_edge(node.name, reader.name)
 

@@ -7,7 +7,11 @@ from typing import Any, Optional
 import torch
 import torch.fx
 
-__all__ = ["updates_first_argument", "out_of_place_target"]
+__all__ = ["UPDATES", "updates_first_argument", "out_of_place_target"]
+
+# ``node.meta[UPDATES]``: the graph inputs a node changes in place, through whatever view (set by
+# :func:`minifier.updates.expose_updates`, read by the slicer's dependency graph).
+UPDATES = "minifier_updates"
 
 
 def updates_first_argument(node: torch.fx.Node) -> bool:

@@ -727,7 +727,7 @@ def minify(
                 dynamic=dynamic, dynamic_ints=dynamic_ints, seed=seed, progress=progress, echo=echo, started=started,
                 workers=workers)
     if exposed is not None and exposed.updated:
-        run.emit(f"Updated in place, returned instead: {len(exposed.updated)} input(s) "
+        run.emit(f"Inputs updated in place, returned as outputs: {len(exposed.updated)} "
                  f"({', '.join(exposed.updated[:4])}{' ...' if len(exposed.updated) > 4 else ''})")
     elif exposed is not None and exposed.note:
         run.emit(f"Note: {exposed.note}")

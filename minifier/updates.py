@@ -1,20 +1,26 @@
 """Updates of a graph's inputs, made outputs so an accuracy check can see them.
 
 A graph can return nothing and still be wrong: an optimizer step updates weights and moments in
-place (``_foreach_addcdiv_``, ``copy_`` into an input), a cache is written with ``index_copy_``.
-The minifier compares outputs, so before an accuracy search :func:`expose_updates` rewrites such
-a graph to compute the same values without updating anything: each in-place update of an input
-becomes its out-of-place op (``_foreach_add_`` -> ``_foreach_add``, ``x.add_(y)`` -> ``x.add(y)``,
-``copy_`` -> ``copy``), later readers of the input read that op's result instead, and the
-input's final value becomes one more output. A module attribute updated in place (the optimizer
-state of a Dynamo graph) becomes an input first, so that every run starts from the same value.
+place (``_foreach_addcdiv_``, ``copy_`` into an input), a cache is written with ``index_copy_``
+or ``cache[:, pos] = k``. The minifier compares outputs, so before an accuracy search
+:func:`expose_updates` rewrites such a graph, one of two ways:
 
-Updates of the graph's own values are rewritten the same way where an out-of-place op exists, so
-the search slices a graph whose values only flow forward. The rewrite is made only where it
-computes what the graph computed: every update of an input has an out-of-place op, and no view
-of an updated value is read after its first update (the view would see updates the rewrite no
-longer makes), which one eager run of the rewritten graph checks. Otherwise the graph is
-returned as it was, with a note.
+1. Out of place, where it can: each in-place update becomes its out-of-place op
+   (``_foreach_add_`` -> ``_foreach_add``, ``x.add_(y)`` -> ``x.add(y)``, ``copy_`` -> ``copy``),
+   later readers read that op's result instead, and each updated input's final value becomes one
+   more output; a module attribute updated in place (the optimizer state of a Dynamo graph)
+   becomes an input first, so that every run starts from the same value. Updates of the graph's
+   own values are rewritten too, so the search slices a graph whose values only flow forward.
+   Made only where it computes what the graph computed: every update of an input has an
+   out-of-place op, and no updated value is a view of an input, or has a view read after the
+   update (it would see updates the rewrite no longer makes), which one eager run checks.
+2. Otherwise (an update through a view, ``operator.setitem``, an op without an out-of-place
+   twin): the graph as it is, plus a copy of each input it changes, taken at its end, as one more
+   output each. One eager run finds those inputs, and the nodes that change each, by the inputs'
+   version counters; the nodes are marked for the slicer (``node.meta[UPDATES]``), so that it
+   knows the copy depends on them.
+
+A graph that updates no input is returned as it was.
 """
 
 from __future__ import annotations
@@ -27,7 +33,7 @@ import torch
 import torch.fx
 
 from .graph import _attribute
-from .in_place import out_of_place_target, updates_first_argument
+from .in_place import UPDATES, out_of_place_target, updates_first_argument
 
 __all__ = ["ExposedUpdates", "expose_updates"]
 
@@ -51,7 +57,19 @@ def _written(node: torch.fx.Node) -> list[torch.fx.Node]:
 
 def expose_updates(module: torch.fx.GraphModule, inputs: Sequence[Any], *, seed: int = 0) -> ExposedUpdates:
     """``module`` rewritten so that the inputs (and tensor attributes) it updates in place are
-    outputs instead (see the module docstring); unchanged, with a note, when that is not safe."""
+    outputs too (see the module docstring); unchanged, with a note, when it updates none or
+    neither rewrite is safe."""
+    functional = _out_of_place_rewrite(module, inputs, seed)
+    if functional.updated:
+        return functional
+    copied = _copies_at_the_end(module, inputs, seed)
+    if not copied.updated:
+        copied.note = functional.note
+    return copied
+
+
+def _out_of_place_rewrite(module: torch.fx.GraphModule, inputs: Sequence[Any], seed: int) -> ExposedUpdates:
+    """The updates of inputs rewritten out of place (the first rewrite of the module docstring)."""
     unchanged = ExposedUpdates(module, list(inputs), [])
     roots = {n.name for n in module.graph.nodes if n.op == "placeholder"
              or (n.op == "get_attr" and isinstance(_attribute(module, str(n.target)), torch.Tensor))}
@@ -137,8 +155,9 @@ def _aliasing_problem(module: torch.fx.GraphModule, inputs: Sequence[Any],
     """Why the rewritten ``module`` may not compute what the original did, or "".
 
     Runs it once: a value that shares memory with an updated value (a view of it) and is read
-    after that value's first update would have seen the update; an input the rewritten graph
-    still changes was changed through such a view."""
+    after that value's first update would have seen the update; an updated value that is a view
+    of an input updated the input; an input the rewritten graph still changes was changed
+    through such a view."""
     from .judge import clone_inputs
 
     position = {node: index for index, node in enumerate(module.graph.nodes)}
@@ -162,6 +181,8 @@ def _aliasing_problem(module: torch.fx.GraphModule, inputs: Sequence[Any],
         for other in storages.get(storage, []) if storage is not None else []:
             if other is value:
                 continue
+            if other.op == "placeholder":  # an update of a view of an input is an update of the input
+                return f"{writer.name} updates {value.name}, a view of the input {other.name}"
             last_read = max([position[other], *(position[u] for u in other.users)])
             if last_read > position[writer]:
                 return (f"{other.name} shares memory with {value.name}, which {writer.name} updates, "
@@ -171,3 +192,51 @@ def _aliasing_problem(module: torch.fx.GraphModule, inputs: Sequence[Any],
         if isinstance(old, torch.Tensor) and not torch.equal(old, new):
             return f"input {placeholder.name} is still changed in place"
     return ""
+
+
+def _copies_at_the_end(module: torch.fx.GraphModule, inputs: Sequence[Any], seed: int) -> ExposedUpdates:
+    """``module`` with a copy of each input it changes, taken after its last node, as one more
+    output each; its nodes, in-place ones included, left as they are.
+
+    For updates the out-of-place rewrite cannot make: through a view (``x[:, :4].add_(y)``,
+    ``cache[:, pos] = k``), by an op without an out-of-place twin. The inputs changed, and the
+    nodes that change each (through whatever view), are seen in one eager run by the inputs'
+    version counters; each such node is marked (``node.meta[UPDATES]``: the inputs it changes),
+    so that the search knows that what reads those inputs afterwards depends on it."""
+    from .judge import clone_inputs
+
+    placeholders = [n for n in module.graph.nodes if n.op == "placeholder"]
+    changes: dict[str, list[str]] = {}  # node -> the inputs it changes
+
+    tensors: list[tuple[str, torch.Tensor]] = []  # the inputs, held past their last use in the graph
+
+    class _Watcher(torch.fx.Interpreter):
+        def run_node(self, n: torch.fx.Node) -> Any:
+            versions = [t._version for _, t in tensors]
+            result = super().run_node(n)
+            if n.op == "placeholder" and isinstance(result, torch.Tensor):
+                tensors.append((n.name, result))
+            changed = [name for (name, t), v in zip(tensors, versions) if t._version != v]
+            if changed:
+                changes[n.name] = changed
+            return result
+
+    torch.manual_seed(seed)
+    try:
+        with torch.no_grad():
+            _Watcher(module).run(*clone_inputs(inputs))
+    except Exception:  # noqa: BLE001 - a graph eager cannot run: the search says so itself
+        return ExposedUpdates(module, list(inputs), [])
+    updated = [p.name for p in placeholders if any(p.name in names for names in changes.values())]
+    if not updated:
+        return ExposedUpdates(module, list(inputs), [])
+    graph = torch.fx.Graph()
+    result = graph.graph_copy(module.graph, {})
+    nodes = {n.name: n for n in graph.nodes}
+    for name, changed in changes.items():
+        nodes[name].meta[UPDATES] = list(changed)
+    copies = [graph.call_function(torch.ops.aten.clone.default, (nodes[name],)) for name in updated]
+    outputs = tuple(result) if isinstance(result, (tuple, list)) else (result,)
+    graph.output((*outputs, *copies))
+    graph.lint()
+    return ExposedUpdates(torch.fx.GraphModule(module, graph), list(inputs), updated)

@@ -235,6 +235,26 @@ def test_a_buffer_completed_by_a_later_in_place_call_is_compared_once_complete()
     assert {"mul", "scatter_add"} <= {c.node for c in report.checked if c.passed}, report.render()
 
 
+def write_through_a_view(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    x[:, :4].add_(torch.tanh(y))
+    return y * 2
+
+
+def test_an_input_updated_through_a_view_is_compared_whole_when_the_call_returns():
+    """The post-grad graph writes the input through a slice (``copy_(slice(arg0_1), add)``) and
+    the kernel writes the input's memory: no buffer held the update, so a wrong ``tanh`` was "no
+    diverging buffer: all 1 compared buffers match eager". The input is compared whole, after the
+    call, under the node that last writes it."""
+    torch.manual_seed(0)
+    x = (torch.randn(8, 16), torch.randn(8, 4))
+    clean = ib.find_first_divergence(write_through_a_view, *x)
+    assert not clean.found and any(c.node.startswith("copy_") for c in clean.checked), clean.render()
+    with ib.faults.scaled("tanh", 1.01):
+        report = ib.find_first_divergence(write_through_a_view, *x)
+    assert report.found and report.culprit_target == "aten.tanh.default", report.render()
+    assert report.diverging_node.startswith("copy_"), report.render()
+
+
 def token_loss(logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
     return F.cross_entropy(logits.view(-1, logits.shape[-1]), target.view(-1))
 

@@ -128,6 +128,23 @@ class TestDoublingNeg:
         assert strategies[0].startswith("Strategy: Isolate suspected nodes"), lines
 
 
+    def test_a_bug_seen_only_in_what_the_graph_writes_into_its_inputs(self, out):
+        """An optimizer step, a cache write: the graph returns nothing wrong, the tensors it
+        updates in place are. Compared by outputs alone, the original "did not fail"."""
+
+        def fn(x, cache, state):
+            cache[:, :4].add_(torch.neg(x))  # through a view
+            state.mul_(0.5).add_(torch.relu(x).sum(1))
+            return (x * 2,)
+
+        torch.manual_seed(0)
+        args = [torch.randn(8, 4), torch.zeros(8, 16), torch.ones(8)]
+        gm, real = dynamo_graph(fn, *[a.clone() for a in args])
+        lines = []
+        result = keep(minify(gm, real, check=AccuracyFailure(), repro_dir=out, echo=lines.append))
+        assert OPS(result) == [str(torch.neg)] and result.reproduced, OPS(result)
+        assert any(line.startswith("Inputs updated in place, returned as outputs: 2 ") for line in lines), lines
+
     def test_several_outputs_and_a_buried_bug(self, out):
         def fn(x, y):
             a = torch.relu(x) * 2

@@ -1067,10 +1067,36 @@ def _view_read_after_update(x, y):
     return (v * 2,)
 
 
-def test_a_view_read_after_the_update_leaves_the_graph_as_it_was():
+def test_updates_through_a_view_are_returned_as_copies_taken_at_the_end():
+    """A view read after an update (or an update through a view: ``cache[:, pos] = k``) cannot be
+    rewritten out of place; the graph is kept as it is and returns a copy of each input it changes,
+    the nodes that change it marked so that the slicer knows what the copy depends on."""
+    from minifier.graph import GraphSlicer, record_values
+    from minifier.in_place import UPDATES
     from minifier.updates import expose_updates
 
     module = torch.fx.symbolic_trace(_view_read_after_update)
-    exposed = expose_updates(module, [torch.randn(3), torch.randn(3)])
-    assert exposed.module is module and exposed.updated == []
-    assert "getitem shares memory with x" in exposed.note
+    x, y = torch.randn(3), torch.randn(3)
+    exposed = expose_updates(module, [x, y])
+    assert exposed.updated == ["x"] and exposed.module is not module
+    marked = [n.name for n in exposed.module.graph.nodes if n.meta.get(UPDATES)]
+    assert marked == ["add_"]
+    doubled, x_after = exposed.module(x.clone(), y)
+    assert torch.equal(doubled, (x[0] + y[0]) * 2) and torch.equal(x_after, x + y)
+    slicer = GraphSlicer(exposed.module, record_values(exposed.module, [x, y]))
+    assert "add_" in slicer.ancestors([slicer.original_outputs[-1]])  # the copy depends on the update
+
+
+def test_a_slice_assignment_into_an_input_is_an_update_of_it():
+    """``cache[:, 1] = torch.tanh(k)``, as Dynamo records it: ``operator.setitem``."""
+    from minifier.updates import expose_updates
+
+    graph = torch.fx.Graph()
+    cache_node, k_node = graph.placeholder("cache"), graph.placeholder("k")
+    graph.call_function(operator.setitem, (cache_node, (slice(None), 1), graph.call_function(torch.tanh, (k_node,))))
+    graph.output((graph.call_function(operator.mul, (k_node, 2)),))
+    cache, k = torch.zeros(2, 3), torch.randn(2)
+    exposed = expose_updates(torch.fx.GraphModule(torch.nn.Module(), graph), [cache, k])
+    assert exposed.updated == ["cache"]
+    assert torch.equal(exposed.module(cache.clone(), k)[1][:, 1], torch.tanh(k))
+    assert torch.equal(cache, torch.zeros(2, 3))  # the caller's input is never written

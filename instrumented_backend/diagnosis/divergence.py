@@ -141,40 +141,51 @@ class _EagerReplay(torch.fx.Interpreter):
         return result
 
 
-def _input_writers(graph: torch.fx.GraphModule) -> dict[str, str]:
-    """{a graph input the graph updates in place: the node whose value the input holds at the end}.
+def _viewed_input(node: Any, placeholders: set[torch.fx.Node]) -> Optional[torch.fx.Node]:
+    """The graph input ``node`` is, or is a view of (``slice``, ``select``, ``view`` of it ...), or None."""
+    while isinstance(node, torch.fx.Node) and node not in placeholders:
+        schema = getattr(node.target, "_schema", None) if node.op == "call_function" else None
+        alias = schema.returns[0].alias_info if schema is not None and schema.returns else None
+        if alias is None or alias.is_write or not node.args:
+            return None
+        node = node.args[0]
+    return node if isinstance(node, torch.fx.Node) else None
 
-    The writer is the last node updating it: a ``copy_`` into it, an in-place op on it, or the
-    ``getitem`` of an in-place foreach op's item (an item no ``getitem`` reads is left out: no node
-    holds its value)."""
+
+def _input_writers(graph: torch.fx.GraphModule) -> dict[str, str]:
+    """{a graph input the graph updates in place, directly or through a view: the node that last
+    updates it} (a ``copy_`` into it or into a slice of it, an in-place op on it, the ``getitem``
+    of an in-place foreach op's item, or the foreach op when no ``getitem`` reads that item).
+    The input is compared whole, as it is when the call returns, under that node's name."""
     placeholders = {n for n in graph.graph.nodes if n.op == "placeholder"}
     writers: dict[str, str] = {}
     for node in graph.graph.nodes:
         if not updates_first_argument(node):
             continue
         first = node.args[0]
-        if isinstance(first, torch.fx.Node):
-            if first in placeholders:
-                writers[first.name] = node.name
-            continue
-        if not isinstance(first, (list, tuple)):
-            continue
         items = {user.args[1]: user.name for user in node.users
                  if user.target is operator.getitem and isinstance(user.args[1], int)}
-        for index, item in enumerate(first):
-            if item in placeholders:
-                if index in items:
-                    writers[item.name] = items[index]
-                else:
-                    writers.pop(item.name, None)
+        written = [(first, node.name)] if isinstance(first, torch.fx.Node) else [
+            (item, items.get(index, node.name)) for index, item in enumerate(first)
+        ] if isinstance(first, (list, tuple)) else []
+        for item, writer in written:
+            updated = _viewed_input(item, placeholders)
+            if updated is not None:
+                writers[updated.name] = writer
     return writers
 
 
-def _eager_values(graph: torch.fx.GraphModule, args: list[Any], seed: int) -> dict[str, Any]:
-    """Every node's value in one seeded eager run, as it was when computed."""
+def _eager_run(graph: torch.fx.GraphModule, args: list[Any], seed: int) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Every node's value in one seeded eager run, as it was when computed; and each input the
+    graph updates, as it is at the end, under the name of its last writer (:func:`_input_writers`)."""
     replay = _EagerReplay(graph)
-    run_seeded(replay.run, args, seed)
-    return replay.values
+    copies = clone_inputs(args)
+    run_seeded(lambda: replay.run(*copies), [], seed)
+    placeholders = [n.name for n in graph.graph.nodes if n.op == "placeholder"]
+    writers = _input_writers(graph)
+    finals = {writers[name]: value.detach().clone() for name, value in zip(placeholders, copies)
+              if name in writers and isinstance(value, torch.Tensor)}
+    return replay.values, finals
 
 
 def _probe_module(nodes: list[torch.fx.Node]) -> tuple[torch.fx.GraphModule, list[torch.fx.Node]]:
@@ -398,9 +409,9 @@ def collect_buffers(graph: GraphCapture, args: list[Any], seed: int = 0) -> dict
 
     def call(*call_args: Any) -> Any:
         result = module.call(list(call_args))  # empties the list it is given, not call_args
-        for placeholder, value in zip(placeholders, call_args):  # inputs it updated, read when it is done
-            if placeholder in updated:
-                keep(updated[placeholder], value)
+        for placeholder, value in zip(placeholders, call_args):  # inputs it updated, whole, when it is done
+            if placeholder in updated and isinstance(value, torch.Tensor):
+                buffers[updated[placeholder]] = value.detach().clone()
         return result
 
     with intermediate_hook(keep):
@@ -475,14 +486,14 @@ def divergence_in_graph(graph: GraphCapture, args: list[Any], report: Divergence
         report.note = f"graph {graph.label}: its {len(placeholders)} inputs are not the call's {len(args)} arguments"
         return False
     try:
-        eager = _eager_values(graph.post_grad_graph, args, seed)
+        eager, finals = _eager_run(graph.post_grad_graph, args, seed)
         buffers = collect_buffers(graph, args, seed)
     except Exception as exc:  # noqa: BLE001 - the diagnosis stands without the search
         report.note = (f"graph {graph.label}: its post-grad graph could not be replayed to compare buffers "
                        f"({type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''})")
         return False
     for name, value in buffers.items():
-        expected = eager.get(name)
+        expected = finals[name] if name in finals else eager.get(name)
         if not isinstance(expected, torch.Tensor) or expected.shape != value.shape:
             continue
         comparison = compare_outputs(value, expected, tol=tol).outputs[0]
