@@ -300,7 +300,7 @@ def test_the_command_judges_a_compiled_optimizer_step_by_the_weights_it_updates(
     assert "the compiled outputs are wrong" in proc.stdout, proc.stdout
     assert "judged with the 16 tensor(s) the call updates in place" in proc.stdout, proc.stdout
     failing = re.findall(r"\['updated'\]\['(.+?)'\]\s+float32\s+\S+\s+FAIL", proc.stdout)
-    assert failing == ["parameter 0", "parameter 1", "parameter 2", "parameter 3"], proc.stdout
+    assert failing == ["model.0.weight", "model.0.bias", "model.2.weight", "model.2.bias"], proc.stdout
     assert "first failing layer: inductor" in proc.stdout
     # The search replays the step's post-grad graph (reinplaced foreach ops: ``_foreach_add_``
     # returns nothing eagerly, yet its items are read) and reads the weights it updates when it

@@ -62,17 +62,18 @@ def test_an_optimizer_step_updates_its_parameters_and_state_and_leaves_them_as_t
     effects = find_effects(_optimizer_step, [])
     assert isinstance(effects, Effects)
     names = [item.name for item in effects.located]
-    assert names[:2] == ["parameter 0", "parameter 1"], names
-    assert {"optimizer 0 exp_avg of parameter 0", "optimizer 0 exp_avg_sq of parameter 1",
-            "optimizer 0 step of parameter 0"} <= set(names), names
+    # named by the module of the step's namespace that holds them (the step names only the optimizer)
+    assert names[:2] == ["_model.weight", "_model.bias"], names
+    assert {"optimizer 0 exp_avg of _model.weight", "optimizer 0 exp_avg_sq of _model.bias",
+            "optimizer 0 step of _model.weight"} <= set(names), names
     first, second = effects(), effects()
     assert set(first["updated"]) == set(names)
     for name in names:
         assert torch.equal(first["updated"][name], second["updated"][name]), name
-    assert not torch.equal(first["updated"]["parameter 0"], weights[0])  # the step moved it
+    assert not torch.equal(first["updated"]["_model.weight"], weights[0])  # the step moved it
     assert all(torch.equal(p.detach(), w) for p, w in zip(_model.parameters(), weights))  # put back
     assert not _optimizer.state  # no state made by the judging runs either
-    assert "judged with the" in effects.describe() and "parameter 0" in effects.describe()
+    assert "judged with the" in effects.describe() and "_model.weight" in effects.describe()
 
 
 def test_compiling_the_wrapper_compiles_the_function_alone():

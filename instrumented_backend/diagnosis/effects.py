@@ -153,11 +153,15 @@ def _watched(state: StepState, args: Sequence[Any], fn: Callable[..., Any]) -> l
 
 
 def parameter_names(state: StepState) -> dict[int, str]:
-    """The name each parameter has in the first module naming it (``0.weight``), by ``id``."""
+    """The name each parameter has in the first module naming it (``0.weight``), else in a module
+    of the function's namespace (``model.0.weight``), by ``id``."""
     names: dict[int, str] = {}
     for module in state.modules:
         for name, parameter in module.named_parameters():
             names.setdefault(id(parameter), name)
+    for prefix, module in state.namesakes:
+        for name, parameter in module.named_parameters():
+            names.setdefault(id(parameter), f"{prefix}.{name}")
     return names
 
 

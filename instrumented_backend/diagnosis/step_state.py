@@ -29,6 +29,10 @@ class StepState:
     modules: list[torch.nn.Module] = field(default_factory=list)
     optimizers: list[torch.optim.Optimizer] = field(default_factory=list)
     tensors: list[torch.Tensor] = field(default_factory=list)
+    # Modules of the function's module namespace it does not name, by global name: what names the
+    # parameters of an optimizer it names (``step(): optimizer.step()`` beside a global ``model``).
+    # Never run, saved or judged.
+    namesakes: list[tuple[str, torch.nn.Module]] = field(default_factory=list)
 
     @classmethod
     def of(cls, fn: Callable[..., Any]) -> "StepState":
@@ -51,6 +55,9 @@ class StepState:
                 state.optimizers.append(value)
             elif isinstance(value, torch.Tensor) and value.requires_grad and value.is_leaf:
                 state.tensors.append(value)
+        if state.optimizers:
+            state.namesakes = [(name, value) for name, value in list(getattr(function, "__globals__", {}).items())
+                               if isinstance(value, torch.nn.Module) and not any(value is m for m in state.modules)]
         return state
 
     def parameters(self) -> list[torch.Tensor]:
