@@ -307,6 +307,7 @@ def test_the_command_judges_a_compiled_optimizer_step_by_the_weights_it_updates(
     # returns: before, "could not be replayed", no culprit and no repro.
     assert re.search(r"first diverging buffer: copy_\S* ", proc.stdout), proc.stdout
     assert "culprit: _foreach_reciprocal (aten._foreach_reciprocal.default)" in proc.stdout, proc.stdout
+    assert "(4 lines alike)" in proc.stdout  # the foreach kernel's line for each of the 4 weights, shown once
     assert re.search(r"culprit source line: \S+/torch/optim/adam\.py:\d+: torch\._foreach_reciprocal_",
                      proc.stdout), proc.stdout
     # the minifier returns the updates the Dynamo graph makes to the optimizer's state

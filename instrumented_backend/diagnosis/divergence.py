@@ -102,13 +102,16 @@ class DivergenceReport:
             out.append(f"  {node} compiled alone: {'DIVERGES' if diverges else 'matches eager'}")
         if self.culprit:
             out.append(f"  culprit: {self.culprit} ({self.culprit_target})")
+        shown: dict[str, int] = {}  # a line the kernel repeats (once per tensor of a foreach op) is shown once
         for line in self.key_lines:
             source = (
                 f"{line.source.code}  [{line.source.file.rsplit('/', 1)[-1]}:{line.source.line}]"
                 if line.source
                 else "?"
             )
-            out.append(f"    {line.text.strip()}    <- {', '.join(line.ir_ops) or '?'} <- {source}")
+            text = f"    {line.text.strip()}    <- {', '.join(line.ir_ops) or '?'} <- {source}"
+            shown[text] = shown.get(text, 0) + 1
+        out.extend(text + (f"  ({count} lines alike)" if count > 1 else "") for text, count in shown.items())
         if self.note:
             out.append(f"  note: {self.note}")
         return "\n".join(out)
