@@ -8,8 +8,7 @@ or ``cache[:, pos] = k``. The minifier compares outputs, so before an accuracy s
 1. Out of place, where it can: each in-place update becomes its out-of-place op
    (``_foreach_add_`` -> ``_foreach_add``, ``x.add_(y)`` -> ``x.add(y)``, ``copy_`` -> ``copy``),
    later readers read that op's result instead, and each updated input's final value becomes one
-   more output; a module attribute updated in place (the optimizer state of a Dynamo graph)
-   becomes an input first, so that every run starts from the same value. Updates of the graph's
+   more output. Updates of the graph's
    own values are rewritten too, so the search slices a graph whose values only flow forward.
    Made only where it computes what the graph computed: every update of an input has an
    out-of-place op, and no updated value is a view of an input, or has a view read after the
@@ -20,7 +19,9 @@ or ``cache[:, pos] = k``. The minifier compares outputs, so before an accuracy s
    version counters; the nodes are marked for the slicer (``node.meta[UPDATES]``), so that it
    knows the copy depends on them.
 
-A graph that updates no input is returned as it was.
+Either way the graph's tensor attributes (the optimizer state of a Dynamo graph) become inputs
+first, valued as the attributes are: every run starts from copies of them, and no run, here or in
+the search, changes the caller's. A graph that updates no input is returned as it was.
 """
 
 from __future__ import annotations
@@ -59,20 +60,22 @@ def expose_updates(module: torch.fx.GraphModule, inputs: Sequence[Any], *, seed:
     """``module`` rewritten so that the inputs (and tensor attributes) it updates in place are
     outputs too (see the module docstring); unchanged, with a note, when it updates none or
     neither rewrite is safe."""
-    functional = _out_of_place_rewrite(module, inputs, seed)
+    # Tensor attributes become inputs first (kept only if the graph updates something): no run
+    # here or in the search then changes the caller's attributes, and every run starts from them.
+    lifted, values = _attributes_as_inputs(module, inputs)
+    functional = _out_of_place_rewrite(lifted, values, seed)
     if functional.updated:
         return functional
-    copied = _copies_at_the_end(module, inputs, seed)
-    if not copied.updated:
-        copied.note = functional.note
-    return copied
+    copied = _copies_at_the_end(lifted, values, seed)
+    if copied.updated:
+        return copied
+    return ExposedUpdates(module, list(inputs), [], functional.note)
 
 
 def _out_of_place_rewrite(module: torch.fx.GraphModule, inputs: Sequence[Any], seed: int) -> ExposedUpdates:
     """The updates of inputs rewritten out of place (the first rewrite of the module docstring)."""
     unchanged = ExposedUpdates(module, list(inputs), [])
-    roots = {n.name for n in module.graph.nodes if n.op == "placeholder"
-             or (n.op == "get_attr" and isinstance(_attribute(module, str(n.target)), torch.Tensor))}
+    roots = {n.name for n in module.graph.nodes if n.op == "placeholder"}
     in_place = [n for n in module.graph.nodes if updates_first_argument(n)]
     if not any(w.name in roots for n in in_place for w in _written(n)):
         return unchanged
@@ -120,25 +123,14 @@ def _out_of_place_rewrite(module: torch.fx.GraphModule, inputs: Sequence[Any], s
     outputs = torch.fx.node.map_arg(result, current)
     outputs = tuple(outputs) if isinstance(outputs, (tuple, list)) else (outputs,)
     graph.output((*outputs, *(newest[root] for root in updated)))
-
-    lifted: list[Any] = []
-    anchor_node = next((n for n in reversed(graph.nodes) if n.op == "placeholder"), None)
-    for root in [r for r in updated if r.op == "get_attr"]:
-        lifted.append(_attribute(module, str(root.target)))
-        with graph.inserting_after(anchor_node) if anchor_node is not None else graph.inserting_before(None):
-            placeholder = graph.placeholder(f"{root.name}_input")
-        first_update[placeholder] = first_update.pop(root)
-        root.replace_all_uses_with(placeholder)
-        graph.erase_node(root)
-        anchor_node = placeholder
     graph.lint()
     rewritten = torch.fx.GraphModule(module, graph)
-    problem = _aliasing_problem(rewritten, [*inputs, *lifted], first_update, seed)
+    problem = _aliasing_problem(rewritten, inputs, first_update, seed)
     if problem:
         unchanged.note = f"updates of inputs left as they are: {problem}"
         return unchanged
     names = [n.name for n in graph.nodes if n in first_update and n.op == "placeholder"]
-    return ExposedUpdates(rewritten, [*inputs, *lifted], names)
+    return ExposedUpdates(rewritten, list(inputs), names)
 
 
 def _storage(value: Any) -> Optional[int]:
@@ -205,6 +197,7 @@ def _copies_at_the_end(module: torch.fx.GraphModule, inputs: Sequence[Any], seed
     so that the search knows that what reads those inputs afterwards depends on it."""
     from .judge import clone_inputs
 
+    unchanged = ExposedUpdates(module, list(inputs), [])
     placeholders = [n for n in module.graph.nodes if n.op == "placeholder"]
     changes: dict[str, list[str]] = {}  # node -> the inputs it changes
 
@@ -226,10 +219,10 @@ def _copies_at_the_end(module: torch.fx.GraphModule, inputs: Sequence[Any], seed
         with torch.no_grad():
             _Watcher(module).run(*clone_inputs(inputs))
     except Exception:  # noqa: BLE001 - a graph eager cannot run: the search says so itself
-        return ExposedUpdates(module, list(inputs), [])
+        return unchanged
     updated = [p.name for p in placeholders if any(p.name in names for names in changes.values())]
     if not updated:
-        return ExposedUpdates(module, list(inputs), [])
+        return unchanged
     graph = torch.fx.Graph()
     result = graph.graph_copy(module.graph, {})
     nodes = {n.name: n for n in graph.nodes}
@@ -240,3 +233,27 @@ def _copies_at_the_end(module: torch.fx.GraphModule, inputs: Sequence[Any], seed
     graph.output((*outputs, *copies))
     graph.lint()
     return ExposedUpdates(torch.fx.GraphModule(module, graph), list(inputs), updated)
+
+
+def _attributes_as_inputs(module: torch.fx.GraphModule,
+                          inputs: Sequence[Any]) -> tuple[torch.fx.GraphModule, list[Any]]:
+    """``module`` with each tensor attribute it reads (``get_attr``) made an input after its own,
+    valued the attribute: runs on copies of the inputs then never change the attributes."""
+    getters = [n for n in module.graph.nodes
+               if n.op == "get_attr" and isinstance(_attribute(module, str(n.target)), torch.Tensor)]
+    if not getters:
+        return module, list(inputs)
+    graph = torch.fx.Graph()
+    graph.output(graph.graph_copy(module.graph, {}))
+    copied = {n.name: n for n in graph.nodes}
+    anchor = next((n for n in reversed(graph.nodes) if n.op == "placeholder"), None)
+    values = list(inputs)
+    for getter in getters:
+        values.append(_attribute(module, str(getter.target)))
+        with graph.inserting_after(anchor) if anchor is not None else graph.inserting_before(None):
+            placeholder = graph.placeholder(f"{getter.name}_input")
+        copied[getter.name].replace_all_uses_with(placeholder)
+        graph.erase_node(copied[getter.name])
+        anchor = placeholder
+    graph.lint()
+    return torch.fx.GraphModule(module, graph), values

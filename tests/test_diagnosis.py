@@ -104,6 +104,32 @@ def test_check_accuracy_option_raises_or_warns_and_records_the_report():
         torch.compile(foo1, backend="instrumented", options={"check_accuracy": "sometimes"})(*x)
 
 
+def _adamw_run(options: dict, steps: int = 3) -> list[torch.Tensor]:
+    torch.manual_seed(0)
+    torch._dynamo.reset()
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.GELU(), torch.nn.Linear(16, 4))
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2, foreach=True)
+    step = torch.compile(lambda: optimizer.step(), backend="instrumented", options=options)
+    for _ in range(steps):
+        model(torch.randn(4, 8)).pow(2).mean().backward()
+        step()
+        optimizer.zero_grad()
+    return [p.detach().clone() for p in model.parameters()]
+
+
+def test_the_accuracy_option_never_changes_a_compiled_optimizer_steps_training():
+    """A compiled ``optimizer.step()`` holds the optimizer's moments and step counts as graph
+    attributes. The check ran the graph eagerly on those very tensors, three times (two seeds and
+    the fp64 referee), so ``check_accuracy`` changed the training it watched (the weights after 3
+    steps differed). Eager now runs on copies, and the weights and moments the step updates are
+    judged like outputs: a wrong update raises."""
+    assert all(torch.equal(a, b) for a, b in zip(_adamw_run({}), _adamw_run({"check_accuracy": "warn"})))
+    with ib.faults.scaled("reciprocal", 1.1):
+        with pytest.raises(ib.AccuracyError, match=r"\['updated'\]\['self___param_groups_0__params___0'\]\s.*FAIL"):
+            _adamw_run({"check_accuracy": True}, steps=1)
+    torch._dynamo.reset()
+
+
 def test_failing_layer_table_and_inductor_bisector():
     import logging
 

@@ -312,6 +312,7 @@ def instrumented(
 def _accuracy_checked(compiled: Callable[..., Any], job: CompileJob, *, raise_on_failure: bool) -> Callable[..., Any]:
     """``compiled``, judged against the Dynamo graph run eagerly on its first call."""
     from ..diagnosis.accuracy import AccuracyError, check_graph_call, clone_inputs
+    from ..diagnosis.graph_state import GraphState
     from .registry import captures as all_captures
 
     checked = False
@@ -323,12 +324,13 @@ def _accuracy_checked(compiled: Callable[..., Any], job: CompileJob, *, raise_on
         checked = True
         try:
             saved = clone_inputs(args)
+            state = GraphState.of(job.dynamo_graph)  # what the compiled call may update: never run eagerly
         except Exception as exc:  # noqa: BLE001
             warn_once("accuracy", f"could not copy the inputs for the accuracy check ({exc!r}); not checked")
             return compiled(*args)
         result = compiled(*args)
         try:
-            report = check_graph_call(job.dynamo_graph, saved, result)
+            report = check_graph_call(job.dynamo_graph, saved, result, state=state, args_after=args)
         except Exception as exc:  # noqa: BLE001
             warn_once("accuracy", f"the accuracy check failed to run ({exc!r}); not checked")
             return result

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
 
 import torch
 import torch.utils._pytree as pytree
@@ -20,6 +20,9 @@ import torch.utils._pytree as pytree
 from minifier.judge import RMSE_MULTIPLIER, clone_tensor, compare_tensor, tolerance_for, widened  # noqa: F401
 
 from .copies import clone_inputs
+
+if TYPE_CHECKING:
+    from .graph_state import GraphState
 
 __all__ = ["OutputComparison", "AccuracyReport", "AccuracyError", "compare_outputs", "check_accuracy",
            "default_tolerance", "clone_inputs", "to_fp64", "check_graph_call",
@@ -214,21 +217,47 @@ def check_accuracy(fn: Callable[..., Any], *inputs: Any, backend: str = "instrum
 
 
 def check_graph_call(graph: torch.fx.GraphModule, args: Sequence[Any], compiled_result: Any, *,
-                     tol: Optional[float] = None, backend: str = "instrumented") -> AccuracyReport:
+                     tol: Optional[float] = None, backend: str = "instrumented",
+                     state: Optional["GraphState"] = None,
+                     args_after: Optional[Sequence[Any]] = None) -> AccuracyReport:
     """Judge one call of a compiled Dynamo graph: ``compiled_result`` against ``graph`` run eagerly.
 
     ``args`` are copies taken before the compiled call. Eager runs twice under two different
     seeds: if they disagree the graph is random or nondeterministic and is not judged. The
     caller's RNG state is restored afterwards, so checking never changes the program's results.
+
+    ``state`` (:class:`~.graph_state.GraphState`, copied before the compiled call) is the state
+    the graph holds as attributes (an optimizer's): each eager run starts from a fresh copy of
+    it, never from the graph's own tensors, which the compiled call has updated. The attributes
+    and arguments either side updates (``args_after``: the compiled call's arguments after it) are
+    compared too, beside the outputs, as ``['updated'][name]``.
     """
-    state = torch.get_rng_state()
+    from .graph_state import GraphState, attribute, updated_inputs
+
+    state = state if state is not None else GraphState.of(graph)
+    rng = torch.get_rng_state()
     try:
-        first = run_seeded(graph, args, seed=0)
-        second = run_seeded(graph, args, seed=1)
+        first, first_args, first_module = run_seeded(state.caller(graph), args, seed=0)
+        second, _, _ = run_seeded(state.caller(graph), args, seed=1)
         if not compare_outputs(second, first, tol=tol).passed:
             return AccuracyReport(passed=None, nondeterministic=True, backend=backend,
                                   outputs=compare_outputs(first, first, tol=tol).outputs)
-        fp64 = fp64_reference(graph, args, seed=0)
-        return compare_outputs(compiled_result, first, fp64, tol=tol, backend=backend)
+        inputs = updated_inputs(args, first_args, *([args_after] if args_after is not None else []))
+        attributes = sorted(set(state.changed(first_module)) | set(state.changed(graph)))
+        try:
+            fp64 = run_seeded(state.caller(graph, fp64=True), [to_fp64(v) for v in args], seed=0)
+        except Exception:  # noqa: BLE001 - no fp64 referee for this graph
+            fp64 = None
+        if not inputs and not attributes:
+            return compare_outputs(compiled_result, first, fp64[0] if fp64 else None, tol=tol, backend=backend)
+
+        def judged(output: Any, after: Sequence[Any], module: torch.nn.Module) -> dict[str, Any]:
+            updated = {f"input {i}": after[i] for i in inputs}
+            updated.update((path, attribute(module, path)) for path in attributes)
+            return {"output": output, "updated": updated}
+
+        compiled = judged(compiled_result, args_after if args_after is not None else first_args, graph)
+        return compare_outputs(compiled, judged(first, first_args, first_module),
+                               judged(*fp64) if fp64 else None, tol=tol, backend=backend)
     finally:
-        torch.set_rng_state(state)
+        torch.set_rng_state(rng)

@@ -9,7 +9,7 @@ import torch.utils._pytree as pytree
 
 from minifier.judge import clone_tensor
 
-__all__ = ["clone_inputs"]
+__all__ = ["clone_inputs", "same_values"]
 
 
 def clone_inputs(values: Sequence[Any]) -> list[Any]:
@@ -20,3 +20,11 @@ def clone_inputs(values: Sequence[Any]) -> list[Any]:
         return value
 
     return [pytree.tree_map(clone, v) for v in values]
+
+
+def same_values(tensor: torch.Tensor, before: torch.Tensor) -> bool:
+    """Equal in shape, dtype and values, NaN matching NaN: has ``tensor`` kept the value ``before``
+    copied?"""
+    return tensor.shape == before.shape and tensor.dtype == before.dtype and bool(torch.equal(tensor, before) or (
+        tensor.dtype.is_floating_point and torch.equal(tensor.isnan(), before.isnan())
+        and torch.equal(tensor.nan_to_num(0.0), before.nan_to_num(0.0))))

@@ -29,7 +29,7 @@ from typing import Any, Callable, Optional, Sequence
 import torch
 import torch.utils._pytree as pytree
 
-from .copies import clone_inputs
+from .copies import clone_inputs, same_values
 from .step_state import SavedState, StepState
 
 __all__ = ["Effects", "find_effects", "parameter_names", "parameter_labels"]
@@ -100,7 +100,7 @@ def find_effects(fn: Callable[..., Any], inputs: Sequence[Any], seed: int = 0) -
         # by its version counter, or by its values: an op may write a tensor without counting it
         # (batch norm's running statistics)
         located = [item for (item, tensor), (version, value) in zip(watched, before)
-                   if tensor._version != version or not _same(tensor, value)]
+                   if tensor._version != version or not same_values(tensor, value)]
         located += [item for item, tensor in _optimizer_entries(state)  # updated, or made by the call
                     if optimizer_before.get(id(tensor), (None, -1))[0] is not tensor
                     or optimizer_before[id(tensor)][1] != tensor._version]
@@ -109,13 +109,6 @@ def find_effects(fn: Callable[..., Any], inputs: Sequence[Any], seed: int = 0) -
     finally:
         _restored(state, saved)
     return Effects(fn, located) if located else None
-
-
-def _same(tensor: torch.Tensor, before: torch.Tensor) -> bool:
-    """Equal in shape and values, NaN matching NaN."""
-    return tensor.shape == before.shape and bool(torch.equal(tensor, before) or (
-        tensor.dtype.is_floating_point and torch.equal(tensor.isnan(), before.isnan())
-        and torch.equal(tensor.nan_to_num(0.0), before.nan_to_num(0.0))))
 
 
 def _named_tensors(fn: Callable[..., Any]) -> list[tuple[str, torch.Tensor]]:
