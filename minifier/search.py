@@ -23,7 +23,7 @@ from .judge import ACCURACY, CRASH, INVALID, NONDETERMINISTIC, TIMEOUT, UNLOADAB
 from .outcome import Outcome
 from .speculation import SPECULATE_UP_TO, Pending, cancel, first_half_guesses, single_nodes, speculate
 from .strategies import CLOSING, FIRST_DIVERGENCE, OPENING, STRATEGIES, divergence_probe
-from .updates import expose_updates
+from .updates import attributes_as_inputs, expose_updates, updates_in_place
 from .workers import WorkerSetup, pool
 
 __all__ = ["minify", "symbolic_inputs", "MinifyResult", "MinifyState", "MinifierError", "NotFailingError",
@@ -723,6 +723,8 @@ def minify(
     if isinstance(check, AccuracyFailure) and isinstance(module, torch.fx.GraphModule):
         exposed = expose_updates(module, inputs, seed=seed)  # in-place updates of inputs become outputs
         module, inputs = exposed.module, exposed.inputs
+    elif isinstance(module, torch.fx.GraphModule) and updates_in_place(module):
+        module, inputs = attributes_as_inputs(module, inputs)  # the eager runs here never change the caller's
     run = _open(module, inputs, check=check, level=level, isolate=isolate, timeout=timeout, config=config,
                 dynamic=dynamic, dynamic_ints=dynamic_ints, seed=seed, progress=progress, echo=echo, started=started,
                 workers=workers)

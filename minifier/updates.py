@@ -36,7 +36,7 @@ import torch.fx
 from .graph import _attribute
 from .in_place import UPDATES, out_of_place_target, updates_first_argument
 
-__all__ = ["ExposedUpdates", "expose_updates"]
+__all__ = ["ExposedUpdates", "expose_updates", "attributes_as_inputs", "updates_in_place"]
 
 
 @dataclasses.dataclass
@@ -62,7 +62,7 @@ def expose_updates(module: torch.fx.GraphModule, inputs: Sequence[Any], *, seed:
     neither rewrite is safe."""
     # Tensor attributes become inputs first (kept only if the graph updates something): no run
     # here or in the search then changes the caller's attributes, and every run starts from them.
-    lifted, values = _attributes_as_inputs(module, inputs)
+    lifted, values = attributes_as_inputs(module, inputs)
     functional = _out_of_place_rewrite(lifted, values, seed)
     if functional.updated:
         return functional
@@ -235,8 +235,13 @@ def _copies_at_the_end(module: torch.fx.GraphModule, inputs: Sequence[Any], seed
     return ExposedUpdates(torch.fx.GraphModule(module, graph), list(inputs), updated)
 
 
-def _attributes_as_inputs(module: torch.fx.GraphModule,
-                          inputs: Sequence[Any]) -> tuple[torch.fx.GraphModule, list[Any]]:
+def updates_in_place(module: torch.fx.GraphModule) -> bool:
+    """Does a node of ``module`` update a value in place (an in-place op, ``operator.setitem``)?"""
+    return any(updates_first_argument(n) or n.target is operator.setitem for n in module.graph.nodes)
+
+
+def attributes_as_inputs(module: torch.fx.GraphModule,
+                         inputs: Sequence[Any]) -> tuple[torch.fx.GraphModule, list[Any]]:
     """``module`` with each tensor attribute it reads (``get_attr``) made an input after its own,
     valued the attribute: runs on copies of the inputs then never change the attributes."""
     getters = [n for n in module.graph.nodes

@@ -1100,3 +1100,22 @@ def test_a_slice_assignment_into_an_input_is_an_update_of_it():
     assert exposed.updated == ["cache"]
     assert torch.equal(exposed.module(cache.clone(), k)[1][:, 1], torch.tanh(k))
     assert torch.equal(cache, torch.zeros(2, 3))  # the caller's input is never written
+
+
+def test_a_graph_updating_an_attribute_has_its_attributes_made_inputs_for_any_check():
+    """``minify`` runs the graph eagerly in the caller's process (recording every value): a graph
+    updating a tensor attribute (a compiled optimizer's state) would update the caller's own."""
+    from minifier.updates import attributes_as_inputs, updates_in_place
+
+    owner = torch.nn.Module()
+    owner.register_buffer("state", torch.ones(3))
+    graph = torch.fx.Graph()
+    x, state = graph.placeholder("x"), graph.get_attr("state")
+    graph.output((graph.call_method("mul_", (state, x)),))
+    module = torch.fx.GraphModule(owner, graph)
+    assert updates_in_place(module) and not updates_in_place(torch.fx.symbolic_trace(chain))
+    lifted, inputs = attributes_as_inputs(module, [torch.full((3,), 2.0)])
+    assert len(inputs) == 2 and inputs[1] is owner.state
+    assert [n.op for n in lifted.graph.nodes].count("get_attr") == 0
+    record_values(lifted, inputs)
+    assert torch.equal(owner.state, torch.ones(3))  # the values were recorded on copies
