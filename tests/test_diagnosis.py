@@ -117,17 +117,23 @@ def _adamw_run(options: dict, steps: int = 3) -> list[torch.Tensor]:
     return [p.detach().clone() for p in model.parameters()]
 
 
-def test_the_accuracy_option_never_changes_a_compiled_optimizer_steps_training():
+def test_the_accuracy_option_never_changes_a_compiled_optimizer_steps_training(tmp_path, monkeypatch):
     """A compiled ``optimizer.step()`` holds the optimizer's moments and step counts as graph
     attributes. The check ran the graph eagerly on those very tensors, three times (two seeds and
     the fp64 referee), so ``check_accuracy`` changed the training it watched (the weights after 3
     steps differed). Eager now runs on copies, and the weights and moments the step updates are
-    judged like outputs: a wrong update raises."""
+    judged like outputs: a wrong update raises, and the ``minify`` option shrinks the step, from
+    the state before it, to the faulty op."""
     assert all(torch.equal(a, b) for a, b in zip(_adamw_run({}), _adamw_run({"check_accuracy": "warn"})))
+    monkeypatch.setenv("INSTRUMENTED_BACKEND_MINIFY_DIR", str(tmp_path))
     with ib.faults.scaled("reciprocal", 1.1):
-        with pytest.raises(ib.AccuracyError, match=r"\['updated'\]\['self___param_groups_0__params___0'\]\s.*FAIL"):
-            _adamw_run({"check_accuracy": True}, steps=1)
+        with pytest.raises(ib.AccuracyError,
+                           match=r"\['updated'\]\['self___param_groups_0__params___0'\]\s.*FAIL") as caught:
+            _adamw_run({"check_accuracy": True, "minify": True}, steps=1)
     torch._dynamo.reset()
+    (repro,) = tmp_path.glob("*.py")
+    assert any(str(repro) in note for note in caught.value.__notes__)  # the repro is named in the error
+    assert "torch._foreach_reciprocal(" in repro.read_text()
 
 
 def test_failing_layer_table_and_inductor_bisector():

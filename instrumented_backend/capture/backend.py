@@ -342,7 +342,8 @@ def _accuracy_checked(compiled: Callable[..., Any], job: CompileJob, *, raise_on
             if job.options.minify:
                 from ..diagnosis.auto_minify import minify_accuracy_failure
 
-                minify_accuracy_failure(error, job.dynamo_graph, saved)
+                # from the state before the call (the compiled call has updated the graph's own)
+                minify_accuracy_failure(error, state.module(job.dynamo_graph), saved)
             if raise_on_failure:
                 raise error
             warn_once(f"accuracy:{job.compile_id}", str(error))
