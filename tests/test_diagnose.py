@@ -797,15 +797,22 @@ for _ in range(2):
 """
 
 
-def test_a_compiled_training_step_that_runs_its_own_backward_is_diagnosed(tmp_path):
+_ZERO_GRAD_LAST = _STEP_INSIDE_SCRIPT.replace("    optimizer.zero_grad()\n", "").replace(
+    "    optimizer.step()\n", "    optimizer.step()\n    optimizer.zero_grad()\n")
+
+
+@pytest.mark.parametrize("text", [_STEP_INSIDE_SCRIPT, _ZERO_GRAD_LAST], ids=["zero_grad_first", "zero_grad_last"])
+def test_a_compiled_training_step_that_runs_its_own_backward_is_diagnosed(tmp_path, text):
     """The compiled function is the whole step: a global model, ``loss.backward()`` and the
     optimizer inside. Judged as inference, under no_grad, its eager run died in ``backward()``
     and the command with it. Now it is a training step: each run starts from the same weights and
-    optimizer state, and its parameters' gradients are compared."""
+    optimizer state, and its parameters' gradients are compared. A step that drops its gradients
+    at its end (``zero_grad()`` last) left none to see the backward by: it is seen as it happens."""
     from instrumented_backend.diagnosis.diagnose import diagnose_script
 
+    assert text.index("optimizer.zero_grad()") > text.index("optimizer.step()") or text is _STEP_INSIDE_SCRIPT
     script = tmp_path / "step.py"
-    script.write_text(_STEP_INSIDE_SCRIPT)
+    script.write_text(text)
     said: list[str] = []
     with ib.faults.doubling_neg():
         results = diagnose_script(script, out_dir=tmp_path / "out", minify=False, progress=False, echo=said.append)
@@ -814,7 +821,8 @@ def test_a_compiled_training_step_that_runs_its_own_backward_is_diagnosed(tmp_pa
     assert result.found and result.gradients is not None and not result.gradients.passed
     assert len(result.gradients.outputs) == 4 + 2  # the model's four parameters, then x and y
     assert result.layers.first_failing == "inductor" and result.divergence.culprit == "neg"
-    assert any(line.source and line.source.line == 11 for line in result.culprit_lines)
+    neg_line = 1 + text.splitlines().index("    loss = torch.nn.functional.mse_loss(model(torch.neg(x)), y)")
+    assert any(line.source and line.source.line == neg_line for line in result.culprit_lines)
 
 
 def test_the_weights_a_training_step_updates_are_judged_beside_its_gradients(tmp_path):

@@ -228,9 +228,10 @@ def record_compiled_calls(calls: list[CompiledCall]) -> Callable[[], None]:
             marks = state.gradient_marks() if state is not None else []
             if state is not None and state.optimizers and not isinstance(target, torch.nn.Module):
                 record.state = state.save()
-            result = call(*args, **kwargs)
+            with state.gradients_reached() if state is not None else contextlib.nullcontext([False]) as reached:
+                result = call(*args, **kwargs)
             _watch_backward(result, record)
-            if state is not None and state.backward_since(marks):
+            if state is not None and (reached[0] or state.backward_since(marks)):
                 record.backward = True
             return result
         return wrapper

@@ -76,6 +76,23 @@ class StepState:
         or one accumulated in place); see :meth:`backward_since`."""
         return [(p.grad, -1 if p.grad is None else p.grad._version) for p in self.parameters()]
 
+    @contextlib.contextmanager
+    def gradients_reached(self) -> Iterator[list[bool]]:
+        """Inside the block, the yielded list's one item turns True when a backward accumulates a
+        gradient into a parameter: seen even when the block then drops the gradients (a step
+        that ends with ``optimizer.zero_grad()``), which :meth:`backward_since` cannot see."""
+        reached = [False]
+
+        def hook(_: torch.Tensor) -> None:
+            reached[0] = True
+
+        handles = [p.register_post_accumulate_grad_hook(hook) for p in self.parameters() if p.is_leaf]
+        try:
+            yield reached
+        finally:
+            for handle in handles:
+                handle.remove()
+
     def backward_since(self, marks: list[tuple[Optional[torch.Tensor], int]]) -> bool:
         """Did a gradient reach a parameter since ``marks`` were taken?"""
         now = self.gradient_marks()
