@@ -475,3 +475,39 @@ def test_a_compiled_optimizer_step_is_profiled_with_the_gradients_of_its_first_c
     script.write_text(_OPTIMIZER_STEP_SCRIPT)
     (report,) = profile_script(script, warmup=2, iters=5, active=2, echo=lambda line: None)
     assert report.graphs and any(k.kind == "cpp" for k in report.kernels), (report.graphs, report.kernels)
+
+
+_STEP_WITH_ITS_OWN_BACKWARD = """\
+import torch
+
+torch.manual_seed(0)
+model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.LayerNorm(32), torch.nn.Linear(32, 4))
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+
+
+@torch.compile
+def train_step(x, y):
+    loss = torch.nn.functional.mse_loss(model(x), y)
+    loss.backward()
+    optimizer.step()
+    optimizer.zero_grad()
+    return loss
+
+
+for _ in range(2):
+    train_step(torch.randn(8, 16), torch.randn(8, 4))
+"""
+
+
+def test_a_step_that_runs_its_own_backward_is_profiled_as_it_is(tmp_path):
+    """A compiled step running ``loss.backward()`` inside was profiled as a forward whose outputs
+    the profile then differentiated: "Trying to backward through the graph a second time", and
+    the command died. Its backward runs inside it: profiled once per step, backward kernels included."""
+    from instrumented_backend.profiling.script import profile_script
+
+    script = tmp_path / "train.py"
+    script.write_text(_STEP_WITH_ITS_OWN_BACKWARD)
+    said: list[str] = []
+    (report,) = profile_script(script, warmup=2, iters=5, active=2, echo=said.append)
+    assert "train_step (2 args, grad, runs its own backward)" in said[0], said
+    assert any("backward" in k.kernel for k in report.kernels), [k.kernel for k in report.kernels]

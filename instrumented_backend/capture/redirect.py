@@ -106,6 +106,8 @@ class CompiledCall:
     # gradient hook on its outputs that require grad (the first eight); or the call ran its own
     # (``loss.backward()`` inside a compiled step): a gradient reached a parameter the function names.
     backward: bool = False
+    # The backward ran inside the call (its gradients were already computed when it returned).
+    own_backward: bool = False
     # What was in effect at that call and may be off by the time it is diagnosed (a ``with`` block
     # around the script's loop): the injected faults, and Inductor's literal config values.
     faults: list[Any] = field(default_factory=list)
@@ -230,9 +232,9 @@ def record_compiled_calls(calls: list[CompiledCall]) -> Callable[[], None]:
                 record.state = state.save()
             with state.gradients_reached() if state is not None else contextlib.nullcontext([False]) as reached:
                 result = call(*args, **kwargs)
-            _watch_backward(result, record)
             if state is not None and (reached[0] or state.backward_since(marks)):
-                record.backward = True
+                record.backward = record.own_backward = True
+            _watch_backward(result, record)
             return result
         return wrapper
 

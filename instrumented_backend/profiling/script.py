@@ -43,9 +43,11 @@ def profile_script(script: "str | Path", argv: Sequence[str] = (), *, warmup: in
         if not calls:
             say(f"instrumented_backend profile: {script} called no torch.compile'd function; nothing to profile")
         for index, call in enumerate(calls):
-            backward = call.grad_enabled and call.backward
+            # a step that runs its own backward is profiled as it is: no second backward after it
+            backward = call.grad_enabled and call.backward and not call.own_backward
+            shape = ", forward and backward" if backward else ", runs its own backward" if call.own_backward else ""
             say(f"instrumented_backend profile: [{index}] {call.name} ({len(call.args)} args, "
-                f"{'grad' if call.grad_enabled else 'no_grad'}{', forward and backward' if backward else ''})")
+                f"{'grad' if call.grad_enabled else 'no_grad'}{shape})")
             with state_at_first_call(call):  # an optimizer step: the gradients it had, not zero_grad()'s None
                 reports.append(profile(call.target, *call.args, warmup=warmup, iters=iters, active=active,
                                        no_grad=not call.grad_enabled, backward=backward, options=call.options or None,
