@@ -511,3 +511,15 @@ def test_a_step_that_runs_its_own_backward_is_profiled_as_it_is(tmp_path):
     (report,) = profile_script(script, warmup=2, iters=5, active=2, echo=said.append)
     assert "train_step (2 args, grad, runs its own backward)" in said[0], said
     assert any("backward" in k.kernel for k in report.kernels), [k.kernel for k in report.kernels]
+
+
+def test_backward_on_a_call_that_ran_its_own_says_what_to_do():
+    model = torch.nn.Linear(4, 2)
+
+    def step(x):
+        loss = model(x).sum()
+        loss.backward()
+        return loss
+
+    with pytest.raises(ValueError, match="ran its own backward .* profile it with backward=False"):
+        ib.profile(step, torch.randn(3, 4), no_grad=False, backward=True, warmup=1, iters=1)

@@ -91,7 +91,14 @@ def profile(model: Callable[..., Any], *args: Any, warmup: int = 10, iters: int 
         return out
 
     if backward:
-        eager_call()  # a call with no output that requires grad fails here, before anything is compiled
+        try:  # a call with no output that requires grad fails here, before anything is compiled
+            eager_call()
+        except RuntimeError as exc:
+            if "backward through the graph a second time" not in str(exc):
+                raise
+            raise ValueError("ib.profile: backward=True differentiates the call's outputs, but the call ran its "
+                             "own backward on them already (loss.backward() inside it); profile it with "
+                             "backward=False: its backward is profiled as part of the call") from exc
     with capture() as session:
         compiled_call()  # compiles (and records) every graph, the backward too, before anything is timed
         timings = time_side_by_side({"eager": eager_call, "compiled": compiled_call}, warmup=warmup, iters=iters,
