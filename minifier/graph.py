@@ -21,7 +21,8 @@ import torch.fx
 
 from .in_place import UPDATES, updates_first_argument
 
-__all__ = ["Candidate", "GraphSlicer", "InvalidCandidate", "record_values", "input_ok", "inline_subgraph_calls"]
+__all__ = ["Candidate", "GraphSlicer", "InvalidCandidate", "record_values", "input_ok", "inline_subgraph_calls",
+           "attribute", "install_attribute"]
 
 _COMPUTE = ("call_function", "call_method", "call_module", "get_attr")
 
@@ -103,7 +104,7 @@ def inline_subgraph_calls(module: torch.fx.GraphModule,
         subgraph_at, operands_at, options = forms[node.target]
         getter = node.args[subgraph_at] if len(node.args) > subgraph_at else None
         path = str(getattr(getter, "target", ""))
-        subgraph = _attribute(module, path) if getattr(getter, "op", None) == "get_attr" else None
+        subgraph = attribute(module, path) if getattr(getter, "op", None) == "get_attr" else None
         several = [user for user in node.users if user.target is not operator.getitem]
         if not isinstance(subgraph, torch.fx.GraphModule) or (node.kwargs and not options) or \
                 (several and not isinstance(subgraph.graph.output_node().args[0], torch.fx.Node)):
@@ -133,7 +134,7 @@ def inline_subgraph_calls(module: torch.fx.GraphModule,
                 graph.erase_node(user)
         graph.erase_node(node)
     for getter in graph.find_nodes(op="get_attr"):
-        if not getter.users and isinstance(_attribute(module, str(getter.target)), torch.fx.GraphModule):
+        if not getter.users and isinstance(attribute(module, str(getter.target)), torch.fx.GraphModule):
             graph.erase_node(getter)
     graph.lint()
     if names is not None:  # the inlined calls' own nodes (a nested call, its getitem) are gone
@@ -143,7 +144,7 @@ def inline_subgraph_calls(module: torch.fx.GraphModule,
     return torch.fx.GraphModule(module, graph)
 
 
-def _attribute(module: torch.nn.Module, path: str) -> Any:
+def attribute(module: torch.nn.Module, path: str) -> Any:
     """``module``'s attribute at the dotted ``path`` (None when there is none)."""
     value: Any = module
     for part in path.split("."):
@@ -257,7 +258,7 @@ class GraphSlicer:
         for name in candidate.nodes:
             node = self.nodes[name]
             if node.op in ("get_attr", "call_module"):
-                _copy_attribute(self.module, owner, str(node.target))
+                install_attribute(owner, str(node.target), attribute(self.module, str(node.target)))
         module = torch.fx.GraphModule(owner, graph, class_name=type(self.module).__name__)
         return module, [self.values[name] for name in candidate.inputs]
 
@@ -275,20 +276,20 @@ def _mutated_argument(node: torch.fx.Node) -> Optional[torch.fx.Node]:
     return node.args[0]
 
 
-def _copy_attribute(source: torch.nn.Module, target: torch.nn.Module, qualified: str) -> None:
+def install_attribute(root: torch.nn.Module, qualified: str, value: Any) -> None:
+    """Make ``value`` ``root``'s attribute at the dotted path ``qualified`` (plain modules made for
+    the path's parents): a module as a submodule, a parameter as a parameter, a tensor as a buffer."""
     *path, last = qualified.split(".")
-    src, dst = source, target
+    owner = root
     for part in path:
-        src = getattr(src, part)
-        if not hasattr(dst, part):
-            dst.add_module(part, torch.nn.Module())
-        dst = getattr(dst, part)
-    value = getattr(src, last)
+        if not hasattr(owner, part):
+            owner.add_module(part, torch.nn.Module())
+        owner = getattr(owner, part)
     if isinstance(value, torch.nn.Module):
-        dst.add_module(last, value)
+        owner.add_module(last, value)
     elif isinstance(value, torch.nn.Parameter):
-        dst.register_parameter(last, value)
+        owner.register_parameter(last, value)
     elif isinstance(value, torch.Tensor):
-        dst.register_buffer(last, value)
+        owner.register_buffer(last, value)
     else:
-        setattr(dst, last, value)
+        setattr(owner, last, value)

@@ -18,7 +18,7 @@ import torch.fx
 from ._seams import inside_compile, is_aten_op, op_defining_module, propagate_symbolic_sizes
 from .checks import AccuracyFailure, Failure
 from .context import CarriedContext, current_context
-from .graph import Candidate, GraphSlicer, InvalidCandidate, _attribute, inline_subgraph_calls, record_values
+from .graph import Candidate, GraphSlicer, InvalidCandidate, attribute, inline_subgraph_calls, record_values
 from .judge import ACCURACY, CRASH, INVALID, NONDETERMINISTIC, TIMEOUT, UNLOADABLE, judge
 from .outcome import Outcome
 from .speculation import SPECULATE_UP_TO, Pending, cancel, first_half_guesses, single_nodes, speculate
@@ -444,7 +444,7 @@ def _validate(module: Any, inputs: Sequence[Any], check: Any, *, level: str, str
     if unknown:
         raise MinifierError(f"minify: unknown strategies {unknown}; known: {list(STRATEGIES)}")
     subgraphs = [n.target for n in module.graph.nodes if n.op == "get_attr"
-                 and isinstance(_attribute(module, str(n.target)), torch.fx.GraphModule)]
+                 and isinstance(attribute(module, str(n.target)), torch.fx.GraphModule)]
     if subgraphs:  # an FX GraphModule is rebuilt by re-tracing its code, which a higher-order op refuses
         users = sorted({str(user.target) for n in module.graph.nodes if n.op == "get_attr" and n.target in subgraphs
                         for user in n.users})

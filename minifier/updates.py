@@ -33,7 +33,7 @@ from typing import Any, Optional, Sequence
 import torch
 import torch.fx
 
-from .graph import _attribute
+from .graph import attribute
 from .in_place import UPDATES, out_of_place_target, updates_first_argument
 
 __all__ = ["ExposedUpdates", "expose_updates", "attributes_as_inputs", "updates_in_place"]
@@ -129,8 +129,7 @@ def _out_of_place_rewrite(module: torch.fx.GraphModule, inputs: Sequence[Any], s
     if problem:
         unchanged.note = f"updates of inputs left as they are: {problem}"
         return unchanged
-    names = [n.name for n in graph.nodes if n in first_update and n.op == "placeholder"]
-    return ExposedUpdates(rewritten, list(inputs), names)
+    return ExposedUpdates(rewritten, list(inputs), [root.name for root in updated])
 
 
 def _storage(value: Any) -> Optional[int]:
@@ -245,7 +244,7 @@ def attributes_as_inputs(module: torch.fx.GraphModule,
     """``module`` with each tensor attribute it reads (``get_attr``) made an input after its own,
     valued the attribute: runs on copies of the inputs then never change the attributes."""
     getters = [n for n in module.graph.nodes
-               if n.op == "get_attr" and isinstance(_attribute(module, str(n.target)), torch.Tensor)]
+               if n.op == "get_attr" and isinstance(attribute(module, str(n.target)), torch.Tensor)]
     if not getters:
         return module, list(inputs)
     graph = torch.fx.Graph()
@@ -254,7 +253,7 @@ def attributes_as_inputs(module: torch.fx.GraphModule,
     anchor = next((n for n in reversed(graph.nodes) if n.op == "placeholder"), None)
     values = list(inputs)
     for getter in getters:
-        values.append(_attribute(module, str(getter.target)))
+        values.append(attribute(module, str(getter.target)))
         with graph.inserting_after(anchor) if anchor is not None else graph.inserting_before(None):
             placeholder = graph.placeholder(f"{getter.name}_input")
         copied[getter.name].replace_all_uses_with(placeholder)

@@ -232,7 +232,9 @@ def check_graph_call(graph: torch.fx.GraphModule, args: Sequence[Any], compiled_
     and arguments either side updates (``args_after``: the compiled call's arguments after it) are
     compared too, beside the outputs, as ``['updated'][name]``.
     """
-    from .graph_state import GraphState, attribute, updated_inputs
+    from minifier.graph import attribute
+
+    from .graph_state import GraphState, updated_inputs
 
     state = state if state is not None else GraphState.of(graph)
     rng = torch.get_rng_state()

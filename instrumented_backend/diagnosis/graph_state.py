@@ -17,36 +17,12 @@ from typing import Any, Callable, Sequence
 import torch
 import torch.fx
 
+from minifier.graph import attribute, install_attribute
 from minifier.judge import widened
 
 from .copies import same_values
 
-__all__ = ["GraphState", "attribute", "updated_inputs"]
-
-
-def attribute(root: torch.nn.Module, path: str) -> Any:
-    """``root``'s attribute at the dotted ``path``."""
-    value: Any = root
-    for part in path.split("."):
-        value = getattr(value, part)
-    return value
-
-
-def _install(root: torch.nn.Module, path: str, value: Any) -> None:
-    *parents, last = path.split(".")
-    owner = root
-    for part in parents:
-        if not hasattr(owner, part):
-            owner.add_module(part, torch.nn.Module())
-        owner = getattr(owner, part)
-    if isinstance(value, torch.nn.Module):
-        owner.add_module(last, value)
-    elif isinstance(value, torch.nn.Parameter):
-        owner.register_parameter(last, value)
-    elif isinstance(value, torch.Tensor):
-        owner.register_buffer(last, value)
-    else:
-        setattr(owner, last, value)
+__all__ = ["GraphState", "updated_inputs"]
 
 
 def _floating_to_fp64(value: torch.Tensor) -> torch.Tensor:
@@ -80,13 +56,13 @@ class GraphState:
         root = torch.nn.Module()
         for node in graph.graph.nodes:  # attributes that are not state (subgraphs, constants) are shared
             if node.op == "get_attr" and str(node.target) not in self.tensors:
-                _install(root, str(node.target), attribute(graph, str(node.target)))
+                install_attribute(root, str(node.target), attribute(graph, str(node.target)))
         for path, value in self.tensors.items():
             fresh = value.clone()
-            _install(root, path, _floating_to_fp64(fresh) if fp64 else fresh)
+            install_attribute(root, path, _floating_to_fp64(fresh) if fp64 else fresh)
         for path, module in self.modules.items():
             fresh_module = copy.deepcopy(module)
-            _install(root, path, fresh_module.double() if fp64 else fresh_module)
+            install_attribute(root, path, fresh_module.double() if fp64 else fresh_module)
         code = torch.fx.Graph()
         code.output(code.graph_copy(graph.graph, {}))
         return torch.fx.GraphModule(root, code)
