@@ -77,7 +77,7 @@ class MinifyResult:
     inputs: list[Any]  # its inputs
     repro_path: Optional[Path]
     log: list[str]
-    original: Outcome  # the original graph's judgement
+    original: Outcome  # the original graph's judgement (the suspects' when the search started from them)
     final: Outcome  # the final graph's, re-checked from scratch
     level: str  # "aten" or "torch"
     start_nodes: int
@@ -389,6 +389,7 @@ class _Run:
     crashes_before: int
     workers: int  # candidates judged side by side
     spawned_because: Optional[str] = None  # why this call's new zygote was not a fork of this process
+    assume_failing: bool = False  # the caller saw the whole graph fail as the check says
 
     def spec_for(self, candidate: Candidate, args: Sequence[Any]) -> dict[str, Any]:
         """The judge's spec for ``candidate``: its dynamic dims and ints, on top of the base spec."""
@@ -534,8 +535,20 @@ def _single_nodes(slicer: GraphSlicer, full: Candidate) -> list[Candidate]:
     return singles
 
 
+def _judge_suspects(run: _Run, hint_nodes: tuple[str, ...]) -> Optional[tuple[Candidate, Outcome]]:
+    """The suspected nodes alone and their judgement (None when they make no smaller valid graph)."""
+    suspects = {name for name in hint_nodes if name in run.slicer.nodes}
+    try:
+        candidate = run.slicer.make(suspects) if suspects else None
+    except InvalidCandidate:
+        return None
+    if candidate is None or candidate == run.slicer.full():
+        return None
+    return candidate, run.judge(candidate)
+
+
 def _confirm(run: _Run, chosen: Sequence[str],
-             hint_nodes: tuple[str, ...]) -> tuple[Outcome, dict[str, Outcome], Pending]:
+             hint_nodes: tuple[str, ...]) -> tuple[Candidate, Outcome, dict[str, Outcome], Pending]:
     """Phase 2: confirm that the original fails as the check says.
 
     For an accuracy search that opens with the first-divergence probe, the probe is compiled first:
@@ -543,9 +556,11 @@ def _confirm(run: _Run, chosen: Sequence[str],
     disagree with eager it confirms the failure and names the diverging nodes in one compile (the
     original alone is compiled only when it does not). Meanwhile a spare worker guesses what the
     search will isolate next: single nodes on a small graph, else what the probe of the graph's first
-    half finds diverging (:mod:`.speculation`). Returns the original's outcome, the judgements made
-    (the probe's and the original's, for the search's cache) and the speculative ones; raises
-    NotFailingError when the original does not fail as the check says.
+    half finds diverging (:mod:`.speculation`). With ``assume_failing`` the suspected nodes are
+    judged first, and when they fail as the check says the search starts from them and the
+    original is never compiled. Returns the candidate the search starts from (the original, or the
+    suspects), its outcome, the judgements made (for the search's cache) and the speculative ones;
+    raises NotFailingError when the original does not fail as the check says.
     """
     full = run.slicer.full()
     run.emit(f"Started off with {len(full.nodes)} nodes ({len(full.inputs)} inputs, {run.level} level, "
@@ -559,8 +574,19 @@ def _confirm(run: _Run, chosen: Sequence[str],
     known: dict[str, Outcome] = {}
     pending: Pending = {}
     original = None
+    suspects = _judge_suspects(run, hint_nodes) if run.assume_failing and hint_nodes else None
+    if suspects is not None:  # the caller vouches for the whole graph: start from the suspects when they fail
+        known[run.slicer.key(suspects[0])] = suspects[1]
+        if run.check.accepts_original(suspects[1]):
+            full, original = suspects
+            run.emit(f"Started from the suspected nodes alone ({len(full.nodes)} of {len(run.slicer.full().nodes)} "
+                     "nodes), which fail as the check says: the caller saw the whole graph fail, so it is not "
+                     "compiled here")
+        else:
+            run.emit(f"The suspected nodes alone give {suspects[1].kind!r}: confirming the whole graph")
     small = len(full.nodes) <= SPECULATE_UP_TO  # guess single nodes; else follow the first half's probe
-    probe = divergence_probe(run.slicer, run.check, full) if FIRST_DIVERGENCE in chosen and not hint_nodes else None
+    probe = (divergence_probe(run.slicer, run.check, full)
+             if FIRST_DIVERGENCE in chosen and not hint_nodes and original is None else None)
     if probe is not None:
         spare = run.speculative_slots()
         if small:
@@ -587,7 +613,7 @@ def _confirm(run: _Run, chosen: Sequence[str],
         cancel(pending, run.discard)  # nothing will be searched
         run.emit("The graph is nondeterministic: two seeded eager runs differ, so an accuracy failure cannot be "
                  "pinned. Not minified.")
-        return original, known, {}
+        return full, original, known, {}
     if original.kind == INVALID and original.signature.endswith(UNLOADABLE):
         cancel(pending, run.discard)
         raise UnbuildableGraph(original.message)
@@ -599,17 +625,18 @@ def _confirm(run: _Run, chosen: Sequence[str],
         raise NotFailingError(f"minify: the graph does not fail as {run.check.describe()} expects: it gives "
                               f"{original.kind!r}{': ' + detail if detail else ''}{_undecomposed_hint(original)}")
     detail = "; ".join(original.details) if original.is_accuracy else original.signature
-    run.emit(f"Original failure: {original.kind}: {detail}")
+    run.emit(f"{'Original' if full == run.slicer.full() else 'Suspects'} failure: {original.kind}: {detail}")
     if pending:
         plan = "single nodes" if small else "the first half probed, then single nodes"
         run.emit(f"Judged alongside the probe, in case the search needs them: {len(pending)} candidates ({plan})")
-    return original, known, pending
+    return full, original, known, pending
 
 
-def _search(run: _Run, original: Outcome, known: dict[str, Outcome], pending: Pending, *, chosen: Sequence[str],
-            hint_nodes: tuple[str, ...], max_candidates: int) -> MinifyState:
-    """Phase 3: the opening strategies once, the loop strategies until none helps, the closing ones once."""
-    full, slicer = run.slicer.full(), run.slicer
+def _search(run: _Run, full: Candidate, original: Outcome, known: dict[str, Outcome], pending: Pending, *,
+            chosen: Sequence[str], hint_nodes: tuple[str, ...], max_candidates: int) -> MinifyState:
+    """Phase 3, from ``full`` (the whole graph, or the suspects that failed alone): the opening
+    strategies once, the loop strategies until none helps, the closing ones once."""
+    slicer = run.slicer
     failing_names = {full.outputs[i] for i in original.failing if i < len(full.outputs)}
     related = slicer.ancestors(failing_names) if original.is_accuracy else set(slicer.order)
     state = MinifyState(slicer=slicer, check=run.check, original=original, current=full, current_outcome=original,
@@ -681,6 +708,7 @@ def minify(
     workers: Optional[int] = None,
     progress: Optional[bool] = None,
     echo: Optional[Callable[[str], None]] = None,
+    assume_failing: bool = False,
 ) -> MinifyResult:
     """Shrink ``module`` to the smallest graph that still fails as ``check`` describes.
 
@@ -701,6 +729,10 @@ def minify(
     priority, while the first compiles the every-node probe (:mod:`minifier.speculation`).
     The log is echoed through ``echo`` (default: stderr). Writes a repro script to
     ``repro_dir`` (default ``./minifier_repros``) and names it in the last log line.
+    ``assume_failing``: the caller has seen the whole graph fail as ``check`` says (it compiled it
+    itself); when ``hint_nodes`` alone fail that way too, the search starts from them and the whole
+    graph, which can take seconds to compile, is never compiled here (the repro is then pinned to
+    the suspects' failure); else the original is confirmed as usual.
 
     Four phases: validate the arguments, confirm the original fails, search, re-check and write
     the repro. Raises :class:`NotFailingError` when the original does not fail the way ``check`` says,
@@ -728,16 +760,17 @@ def minify(
     run = _open(module, inputs, check=check, level=level, isolate=isolate, timeout=timeout, config=config,
                 dynamic=dynamic, dynamic_ints=dynamic_ints, seed=seed, progress=progress, echo=echo, started=started,
                 workers=workers)
+    run.assume_failing = assume_failing
     if exposed is not None and exposed.updated:
         run.emit(f"Inputs updated in place, returned as outputs: {len(exposed.updated)} "
                  f"({', '.join(exposed.updated[:4])}{' ...' if len(exposed.updated) > 4 else ''})")
     elif exposed is not None and exposed.note:
         run.emit(f"Note: {exposed.note}")
     try:
-        original, known, pending = _confirm(run, chosen, hint_nodes)
+        start, original, known, pending = _confirm(run, chosen, hint_nodes)
         if original.kind == NONDETERMINISTIC:
             return run.result("nondeterministic", run.slicer.full(), original, original)
-        state = _search(run, original, known, pending, chosen=chosen, hint_nodes=hint_nodes,
+        state = _search(run, start, original, known, pending, chosen=chosen, hint_nodes=hint_nodes,
                         max_candidates=max_candidates)
         return _finish(run, state, repro_dir)
     finally:

@@ -64,7 +64,7 @@ def _first(state: "MinifyState", candidates: list[Optional[Candidate]]) -> Optio
 def isolate_suspects(state: "MinifyState") -> Optional[Candidate]:
     """The nodes the caller already suspects (e.g. the first diverging kernel's FX nodes), alone."""
     suspects = {n for n in state.hint_nodes if n in state.current.nodes}
-    if not suspects:
+    if not suspects or suspects == set(state.current.nodes):  # none, or the search started from them
         return None
     state.announce("Isolate suspected nodes", None)
     return _try(state, suspects)

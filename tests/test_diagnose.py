@@ -62,7 +62,9 @@ def test_a_backward_only_bug_is_found_from_the_gradient(tmp_path):
     assert result.divergence.graph.endswith("backward") and result.divergence.culprit == "where"
     [line] = result.culprit_lines
     assert "?" in line.text and line.source.code == "h = torch.relu(self.fc1(x))"
-    assert "minified" in result.minifier
+    # Started from the culprit, which fails alone: the backward graph the diagnosis saw fail is
+    # not compiled again (3 compiles before: the graph, the culprit, the re-check).
+    assert "minified" in result.minifier and "-> 1 nodes" in result.minifier and " 2 compiles" in result.minifier
 
 
 class _LayerScaled(torch.nn.Module):
@@ -960,3 +962,45 @@ def test_an_injected_fault_that_finds_no_bug_is_said_why(tmp_path):
         result = ib.diagnose(_softmax, torch.randn(8, 8), out_dir=tmp_path, minify=False)
     assert not result.found and "generated expression(s) of exp, yet every result matches eager" in \
         result.fault_notes[0], result.render()
+
+
+_WARM_UP_THEN_TRAIN = """\
+import torch
+
+
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(8, 8)
+
+    def forward(self, x):
+        return self.fc(torch.neg(x)).relu()
+
+
+torch.manual_seed(0)
+model = torch.compile(Net())
+model(torch.randn(4, 8))  # a warm-up call, grad on, its output dropped
+for _ in range(2):
+    model(torch.randn(4, 8)).sum().backward()
+"""
+_INFERENCE_WITH_GRAD_ON = _WARM_UP_THEN_TRAIN.split("for _ in")[0]
+
+
+@pytest.mark.parametrize("text, judged", [(_INFERENCE_WITH_GRAD_ON, "inference: grad was on, but no backward reached"),
+                                          (_WARM_UP_THEN_TRAIN, "training step")], ids=["inference", "warm_up"])
+def test_a_module_is_judged_for_training_only_when_a_backward_reached_it(tmp_path, text, judged):
+    """A compiled module with trainable parameters, called with grad on, was always judged as a
+    training step: an inference script that never left grad mode paid for a backward compile and
+    was told about gradients it never takes (a ResNet-shaped net compiled with dynamic=True: 25.4 s
+    to the culprit, 15.2 s judged as inference). Now it is inference unless a backward reached the
+    outputs of one of its calls, a later call's too (a warm-up call first, then the training loop)."""
+    from instrumented_backend.diagnosis.diagnose import diagnose_script
+
+    script = tmp_path / "net.py"
+    script.write_text(text)
+    said: list[str] = []
+    with ib.faults.doubling_neg():
+        (result,) = diagnose_script(script, out_dir=tmp_path / "out", minify=False, progress=False, echo=said.append)
+    assert f"Net (1 args, {judged}" in said[0], said
+    assert result.train == (judged == "training step") and (result.gradients is not None) == result.train
+    assert result.found and result.divergence.culprit == "neg"

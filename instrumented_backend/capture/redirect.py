@@ -102,8 +102,9 @@ class CompiledCall:
     name: str = ""
     # The torch.compile arguments it was compiled with that change what is compiled (COMPILE_SETTINGS).
     compile_kwargs: dict[str, Any] = field(default_factory=dict)
-    # The script later ran a backward through this call's outputs (a training step): set by a
-    # gradient hook on its outputs that require grad (the first eight); or the call ran its own
+    # The script later ran a backward through this call's outputs, or a later call's (a training
+    # step): set by a gradient hook on the outputs that require grad (the first eight of each call,
+    # until one is reached); or the call ran its own
     # (``loss.backward()`` inside a compiled step): a gradient reached a parameter the function names.
     backward: bool = False
     # The backward ran inside the call (its gradients were already computed when it returned).
@@ -215,11 +216,14 @@ def record_compiled_calls(calls: list[CompiledCall]) -> Callable[[], None]:
                 record = made[0]
                 record.calls += 1
                 try:
-                    return call(*args, **kwargs)
+                    result = call(*args, **kwargs)
                 except Exception:
                     if not record.raising_call:
                         _keep_raising_call(record, args, kwargs)
                     raise
+                if not record.backward:  # a warm-up call first, the training loop after it
+                    _watch_backward(result, record)
+                return result
             record = CompiledCall(target, tuple(_detached(a) for a in args),
                                   {k: _detached(v) for k, v in kwargs.items()}, torch.is_grad_enabled(),
                                   getattr(target, "__qualname__", type(target).__name__), settings,

@@ -318,20 +318,26 @@ def _minify(graph: torch.fx.GraphModule, args: Sequence[Any], check: Any, hints:
     """(repro path, summary) from the minifier; ("", why) when it could not shrink the graph.
     ``instead`` (graph, arguments, hints): the post-AOT graph to minify when a worker cannot load
     ``graph`` (a Dynamo graph whose code FX cannot re-trace: a ``torch.func`` transform's)."""
-    from minifier import UnbuildableGraph, minify
+    from minifier import AccuracyFailure, UnbuildableGraph, minify
 
     note = ""
+    # The diagnosis compiled the whole graph and saw it fail: for a wrong result whose culprit it
+    # found, the minifier starts from that node when it fails alone, and never compiles the whole
+    # graph again (seconds on a model compiled with dynamic=True). A compile error is pinned to the
+    # whole graph's message, which the node alone might not give.
+    vouched = isinstance(check, AccuracyFailure) and bool(hints)
     try:
         try:
             result = minify(graph, list(args), check=check, hint_nodes=list(hints), repro_dir=str(directory),
-                            config=dict(patches) or None, echo=lambda line: None)
+                            config=dict(patches) or None, echo=lambda line: None, assume_failing=vouched)
         except UnbuildableGraph as exc:
             if instead is None:
                 raise
             reason = exc.reason.split("\n")[0][:200]
             note = f"a worker cannot load the Dynamo graph ({reason}); minified the post-AOT graph instead: "
             result = minify(instead[0], list(instead[1]), check=check, hint_nodes=instead[2],
-                            repro_dir=str(directory), config=dict(patches) or None, echo=lambda line: None)
+                            repro_dir=str(directory), config=dict(patches) or None, echo=lambda line: None,
+                            assume_failing=vouched)
     except Exception as exc:  # noqa: BLE001 - the diagnosis stands without a repro
         return "", f"{note}the minifier could not shrink the graph: {_error_text(exc)}"
     return str(result.repro_path or ""), note + result.summary()
@@ -644,16 +650,17 @@ def _as_at_first_call(call: Any) -> Iterator[list[str]]:
         yield described
 
 
-def _trains(call: Any) -> bool:
-    """Was the compiled target called for training? Grad on, and: a module with trainable
-    parameters, an input requiring grad, or a backward seen through the call (after it, through
-    its outputs, or inside it: a function that names its model and optimizer)."""
+def _trains(call: Any, script_finished: bool = False) -> bool:
+    """Was the compiled target called for training? Grad on, and: a backward seen through the call
+    (after it, through the outputs of any of its calls, or inside it: a function that names its
+    model and optimizer), an input requiring grad, or a module with trainable parameters, unless
+    the script ran to its end without a backward through it (inference that left grad on)."""
     if not call.grad_enabled:
         return False
-    if isinstance(call.target, torch.nn.Module) and any(p.requires_grad for p in call.target.parameters()):
-        return True
     if call.backward:  # a gradient reached what the call computed, or it ran its own backward
         return True
+    if isinstance(call.target, torch.nn.Module) and any(p.requires_grad for p in call.target.parameters()):
+        return not script_finished
     leaves = pytree.tree_leaves([list(call.args), dict(call.kwargs)])
     return any(isinstance(a, torch.Tensor) and a.requires_grad for a in leaves)
 
@@ -686,10 +693,12 @@ def diagnose_script(script: "str | Path", argv: Sequence[str] = (), *, out_dir: 
         if raised:
             say(f"instrumented_backend diagnose: {raised}; diagnosing what it compiled")
         for index, call in enumerate(calls):
-            train = _trains(call)
+            train = _trains(call, script_finished=not raised)
             args, kwargs = (call.raising_args, call.raising_kwargs) if call.raising_call else (call.args, call.kwargs)
             keywords = f", keyword arguments {', '.join(kwargs)}" if kwargs else ""
             which = f", its call {call.raising_call}: the first that raised" if call.raising_call else ""
+            if not train and call.grad_enabled and _trains(call):
+                which += ": grad was on, but no backward reached its outputs"
             say(f"instrumented_backend diagnose: [{index}] {call.name} ({len(args)} args{keywords}, "
                 f"{'training step' if train else 'inference'}{which})")
             target_out = Path(out_dir) if len(calls) == 1 else Path(out_dir) / f"{index}_{call.name}"

@@ -586,3 +586,78 @@ def cond_fn(x: torch.Tensor, flag: torch.Tensor) -> torch.Tensor:
 def _cond() -> Workload:
     """torch.cond: both branches lowered as subgraphs, each call taking one."""
     return Workload(cond_fn, [(torch.randn(8, 8), torch.ones(2)), (torch.randn(8, 8), -torch.ones(2))])
+
+
+def _rope(x: torch.Tensor, freqs: torch.Tensor) -> torch.Tensor:
+    rotated = torch.view_as_complex(x.float().reshape(*x.shape[:-1], -1, 2)) * freqs
+    return torch.view_as_real(rotated).flatten(-2).type_as(x)
+
+
+class ComplexRopeAttention(nn.Module):
+    """Rotary embeddings through complex numbers (Llama's original code): complex ops fall back."""
+
+    def __init__(self, dim: int = 32, heads: int = 4) -> None:
+        super().__init__()
+        self.heads = heads
+        self.qkv = nn.Linear(dim, 3 * dim)
+        self.out = nn.Linear(dim, dim)
+
+    def forward(self, x: torch.Tensor, freqs: torch.Tensor) -> torch.Tensor:
+        b, t, d = x.shape
+        q, k, v = self.qkv(x).view(b, t, 3, self.heads, -1).unbind(2)
+        q, k = _rope(q, freqs), _rope(k, freqs)
+        a = F.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), is_causal=True)
+        return self.out(F.silu(a.transpose(1, 2).reshape(b, t, d)))
+
+
+@case("complex_rope_train")
+def _complex_rope_train() -> Workload:
+    t = 16
+    theta = 1.0 / (10000 ** (torch.arange(0, 8, 2).float() / 8))
+    freqs = torch.polar(torch.ones(t, 4), torch.outer(torch.arange(t).float(), theta))[:, None, :]
+    return Workload(ComplexRopeAttention().train(), [(torch.randn(2, t, 32), freqs)], train=True, loss=_mean_loss)
+
+
+class SamplingNet(nn.Module):
+    """Spatial-transformer-style ops: grid_sample, unfold, pixel_shuffle, ceil-mode pooling."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.theta = nn.Linear(12, 6)
+        self.conv = nn.Conv2d(3, 12, 3, padding=1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        theta = self.theta(x.mean(dim=(2, 3)).repeat(1, 4)).view(-1, 2, 3)
+        grid = F.affine_grid(theta, list(x.shape), align_corners=False)
+        warped = F.grid_sample(x, grid, align_corners=False, padding_mode="border")
+        patches = F.unfold(warped, 2, stride=2).transpose(1, 2)
+        shuffled = F.pixel_shuffle(self.conv(warped), 2)
+        pooled = F.avg_pool2d(shuffled, 3, stride=2, ceil_mode=True)
+        return patches.softmax(-1).sum() + F.adaptive_max_pool2d(pooled, 5).square().mean()
+
+
+@case("sampling_train")
+def _sampling_train() -> Workload:
+    return Workload(SamplingNet().train(), [(torch.randn(2, 3, 10, 10),)], train=True, loss=_mean_loss)
+
+
+def special_fns(x: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    """Rare pointwise math: erfinv, lgamma, digamma, i0, log1p/expm1, atan2, hypot, frexp, copysign."""
+    u = torch.sigmoid(x) * 0.98 + 0.01
+    mantissa, exponent = torch.frexp(y)
+    normal = torch.distributions.Normal(x, y.abs() + 0.5)
+    return (torch.erfinv(2 * u - 1), torch.lgamma(y.abs() + 0.1), torch.digamma(y.abs() + 0.5),
+            torch.special.i0(x), torch.log1p(u) - torch.expm1(-u), torch.atan2(x, y), torch.hypot(x, y),
+            mantissa * exponent, torch.copysign(x, y), normal.log_prob(y), torch.special.xlogy(u, y.abs()))
+
+
+@case("special_fns")
+def _special_fns() -> Workload:
+    return Workload(special_fns, [(torch.randn(7, 33), torch.randn(7, 33))])
+
+
+@case("conv_dynamic")
+def _conv_dynamic() -> Workload:
+    """A conv net compiled with dynamic=True, called with three batch and image sizes."""
+    return Workload(TinyResNet().eval(), [(torch.randn(2, 3, 16, 16),), (torch.randn(3, 3, 20, 20),),
+                                          (torch.randn(1, 3, 12, 18),)], compile_kwargs={"dynamic": True})
