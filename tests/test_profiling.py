@@ -311,6 +311,21 @@ def test_rules_flag_cold_start_many_calls_and_cost_in_children():
     assert kinds["compute-bound"].evidence["busy"] == pytest.approx(0.9)
 
 
+def test_profiled_steps_far_from_the_timed_calls_are_flagged():
+    """Seen on a complex-RoPE attention training step beside a busy machine: eager's profiled step
+    took 12.8 ms against a timed median of 0.54 ms (SDPA's threads waiting for a core), so the
+    category table said compiling saved 11.9 ms per step (gemm 99.97x) while the timed medians said
+    compiled was 1.27x slower. Nothing said the tables and the speed-up disagreed."""
+    distorted = _report(eager=TimingStats("eager", [0.544] * 3), compiled=TimingStats("compiled", [0.690] * 3),
+                        eager_step_us=[12503.0, 10954.0, 12816.0], compiled_step_us=[900.0, 893.0, 713.0])
+    [finding] = [f for f in diagnose(distorted) if f.kind == "profiled-vs-timed"]
+    assert "eager's profiled step takes 12.503 ms, 23.0x its timed median (544.0 us)" in finding.message
+    assert "compiled's" not in finding.message  # 1.3x: within the profiler's own cost
+    assert "profiled speed-up is 14.00x against 0.79x timed" in finding.message
+    assert finding.evidence["profiled_speedup"] == pytest.approx(12503.0 / 893.0)
+    assert not [f for f in diagnose(_report()) if f.kind == "profiled-vs-timed"]  # steps as timed: silent
+
+
 def test_roofline_rule_tells_near_and_far_from_bandwidth():
     near = KernelTiming("near", "e1", "cpp", "#0", calls=1, time_us=100.0, bytes=900_000,
                         achieved_gbps=9.0, bandwidth_share=0.9)

@@ -26,6 +26,7 @@ THRESHOLDS = {
     "hotspot_share": 0.2,         # one kernel with at least this share of kernel time
     "many_calls": 50,             # calls per step that make an event worth batching or fusing
     "cold_start_ratio": 3.0,      # first active step this much wider than the median of the rest
+    "distortion_ratio": 2.0,      # a side's profiled step this many times its timed median (or 1/x)
     "children_ratio": 3.0,        # CPU total / self above this: the cost lives in children
     "children_share": 0.1,        # ... for ops with at least this share of the eager step
     "roofline_low": 0.3,          # memory-bound kernel below this share of copy bandwidth
@@ -60,6 +61,35 @@ def _speedup(report: "ProfileReport") -> list[Finding]:
     return [Finding("speedup", f"Compiled is {factor:.2f}x {verdict} than eager "
                     f"({report.compiled.median_ms:.3f} vs {report.eager.median_ms:.3f} ms per call, medians).",
                     {"speedup": ratio, "verdict": verdict})]
+
+
+@rule("profiled-vs-timed")
+def _profiled_vs_timed(report: "ProfileReport") -> list[Finding]:
+    """The tables come from the profiled steps, the speed-up from the timed calls: when a side's
+    profiled step is far from its timed median, the tables do not describe the timed program."""
+    limit = THRESHOLDS["distortion_ratio"]
+    sides = []
+    for side, steps, timing in (("eager", report.eager_step_us, report.eager),
+                                ("compiled", report.compiled_step_us, report.compiled)):
+        if steps and timing.samples_ms and timing.median_ms > 0:
+            profiled, timed = statistics.median(steps), timing.median_ms * 1000.0
+            sides.append((side, profiled, timed, profiled / timed))
+    distorted = [s for s in sides if not 1 / limit <= s[3] <= limit]
+    if not distorted:
+        return []
+    said = "; ".join(f"{side}'s profiled step takes {format_us(profiled)}, {ratio:.1f}x its timed median "
+                     f"({format_us(timed)})" for side, profiled, timed, ratio in distorted)
+    evidence: dict[str, object] = {f"{side}_ratio": ratio for side, _, _, ratio in sides}
+    compared = ""
+    if report.eager_step_median_us and report.compiled_step_median_us:
+        profiled_speedup = report.eager_step_median_us / report.compiled_step_median_us
+        evidence["profiled_speedup"] = profiled_speedup
+        compared = f" The profiled speed-up is {profiled_speedup:.2f}x against {report.speedup:.2f}x timed."
+    return [Finding("profiled-vs-timed", (
+        f"The profiled steps are not the timed ones: {said}.{compared} The tables (kernels, lines, categories, "
+        "the time saved) come from the profiled steps and do not describe the timed program; the speed-up above "
+        "stands. A busy machine (an op's threads waiting for a core) or the profiler's own cost on many small ops "
+        "does this: profile again on a quiet machine, or with more active steps."), evidence)]
 
 
 @rule("bound")
