@@ -544,7 +544,12 @@ def _judge_suspects(run: _Run, hint_nodes: tuple[str, ...]) -> Optional[tuple[Ca
         return None
     if candidate is None or candidate == run.slicer.full():
         return None
-    return candidate, run.judge(candidate)
+    try:
+        return candidate, run.judge(candidate)
+    except Exception as exc:  # noqa: BLE001 - e.g. values a worker cannot take (vmap's wrapped tensors)
+        run.emit(f"The suspected nodes alone could not be judged ({type(exc).__name__}: {str(exc)[:200]}): "
+                 "confirming the whole graph")
+        return None
 
 
 def _confirm(run: _Run, chosen: Sequence[str],

@@ -1004,3 +1004,37 @@ def test_a_module_is_judged_for_training_only_when_a_backward_reached_it(tmp_pat
     assert f"Net (1 args, {judged}" in said[0], said
     assert result.train == (judged == "training step") and (result.gradients is not None) == result.train
     assert result.found and result.divergence.culprit == "neg"
+
+
+_GENERATE_SCRIPT = """\
+import torch
+from transformers import GPT2Config, GPT2LMHeadModel
+
+torch.manual_seed(0)
+model = GPT2LMHeadModel(GPT2Config(n_layer=2, n_head=2, n_embd=32, vocab_size=128, n_positions=64)).eval()
+model.forward = torch.compile(model.forward)
+with torch.no_grad():
+    model.generate(torch.randint(0, 128, (1, 8)), max_new_tokens=4, do_sample=False, pad_token_id=0)
+"""
+
+
+def test_a_compiled_model_forward_in_generate_is_diagnosed_on_its_first_calls_cache(tmp_path):
+    """``model.forward = torch.compile(model.forward)`` then ``generate``: the first call gets an
+    empty ``DynamicCache``, which it fills, and the later calls extend. The diagnosis replayed the
+    cache as the script left it (11 positions, not the first call's 0) and every run extended it
+    again, so eager disagreed with itself: "eager itself is nondeterministic: not judged", no bug
+    found. Object arguments are now copied at the first call and for every run, and the float64
+    referee widens the model behind a bound ``forward`` (it ran the float32 model: eager's RMSE 0)."""
+    pytest.importorskip("transformers", reason="needs the test extra (transformers)")
+    from instrumented_backend.diagnosis.diagnose import diagnose_script
+
+    script = tmp_path / "generate.py"
+    script.write_text(_GENERATE_SCRIPT)
+    said: list[str] = []
+    with ib.faults.scaled("tanh", 1.05):
+        (result,) = diagnose_script(script, out_dir=tmp_path / "out", minify=False, progress=False, echo=said.append)
+    assert "GPT2LMHeadModel.forward (0 args, keyword arguments input_ids, past_key_values" in said[0], said
+    assert result.verdict == "inaccurate" and result.divergence.culprit == "tanh", result.render()
+    rows = {o.path: o for o in result.outputs.outputs}
+    assert rows["['past_key_values'].layers[0].keys"].shape == [1, 2, 8, 16]  # the prompt's 8 positions
+    assert not rows["['logits']"].passed and rows["['logits']"].rmse_eager > 0  # a float64 referee

@@ -284,6 +284,42 @@ def test_an_output_object_is_compared_through_its_tensors_never_by_identity():
     assert compare_outputs(Marker(), Marker()).passed  # no tensor inside: the same type is the same output
 
 
+def test_an_object_argument_is_copied_for_every_run_its_tensors_widened_for_the_referee():
+    """A model's cache passed to a compiled call (empty on a generation's first call, filled in
+    place by it) gets its own copy per run, as tensors do; modules, optimizers, callables and
+    plain values are passed as they are."""
+    import torch
+
+    from instrumented_backend.diagnosis.accuracy import to_fp64
+    from instrumented_backend.diagnosis.copies import clone_inputs, is_object_argument
+
+    class Layer:
+        def __init__(self) -> None:
+            self.keys = None
+
+    class Cache:
+        def __init__(self) -> None:
+            self.layers = [Layer()]
+
+        def update(self, keys: torch.Tensor) -> None:
+            layer = self.layers[0]
+            layer.keys = keys if layer.keys is None else torch.cat([layer.keys, keys])
+
+    empty = Cache()
+    model = torch.nn.Linear(2, 2)
+    [copy, same_model, same_fn, same_int] = clone_inputs([empty, model, print, 3])
+    copy.update(torch.ones(1, 2))
+    assert empty.layers[0].keys is None and copy.layers[0].keys.shape == (1, 2)  # the original untouched
+    assert same_model is model and same_fn is print and same_int == 3
+    assert [is_object_argument(v) for v in (empty, model, torch.optim.SGD(model.parameters()), print, [empty], 3)] == [
+        True, False, False, False, False, False]
+    wide = to_fp64(copy)
+    assert wide is not copy and wide.layers[0].keys.dtype == torch.float64
+    assert copy.layers[0].keys.dtype == torch.float32
+    method = to_fp64(model.forward)  # a compiled ``model.forward``: its model widened
+    assert method.__self__ is not model and method.__self__.weight.dtype == torch.float64
+
+
 def test_every_record_a_user_receives_is_importable_from_the_package():
     import dataclasses
     import typing

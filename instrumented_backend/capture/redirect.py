@@ -150,10 +150,17 @@ def state_at_first_call(call: CompiledCall) -> Iterator[None]:
 
 def _detached(value: Any) -> Any:
     """A copy of every tensor in ``value`` (lists, tuples, dicts of them too; ``requires_grad``
-    kept): what the script does to its tensors after the first call must not change the call
-    that is replayed."""
-    return torch.utils._pytree.tree_map_only(
-        torch.Tensor, lambda t: t.detach().clone().requires_grad_(t.requires_grad), value)
+    kept), and of every object holding tensors (a model's cache, which the script's later calls
+    extend): what the script does to them after the first call must not change the call that is
+    replayed."""
+    from ..diagnosis.copies import copy_object_argument, is_object_argument
+
+    def copied(leaf: Any) -> Any:
+        if isinstance(leaf, torch.Tensor):
+            return leaf.detach().clone().requires_grad_(leaf.requires_grad)
+        return copy_object_argument(leaf) if is_object_argument(leaf) else leaf
+
+    return torch.utils._pytree.tree_map(copied, value)
 
 
 def _step_state(target: Any) -> Any:

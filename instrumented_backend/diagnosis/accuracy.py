@@ -11,6 +11,7 @@ disagree is reported as nondeterministic, never as a compiler bug.
 from __future__ import annotations
 
 import copy
+import types
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
 
@@ -19,7 +20,7 @@ import torch.utils._pytree as pytree
 
 from minifier.judge import RMSE_MULTIPLIER, clone_tensor, compare_tensor, tolerance_for, widened  # noqa: F401
 
-from .copies import clone_inputs
+from .copies import OBJECT_DEPTH, PLAIN, clone_inputs, copy_object_argument, is_object_argument
 
 if TYPE_CHECKING:
     from .graph_state import GraphState
@@ -106,8 +107,12 @@ def to_fp64(value: Any) -> Any:
         return own(value)
     if isinstance(value, torch.nn.Module):
         return copy.deepcopy(value).double()
+    if isinstance(value, types.MethodType) and isinstance(value.__self__, torch.nn.Module):
+        return types.MethodType(value.__func__, to_fp64(value.__self__))  # a compiled ``model.forward``
     if isinstance(value, torch.Tensor) and (value.is_floating_point() or value.is_complex()):
         return widened(value.detach()).requires_grad_(value.requires_grad)
+    if is_object_argument(value):  # a model's cache: its keys and values widened like the model
+        return copy_object_argument(value, lambda t: to_fp64(t).detach())
     return value
 
 
@@ -118,8 +123,6 @@ def _compare_tensor(path: str, compiled: torch.Tensor, eager: torch.Tensor, fp64
                             **verdict.as_dict())
 
 
-_PLAIN = (torch.Tensor, int, float, complex, bool, str, bytes, type(None), torch.dtype, torch.device, torch.Size)
-_OBJECT_DEPTH = 4  # how deep the attributes of an output object (a model's cache) are followed
 
 
 def _leaves(value: Any, prefix: str = "", depth: int = 0) -> list[tuple[str, Any]]:
@@ -132,10 +135,10 @@ def _leaves(value: Any, prefix: str = "", depth: int = 0) -> list[tuple[str, Any
     for path, leaf in leaves:
         where = prefix + pytree.keystr(path) or "output"
         attributes = getattr(leaf, "__dict__", None)
-        if isinstance(leaf, _PLAIN) or not isinstance(attributes, dict):
+        if isinstance(leaf, PLAIN) or not isinstance(attributes, dict):
             result.append((where, leaf))
             continue
-        tensors = [] if depth >= _OBJECT_DEPTH else [
+        tensors = [] if depth >= OBJECT_DEPTH else [
             item for name, attribute in sorted(attributes.items()) if not name.startswith("_")
             for item in _leaves(attribute, f"{where}.{name}", depth + 1) if isinstance(item[1], torch.Tensor)]
         result.extend(tensors or [(where, f"<{type(leaf).__qualname__}>")])

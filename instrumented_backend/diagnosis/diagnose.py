@@ -22,6 +22,7 @@ import contextlib
 import json
 import sys
 import time
+import types
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator, NamedTuple, Optional, Sequence
@@ -33,6 +34,7 @@ from ..records import KernelLine, to_plain
 from .accuracy import AccuracyReport, clone_inputs, compare_outputs, eager_is_nondeterministic, to_fp64
 from .auto_minify import prewarm_worker, release_worker
 from .compile_error import CompileErrorReport, find_cpp_compile_error
+from .copies import is_object_argument
 from .divergence import DivergenceReport, divergence_in_graph, find_first_divergence
 from .faults import active_faults, lowering_uses
 from .layers import LayerReport, LayerResult, find_failing_layer, judge_layers, same_random_numbers
@@ -370,21 +372,29 @@ def _inputs_like_placeholders(graph: torch.fx.GraphModule) -> Optional[list[Any]
 class KeywordCall(torch.nn.Module):
     """``target(*args, **kwargs)`` as a call with positional arguments only.
 
-    Keyword arguments that hold tensors become trailing positional inputs (cloned, compared, made
-    float64 for the referee and differentiated like every input); the others are passed as given.
+    Keyword arguments that hold tensors (a model's cache too) become trailing positional inputs
+    (cloned, compared, made float64 for the referee and differentiated like every input); the
+    others are passed as given.
     A module ``target`` is a submodule, so its parameters are this module's."""
 
     def __init__(self, target: Callable[..., Any], positional: int, tensor_keys: Sequence[str],
                  constants: dict[str, Any]) -> None:
         super().__init__()
-        self.target = target
+        owner = getattr(target, "__self__", None)
+        if isinstance(target, types.MethodType) and isinstance(owner, torch.nn.Module):
+            # ``model.forward = torch.compile(model.forward)``: the model is a submodule too, so
+            # the float64 referee's ``.double()`` reaches its parameters.
+            self.owner, self.method, self.target = owner, target.__func__, None
+        else:
+            self.method, self.target = None, target
         self.positional = positional
         self.tensor_keys = tuple(tensor_keys)
         self.constants = dict(constants)
 
     def forward(self, *args: Any) -> Any:
         keyword = dict(zip(self.tensor_keys, args[self.positional:]))
-        return self.target(*args[:self.positional], **self.constants, **keyword)
+        target = types.MethodType(self.method, self.owner) if self.method is not None else self.target
+        return target(*args[:self.positional], **self.constants, **keyword)
 
 
 def keyword_call(fn: Callable[..., Any], inputs: Sequence[Any],
@@ -393,7 +403,7 @@ def keyword_call(fn: Callable[..., Any], inputs: Sequence[Any],
     if not kwargs:
         return fn, tuple(inputs)
     tensor_keys = [k for k, v in kwargs.items()
-                   if any(isinstance(leaf, torch.Tensor) for leaf in pytree.tree_leaves(v))]
+                   if any(isinstance(leaf, torch.Tensor) or is_object_argument(leaf) for leaf in pytree.tree_leaves(v))]
     constants = {k: v for k, v in kwargs.items() if k not in tensor_keys}
     wrapped = KeywordCall(fn, len(inputs), tensor_keys, constants)
     return wrapped, (*inputs, *(kwargs[k] for k in tensor_keys))
@@ -659,7 +669,8 @@ def _trains(call: Any, script_finished: bool = False) -> bool:
         return False
     if call.backward:  # a gradient reached what the call computed, or it ran its own backward
         return True
-    if isinstance(call.target, torch.nn.Module) and any(p.requires_grad for p in call.target.parameters()):
+    module = call.target if isinstance(call.target, torch.nn.Module) else getattr(call.target, "__self__", None)
+    if isinstance(module, torch.nn.Module) and any(p.requires_grad for p in module.parameters()):
         return not script_finished
     leaves = pytree.tree_leaves([list(call.args), dict(call.kwargs)])
     return any(isinstance(a, torch.Tensor) and a.requires_grad for a in leaves)

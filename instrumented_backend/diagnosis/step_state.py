@@ -36,10 +36,12 @@ class StepState:
 
     @classmethod
     def of(cls, fn: Callable[..., Any]) -> "StepState":
-        """What ``fn`` names; a module is its own state; empty for a callable Python cannot inspect."""
+        """What ``fn`` names; a module (or a module's method) is its own state; empty for a callable
+        Python cannot inspect."""
         state = cls()
-        if isinstance(fn, torch.nn.Module):
-            state.modules.append(fn)
+        owner = fn if isinstance(fn, torch.nn.Module) else getattr(fn, "__self__", None)
+        if isinstance(owner, torch.nn.Module):  # a module, or its method (a compiled ``model.forward``)
+            state.modules.append(owner)
             return state
         function = inspect.unwrap(getattr(fn, "__func__", fn))
         if not inspect.isfunction(function):
