@@ -282,6 +282,31 @@ def test_a_training_step_profiles_the_compiled_backward_and_leaves_grad_alone():
     assert json.loads(report.to_json())["backward"] is True
 
 
+class _KeyCache:
+    """A model's cache in miniature: each call appends its keys, in place."""
+
+    def __init__(self) -> None:
+        self.keys = torch.zeros(0, 8)
+
+
+def _attend(x: torch.Tensor, cache: _KeyCache) -> torch.Tensor:
+    cache.keys = torch.cat([cache.keys, x])
+    return torch.softmax(x @ cache.keys.T, dim=-1).sum(0)
+
+
+def test_a_call_that_fills_an_object_argument_is_profiled_on_a_copy_each_time():
+    """A compiled ``model.forward`` in ``generate`` is called with a cache it fills. Profiled on the
+    first call's cache object, every timed call extended it: the sequence grew call after call and
+    each length recompiled (a GPT-2's forward profiled as graphs 0/3 and 0/4). Each call now gets its
+    own copy, made before the calls are timed."""
+    torch._dynamo.reset()
+    cache, x = _KeyCache(), torch.randn(4, 8)
+    report = ib.profile(_attend, x, cache, warmup=2, iters=3, active=2, bandwidth=False)
+    assert len(report.graphs) == 1, report.graphs  # one length, one graph: no recompile
+    assert cache.keys.shape == (0, 8)  # the caller's object untouched
+    assert report.kernels and report.eager.samples_ms
+
+
 # --------------------------------------------------------------------------- hand-built reports
 
 def _report(**overrides) -> ProfileReport:

@@ -30,11 +30,11 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, NamedTuple, Optional,
 import torch
 import torch.utils._pytree as pytree
 
+from ..object_arguments import is_object_argument
 from ..records import KernelLine, to_plain
 from .accuracy import AccuracyReport, clone_inputs, compare_outputs, eager_is_nondeterministic, to_fp64
 from .auto_minify import prewarm_worker, release_worker
 from .compile_error import CompileErrorReport, find_cpp_compile_error
-from .copies import is_object_argument
 from .divergence import DivergenceReport, divergence_in_graph, find_first_divergence
 from .faults import active_faults, lowering_uses
 from .layers import LayerReport, LayerResult, find_failing_layer, judge_layers, same_random_numbers

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import collections
 import contextlib
 from typing import Any, Callable, Mapping, Optional
 
 import torch
+import torch.utils._pytree as pytree
 
+from ..object_arguments import copy_object_arguments, is_object_argument
 from ..seams.kernel_profile import KERNEL_PROFILE_OPTION
 from .backward import BackwardStep
 from .collect import run_profiled
@@ -19,6 +22,27 @@ from .timing import time_side_by_side
 
 __all__ = ["profile", "KERNEL_PROFILE_OPTION"]
 
+
+class _Arguments:
+    """The arguments of each call: the same ones every time, or, when an object argument is among
+    them (a model's cache, which each call fills in place: a cache growing call after call makes
+    every call recompile and measure a longer sequence), a copy per call, made before the calls a
+    phase times or profiles (:meth:`reserve`)."""
+
+    def __init__(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        self.args, self.kwargs = args, kwargs
+        self.copied = any(is_object_argument(leaf) for leaf in pytree.tree_leaves([list(args), kwargs]))
+        self.ready: collections.deque[tuple[tuple[Any, ...], dict[str, Any]]] = collections.deque()
+
+    def reserve(self, calls: int) -> None:
+        """Make the copies of the next ``calls`` calls now, outside what is timed."""
+        while self.copied and len(self.ready) < calls:
+            self.ready.append(copy_object_arguments((self.args, self.kwargs)))
+
+    def take(self) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        if not self.copied:
+            return self.args, self.kwargs
+        return self.ready.popleft() if self.ready else copy_object_arguments((self.args, self.kwargs))
 
 
 def _device_of(args: Any, kwargs: Mapping[str, Any], model: Any) -> str:
@@ -67,24 +91,28 @@ def profile(model: Callable[..., Any], *args: Any, warmup: int = 10, iters: int 
     compiled = torch.compile(model, backend="instrumented", options={KERNEL_PROFILE_OPTION: True, **(options or {})})
 
     eager_backward, compiled_backward = BackwardStep("eager"), BackwardStep("compiled")
+    arguments = _Arguments(args, kwargs)
 
     def eager_call() -> Any:
+        call_args, call_kwargs = arguments.take()
         with grad():
-            out = model(*args, **kwargs)
+            out = model(*call_args, **call_kwargs)
             if backward:
                 eager_backward(out)
             return out
 
     def compiled_call() -> Any:
+        call_args, call_kwargs = arguments.take()
         with grad():
-            out = compiled(*args, **kwargs)
+            out = compiled(*call_args, **call_kwargs)
             if backward:
                 compiled_backward(out)
             return out
 
     def tagged_call() -> Any:
+        call_args, call_kwargs = arguments.take()
         with grad(), SourceTagging():
-            out = model(*args, **kwargs)
+            out = model(*call_args, **call_kwargs)
         if backward:
             with grad():
                 eager_backward(out)
@@ -101,10 +129,14 @@ def profile(model: Callable[..., Any], *args: Any, warmup: int = 10, iters: int 
                              "backward=False: its backward is profiled as part of the call") from exc
     with capture() as session:
         compiled_call()  # compiles (and records) every graph, the backward too, before anything is timed
+        arguments.reserve(2 * (warmup + iters))
         timings = time_side_by_side({"eager": eager_call, "compiled": compiled_call}, warmup=warmup, iters=iters,
                                     sync=sync)
+        arguments.reserve(2 + active)
         compiled_run = run_profiled(compiled_call, active=active, device=device, sync=sync)
+        arguments.reserve(2 + active)
         eager_run = run_profiled(eager_call, active=active, device=device, sync=sync)
+        arguments.reserve(2)
         tagged_run = run_profiled(tagged_call, active=1, wait=0, warmup=1, device=device, sync=sync)
     graphs = list(session)
     kernels, unmatched = join_compiled(compiled_run, graphs)
