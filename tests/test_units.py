@@ -290,9 +290,9 @@ def test_an_object_argument_is_copied_for_every_run_its_tensors_widened_for_the_
     plain values are passed as they are."""
     import torch
 
+    from instrumented_backend.capture.object_arguments import is_object_argument
     from instrumented_backend.diagnosis.accuracy import to_fp64
     from instrumented_backend.diagnosis.copies import clone_inputs
-    from instrumented_backend.object_arguments import is_object_argument
 
     class Layer:
         def __init__(self) -> None:

@@ -153,7 +153,7 @@ def _detached(value: Any) -> Any:
     kept), and of every object holding tensors (a model's cache, which the script's later calls
     extend): what the script does to them after the first call must not change the call that is
     replayed."""
-    from ..object_arguments import copy_object_argument, is_object_argument
+    from .object_arguments import copy_object_argument, is_object_argument
 
     def copied(leaf: Any) -> Any:
         if isinstance(leaf, torch.Tensor):

@@ -20,7 +20,7 @@ import torch.utils._pytree as pytree
 
 from minifier.judge import RMSE_MULTIPLIER, clone_tensor, compare_tensor, tolerance_for, widened  # noqa: F401
 
-from ..object_arguments import OBJECT_DEPTH, PLAIN, copy_object_argument, is_object_argument
+from ..capture.object_arguments import OBJECT_DEPTH, PLAIN, copy_object_argument, is_object_argument
 from .copies import clone_inputs
 
 if TYPE_CHECKING:

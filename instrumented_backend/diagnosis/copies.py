@@ -9,7 +9,7 @@ import torch.utils._pytree as pytree
 
 from minifier.judge import clone_tensor
 
-from ..object_arguments import copy_object_argument, is_object_argument
+from ..capture.object_arguments import copy_object_argument, is_object_argument
 
 __all__ = ["clone_inputs", "same_values"]
 

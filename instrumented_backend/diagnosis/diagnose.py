@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, NamedTuple, Optional,
 import torch
 import torch.utils._pytree as pytree
 
-from ..object_arguments import is_object_argument
+from ..capture.object_arguments import is_object_argument
 from ..records import KernelLine, to_plain
 from .accuracy import AccuracyReport, clone_inputs, compare_outputs, eager_is_nondeterministic, to_fp64
 from .auto_minify import prewarm_worker, release_worker

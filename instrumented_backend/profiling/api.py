@@ -9,7 +9,7 @@ from typing import Any, Callable, Mapping, Optional
 import torch
 import torch.utils._pytree as pytree
 
-from ..object_arguments import copy_object_arguments, is_object_argument
+from ..capture.object_arguments import copy_object_arguments, is_object_argument
 from ..seams.kernel_profile import KERNEL_PROFILE_OPTION
 from .backward import BackwardStep
 from .collect import run_profiled
