@@ -216,6 +216,29 @@ def test_the_compile_error_report_highlights_the_failing_line(browser, compile_e
     assert console_errors(browser) == []
 
 
+def test_the_diagnose_report_opens_on_its_verdict_tables_and_repro(browser, tmp_path):
+    """``diagnose`` writes report.html: it showed the first diverging kernel only, not the verdict,
+    the outputs against eager, the failing layer or the repro that diagnosis.txt gives. They now
+    open the page, above the kernel's section (whose lines the page links)."""
+    from selenium.webdriver.common.by import By
+
+    torch.compiler.reset()
+    with ib.faults.doubling_neg():
+        result = ib.diagnose(foo1, *tutorial_inputs(), out_dir=tmp_path)
+    path = Path(result.reports["html"])
+    titles = [s["title"] for s in _page_data(path.read_text())["sections"]]
+    assert titles[:2] == ["Diagnosis: the compiled outputs are wrong", "First diverging kernel"], titles
+    _open(browser, path)
+    [first, *_] = browser.find_elements(By.CSS_SELECTOR, "#run-sections .diag")
+    shown = first.text
+    assert "Diagnosis: the compiled outputs are wrong" in shown and "error" in first.get_attribute("class")
+    assert "outputs against eager (fp64 referee)" in shown and "first failing layer: inductor" in shown
+    assert f"run it: {result.repro_command}" in shown and NEG_SOURCE in shown
+    assert "its kernel, the culprit and its lines" not in shown  # that part is the next section's
+    _shot(browser, "report_diagnosis")
+    assert console_errors(browser) == []
+
+
 def test_profile_and_divergence_add_their_overlay_and_sections(tmp_path):
     """A profile colours kernels and source lines by their share; the first diverging kernel of
     the tutorial's doubling-neg bug gets its section, pointing at the culprit's kernel lines."""

@@ -105,13 +105,19 @@ class Diagnosis:
     def repro_command(self) -> str:
         return f"python {self.repro_path}" if self.repro_path else ""
 
-    def render(self) -> str:
-        """The diagnosis as text, in the order it was found."""
-        head = {"passed": "no bug found", "nondeterministic": "eager itself is nondeterministic: not judged",
+    @property
+    def headline(self) -> str:
+        """The verdict in words ("the compiled outputs are wrong")."""
+        return {"passed": "no bug found", "nondeterministic": "eager itself is nondeterministic: not judged",
                 "eager_error": "eager itself raises on these arguments: the program's error, not the compiler's",
                 "compile_error": "the compile fails", "runtime_error": "the compiled code raises",
-                "inaccurate": "the compiled outputs are wrong", "wrong_gradient": "the compiled gradients are wrong"}
-        out = [f"diagnose {self.target}{' (training step)' if self.train else ''}: {head[self.verdict]}",
+                "inaccurate": "the compiled outputs are wrong",
+                "wrong_gradient": "the compiled gradients are wrong"}[self.verdict]
+
+    def render(self, *, divergence: bool = True) -> str:
+        """The diagnosis as text, in the order it was found (``divergence=False``: without the
+        first diverging buffer's part, which the HTML report shows beside its kernel lines)."""
+        out = [f"diagnose {self.target}{' (training step)' if self.train else ''}: {self.headline}",
                f"graphs checked: {', '.join(self.graphs) or 'none'}"]
         if self.verdict == "passed" and not self.graphs:
             out.append("nothing was compiled: the call ran eagerly, so no compiled code was judged")
@@ -137,9 +143,11 @@ class Diagnosis:
                 out += ["", f"== {title} against eager (fp64 referee) ==", report.render()]
         if self.layers is not None:
             out += ["", "== 1. which layer fails ==", self.layers.render()]
-        if self.divergence is not None:
+        if self.divergence is not None and divergence:
             out += ["", "== 2. the first diverging buffer, its kernel, the culprit and its lines ==",
                     self.divergence.render()]
+        elif self.divergence is not None:
+            out += ["", "== 2. the first diverging buffer: in its own section, beside its kernel lines =="]
         sources = dict.fromkeys(f"{line.source}: {line.source.code}" for line in self.culprit_lines
                                 if line.source is not None)
         out.extend(f"  culprit source line: {source}" for source in list(sources)[:3])
@@ -629,7 +637,8 @@ def _finish(result: Diagnosis, out: Path, graphs: list["GraphCapture"], started:
     result.reports = {"text": str(out / "diagnosis.txt"), "json": str(out / "diagnosis.json")}
     if graphs:
         try:
-            result.reports["html"] = str(html(graphs, out / "report.html", divergence=result.divergence))
+            result.reports["html"] = str(html(graphs, out / "report.html", divergence=result.divergence,
+                                              diagnosis=result))
         except Exception as exc:  # noqa: BLE001 - the text and JSON reports still stand
             result.reports["html"] = f"(not written: {_error_text(exc)})"
     _write_text_reports(result, out)

@@ -18,6 +18,7 @@ from .sections import kernel_shares, run_sections, source_shares
 if TYPE_CHECKING:
     from minifier import MinifyResult
 
+    from ..diagnosis.diagnose import Diagnosis
     from ..diagnosis.divergence import DivergenceReport
     from ..graphs import CaptureSession, GraphCapture
     from ..profiling.report import ProfileReport
@@ -51,7 +52,7 @@ def _graphs(source: Captures) -> list["GraphCapture"]:
 
 def render_html(source: Captures, *, profile: Optional["ProfileReport"] = None,
                 divergence: Optional["DivergenceReport"] = None, minified: Optional["MinifyResult"] = None,
-                title: str = "instrumented-backend report") -> str:
+                diagnosis: Optional["Diagnosis"] = None, title: str = "instrumented-backend report") -> str:
     """The report page as a string (see :func:`html`)."""
     graphs = _graphs(source)
     shares = kernel_shares(profile)
@@ -60,7 +61,8 @@ def render_html(source: Captures, *, profile: Optional["ProfileReport"] = None,
         "title": title,
         "panes": PANES,
         "graphs": pages,
-        "sections": run_sections(graphs, profile=profile, divergence=divergence, minified=minified),
+        "sections": run_sections(graphs, profile=profile, divergence=divergence, minified=minified,
+                                 diagnosis=diagnosis),
         "sourceShares": source_shares(profile),
         "highlighted": pygments_available(),
     }
@@ -76,14 +78,17 @@ def render_html(source: Captures, *, profile: Optional["ProfileReport"] = None,
 
 def html(source: Captures, path: "str | Path", profile: Optional["ProfileReport"] = None, *,
          divergence: Optional["DivergenceReport"] = None, minified: Optional["MinifyResult"] = None,
-         title: str = "instrumented-backend report") -> Path:
+         diagnosis: Optional["Diagnosis"] = None, title: str = "instrumented-backend report") -> Path:
     """Write the report for ``source`` (a session, captures, one capture, or a dump folder) to
     ``path`` and return it. ``profile`` adds the timing overlay and the eager-vs-compiled
-    comparison; ``divergence`` (from ``ib.find_first_divergence``) and ``minified`` (a minifier
-    result) add their sections. Open the file in a browser; it needs no server or network.
+    comparison; ``divergence`` (from ``ib.find_first_divergence``), ``minified`` (a minifier
+    result) and ``diagnosis`` (from ``ib.diagnose``: its verdict, the outputs and gradients
+    against eager, the failing layer, the repro) add their sections. Open the file in a browser;
+    it needs no server or network.
     """
     target = Path(path)
-    text = render_html(source, profile=profile, divergence=divergence, minified=minified, title=title)
+    text = render_html(source, profile=profile, divergence=divergence, minified=minified, diagnosis=diagnosis,
+                       title=title)
     target.parent.mkdir(parents=True, exist_ok=True)
     partial = target.with_name(target.name + ".partial")
     partial.write_text(text, encoding="utf-8")

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Optional
 if TYPE_CHECKING:
     from minifier import MinifyResult
 
+    from ..diagnosis.diagnose import Diagnosis
     from ..diagnosis.divergence import DivergenceReport
     from ..graphs import GraphCapture
     from ..profiling.report import ProfileReport
@@ -46,10 +47,14 @@ def graph_sections(graph: "GraphCapture") -> list[dict[str, Any]]:
 
 def run_sections(graphs: list["GraphCapture"], *, profile: Optional["ProfileReport"] = None,
                  divergence: Optional["DivergenceReport"] = None,
-                 minified: Optional["MinifyResult"] = None) -> list[dict[str, Any]]:
+                 minified: Optional["MinifyResult"] = None,
+                 diagnosis: Optional["Diagnosis"] = None) -> list[dict[str, Any]]:
     """Sections about the run as a whole (shown above the graphs)."""
     by_label = {g.label: g.index for g in graphs}
     sections = []
+    if diagnosis is not None:  # first: the verdict, the tables against eager, the layer, the repro
+        kind = "error" if diagnosis.found else "ok" if diagnosis.verdict == "passed" else "info"
+        sections.append(_section(f"Diagnosis: {diagnosis.headline}", diagnosis.render(divergence=False), kind))
     if divergence is not None:
         lines = sorted({line.number for line in divergence.lines})
         sections.append(_section("First diverging kernel", divergence.render(), "error" if divergence.found else "ok",
