@@ -754,6 +754,8 @@ def minify(
         workers = default_workers()
     if not isinstance(workers, int) or workers < 1:
         raise MinifierError(f"minify: workers must be a positive int, got {workers!r}")
+    if not isinstance(assume_failing, bool):
+        raise MinifierError(f"minify: assume_failing must be True or False, got {assume_failing!r}")
     hint_nodes = tuple(inlined.get(name, name) for name in hint_nodes)
     chosen = list(strategies) if strategies is not None else list(STRATEGIES)
     exposed = None

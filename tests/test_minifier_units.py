@@ -234,6 +234,8 @@ def test_bad_input_gets_a_clear_error(sliced):
         minifier.minify(gm, inputs, check="accuracy")
     with pytest.raises(minifier.MinifierError, match="unknown strategies"):
         minifier.minify(gm, inputs, check=CompileFailure(), strategies=["Shrink harder"])
+    with pytest.raises(minifier.MinifierError, match="assume_failing must be True or False, got 'yes'"):
+        minifier.minify(gm, inputs, check=CompileFailure(), assume_failing="yes")
 
 
 def test_a_graph_with_control_flow_subgraphs_is_refused_by_name():
