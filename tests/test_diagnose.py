@@ -1012,7 +1012,7 @@ from transformers import GPT2Config, GPT2LMHeadModel
 
 torch.manual_seed(0)
 model = GPT2LMHeadModel(GPT2Config(n_layer=2, n_head=2, n_embd=32, vocab_size=128, n_positions=64)).eval()
-model.forward = torch.compile(model.forward)
+model.forward = torch.compile(model.forward, fullgraph=True)
 with torch.no_grad():
     model.generate(torch.randint(0, 128, (1, 8)), max_new_tokens=4, do_sample=False, pad_token_id=0)
 """
@@ -1024,7 +1024,9 @@ def test_a_compiled_model_forward_in_generate_is_diagnosed_on_its_first_calls_ca
     cache as the script left it (11 positions, not the first call's 0) and every run extended it
     again, so eager disagreed with itself: "eager itself is nondeterministic: not judged", no bug
     found. Object arguments are now copied at the first call and for every run, and the float64
-    referee widens the model behind a bound ``forward`` (it ran the float32 model: eager's RMSE 0)."""
+    referee widens the model behind a bound ``forward`` (it ran the float32 model: eager's RMSE 0),
+    without changing what is compiled (``fullgraph=True``: binding the method inside the compiled
+    wrapper was "Unsupported: Unsupported function call")."""
     pytest.importorskip("transformers", reason="needs the test extra (transformers)")
     from instrumented_backend.diagnosis.diagnose import diagnose_script
 

@@ -390,19 +390,18 @@ class KeywordCall(torch.nn.Module):
         super().__init__()
         owner = getattr(target, "__self__", None)
         if isinstance(target, types.MethodType) and isinstance(owner, torch.nn.Module):
-            # ``model.forward = torch.compile(model.forward)``: the model is a submodule too, so
-            # the float64 referee's ``.double()`` reaches its parameters.
-            self.owner, self.method, self.target = owner, target.__func__, None
-        else:
-            self.method, self.target = None, target
+            # ``model.forward = torch.compile(model.forward)``: the model is a submodule too, so the
+            # float64 referee's ``.double()`` reaches its parameters (a deep copy of this module
+            # binds the copied method to the copied model).
+            self.owner = owner
+        self.target = target
         self.positional = positional
         self.tensor_keys = tuple(tensor_keys)
         self.constants = dict(constants)
 
     def forward(self, *args: Any) -> Any:
         keyword = dict(zip(self.tensor_keys, args[self.positional:]))
-        target = types.MethodType(self.method, self.owner) if self.method is not None else self.target
-        return target(*args[:self.positional], **self.constants, **keyword)
+        return self.target(*args[:self.positional], **self.constants, **keyword)
 
 
 def keyword_call(fn: Callable[..., Any], inputs: Sequence[Any],
