@@ -186,6 +186,44 @@ def test_a_moved_lazy_graph_module_is_reported(monkeypatch):
         lazy_graph.check()
 
 
+def test_a_dynamo_graphs_attributes_are_named_as_the_program_reaches_them():
+    """Dynamo flattens an attribute's source into its name (``self___param_groups_0__params___0``);
+    the seam reads the source it keeps, the graph copies carry it, and a dict's n-th key (an
+    optimizer's state, keyed by its parameters) reads ``<key n>``."""
+    from instrumented_backend.capture.graph_copy import GraphSnapshot
+    from instrumented_backend.seams.dynamo_sources import attribute_sources, readable_source
+
+    model = torch.nn.Linear(4, 4)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    model(torch.randn(2, 4)).sum().backward()
+    optimizer.step()  # momentum buffers exist: the compiled step reads them from its state
+    seen = []
+
+    def keep(gm, example_inputs):
+        seen.append(gm)
+        return gm.forward
+
+    torch._dynamo.reset()
+    torch.compile(lambda: optimizer.step(), backend=keep)()
+    torch._dynamo.reset()
+    names = attribute_sources(seen[-1])
+    assert "self.param_groups[0]['params'][0]" in names.values(), names
+    assert any(name.startswith("self.state[<key 0>]") for name in names.values()), names
+    assert attribute_sources(GraphSnapshot(seen[-1]).module()) == names
+    assert attribute_sources(torch.fx.symbolic_trace(model)) == {}  # not a Dynamo graph
+    assert readable_source("G['model']._modules['0'].weight") == "model._modules['0'].weight"
+
+
+def test_a_moved_attribute_source_table_is_reported(monkeypatch):
+    import inspect
+
+    from instrumented_backend.seams import dynamo_sources
+
+    monkeypatch.setattr(inspect, "getsource", lambda obj: "")
+    with pytest.raises(SeamMoved, match="no longer sets gm._param_name_to_source"):
+        dynamo_sources.check()
+
+
 def test_graph_copies_generate_their_code_on_first_use():
     from instrumented_backend.capture.graph_copy import GraphSnapshot
 

@@ -20,6 +20,7 @@ import torch.fx
 from ..deferred import Deferred
 from ..fail_soft import warn_once
 from ..seams import graph_structure
+from ..seams.dynamo_sources import carry_sources
 from ..seams.lazy_graph import lazy_graph_module
 
 __all__ = ["GraphSnapshot", "count_nodes", "printed_later"]
@@ -46,6 +47,7 @@ class GraphSnapshot:
             gm, attributes, class_name=type(gm).__name__)
         self._module.meta = dict(getattr(gm, "meta", {}) or {})
         self._module.shape_env = getattr(gm, "shape_env", None)
+        carry_sources(gm, self._module)  # the program's names for its attributes (optimizer state)
         self._built = Deferred(self._build, fallback=None, on_error=self._failed)
 
     def module(self) -> torch.fx.GraphModule:

@@ -238,6 +238,7 @@ def check_graph_call(graph: torch.fx.GraphModule, args: Sequence[Any], compiled_
     """
     from minifier.graph import attribute
 
+    from ..seams.dynamo_sources import attribute_sources
     from .graph_state import GraphState, updated_inputs
 
     state = state if state is not None else GraphState.of(graph)
@@ -257,9 +258,11 @@ def check_graph_call(graph: torch.fx.GraphModule, args: Sequence[Any], compiled_
         if not inputs and not attributes:
             return compare_outputs(compiled_result, first, fp64[0] if fp64 else None, tol=tol, backend=backend)
 
+        names = attribute_sources(graph)  # the optimizer state as the program names it, not Dynamo's flat name
+
         def judged(output: Any, after: Sequence[Any], module: torch.nn.Module) -> dict[str, Any]:
             updated = {f"input {i}": after[i] for i in inputs}
-            updated.update((path, attribute(module, path)) for path in attributes)
+            updated.update((names.get(path, path), attribute(module, path)) for path in attributes)
             return {"output": output, "updated": updated}
 
         compiled = judged(compiled_result, args_after if args_after is not None else first_args, graph)
