@@ -1040,3 +1040,42 @@ def test_a_compiled_model_forward_in_generate_is_diagnosed_on_its_first_calls_ca
     rows = {o.path: o for o in result.outputs.outputs}
     assert rows["['past_key_values'].layers[0].keys"].shape == [1, 2, 8, 16]  # the prompt's 8 positions
     assert not rows["['logits']"].passed and rows["['logits']"].rmse_eager > 0  # a float64 referee
+
+
+_AUTOCAST_SCRIPT = """\
+import torch
+
+
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(16, 32)
+
+    def forward(self, x):
+        return torch.neg(self.fc(x)).sum(-1)
+
+
+torch.manual_seed(0)
+model = torch.compile(Net().eval())
+with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):
+    print(model(torch.randn(4, 16)).dtype)
+"""
+
+
+def test_a_call_made_under_autocast_is_diagnosed_under_it(tmp_path):
+    """The script ran its compiled model under ``torch.autocast("cpu", dtype=torch.bfloat16)``;
+    the diagnosis, made after the script ended, replayed it in float32: another program, other
+    kernels (a bug of the bfloat16 casts could not show). Autocast is now on again as at the first
+    call, said so, and the repro is minified from the post-AOT graph, whose casts are explicit."""
+    from instrumented_backend.diagnosis.diagnose import diagnose_script
+
+    script = tmp_path / "amp.py"
+    script.write_text(_AUTOCAST_SCRIPT)
+    said: list[str] = []
+    with ib.faults.doubling_neg():
+        (result,) = diagnose_script(script, out_dir=tmp_path / "out", progress=False, echo=said.append)
+        assert _reproduces(result.repro_path), result.minifier
+    assert any("on again for its diagnosis: torch.autocast('cpu', dtype=torch.bfloat16)" in line for line in said), said
+    assert result.verdict == "inaccurate" and result.divergence.culprit == "neg"
+    assert [o.dtype for o in result.outputs.outputs] == ["bfloat16"]  # as the script computed it
+    assert "dtype=torch.bfloat16)" in Path(result.repro_path).read_text()  # the repro's input: the bf16 matmul

@@ -307,6 +307,26 @@ def test_a_call_that_fills_an_object_argument_is_profiled_on_a_copy_each_time():
     assert report.kernels and report.eager.samples_ms
 
 
+def test_a_script_that_runs_under_autocast_is_profiled_under_it(tmp_path):
+    """A script that runs its compiled model under ``torch.autocast`` (bfloat16 on the CPU) was
+    profiled after it ended, in float32: the speed-up of a program the script never runs. Now the
+    profile runs under the autocast of the first call, and says so."""
+    from instrumented_backend.profiling.script import profile_script
+
+    script = tmp_path / "amp.py"
+    script.write_text(
+        "import torch\n"
+        "model = torch.compile(torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.Tanh()).eval())\n"
+        "with torch.no_grad(), torch.autocast('cpu', dtype=torch.bfloat16):\n"
+        "    model(torch.randn(8, 32))\n")
+    said: list[str] = []
+    torch._dynamo.reset()
+    (report,) = profile_script(script, warmup=1, iters=2, active=1, echo=said.append)
+    assert "(1 args, no_grad, under torch.autocast('cpu', dtype=torch.bfloat16))" in said[0], said
+    assert any("convert_element_type" in " ".join(k.fx_nodes) for k in report.kernels), report.kernels  # bf16 casts
+    assert not torch.is_autocast_enabled("cpu")  # off again afterwards
+
+
 # --------------------------------------------------------------------------- hand-built reports
 
 def _report(**overrides) -> ProfileReport:

@@ -19,7 +19,7 @@ from typing import Any, Callable, Iterator, Optional, Sequence
 import torch
 
 __all__ = ["redirect_torch_compile", "run_as_main", "CompiledCall", "record_compiled_calls", "state_at_first_call",
-           "COMPILE_SETTINGS"]
+           "autocast_now", "autocast_at_first_call", "COMPILE_SETTINGS"]
 
 # The torch.compile arguments that change what is compiled: a replay of a recorded call repeats them.
 COMPILE_SETTINGS = ("dynamic", "mode", "options", "fullgraph")
@@ -123,6 +123,9 @@ class CompiledCall:
     # call (weights, gradients, buffers, optimizer state; a ``StepState.save``), which the script
     # moves on afterwards (``optimizer.zero_grad()`` leaves a replayed optimizer step nothing to do).
     state: Any = None
+    # The autocast in effect at the first call: (device type, dtype) of each device it was on for
+    # (a training loop under ``torch.autocast("cpu", dtype=torch.bfloat16)``); replayed with it.
+    autocast: list[tuple[str, torch.dtype]] = field(default_factory=list)
 
     @property
     def options(self) -> dict[str, Any]:
@@ -146,6 +149,25 @@ def state_at_first_call(call: CompiledCall) -> Iterator[None]:
         yield
     finally:
         state.restore(now)
+
+
+_AUTOCAST_DEVICES = ("cpu", "cuda")
+
+
+def autocast_now() -> list[tuple[str, torch.dtype]]:
+    """(device type, dtype) of each device autocast is on for here."""
+    return [(device, torch.get_autocast_dtype(device)) for device in _AUTOCAST_DEVICES
+            if torch.is_autocast_enabled(device)]
+
+
+@contextlib.contextmanager
+def autocast_at_first_call(call: CompiledCall) -> Iterator[list[str]]:
+    """Inside the block, autocast is on as it was at ``call``'s first call (the script's ``with
+    torch.autocast(...)`` block has ended by now); yields a description of each."""
+    with contextlib.ExitStack() as stack:
+        for device, dtype in call.autocast:
+            stack.enter_context(torch.autocast(device_type=device, dtype=dtype))
+        yield [f"torch.autocast({device!r}, dtype={dtype})" for device, dtype in call.autocast]
 
 
 def _detached(value: Any) -> Any:
@@ -234,7 +256,8 @@ def record_compiled_calls(calls: list[CompiledCall]) -> Callable[[], None]:
             record = CompiledCall(target, tuple(_detached(a) for a in args),
                                   {k: _detached(v) for k, v in kwargs.items()}, torch.is_grad_enabled(),
                                   getattr(target, "__qualname__", type(target).__name__), settings,
-                                  faults=active_faults(), inductor_config=plain_inductor_config())
+                                  faults=active_faults(), inductor_config=plain_inductor_config(),
+                                  autocast=autocast_now())
             made.append(record)
             calls.append(record)
             state = _step_state(target)

@@ -31,6 +31,7 @@ import torch
 import torch.utils._pytree as pytree
 
 from ..capture.object_arguments import is_object_argument
+from ..capture.redirect import autocast_now
 from ..records import KernelLine, to_plain
 from .accuracy import AccuracyReport, clone_inputs, compare_outputs, eager_is_nondeterministic, to_fp64
 from .auto_minify import prewarm_worker, release_worker
@@ -556,7 +557,7 @@ def diagnose(fn: Callable[..., Any], *inputs: Any, kwargs: Optional[dict[str, An
                 hints = list(graph.nodes[culprit].dynamo_nodes) if culprit in graph.nodes else []
                 if graph.post_grad_graph is not None:
                     instead = (graph.post_grad_graph, graph.call_args, [culprit] if culprit else [])
-                if first_call:
+                if first_call and not autocast_now():
                     target_graph, args = graph.dynamo_graph, first_call
                 elif instead is not None:
                     target_graph, args, hints = instead
@@ -653,13 +654,15 @@ def _write_text_reports(result: Diagnosis, out: Path) -> None:
 @contextlib.contextmanager
 def _as_at_first_call(call: Any) -> Iterator[list[str]]:
     """Inside the block, what was in effect at ``call`` (a recorded first call) and is not now is
-    on again: its injected faults and Inductor config values (a script that set them in a ``with``
-    block around its loop has left it by now). Yields a description of each."""
+    on again: its injected faults, Inductor config values and autocast (a script that set them in
+    a ``with`` block around its loop has left it by now). Yields a description of each."""
+    from ..capture.redirect import autocast_at_first_call
     from ..seams.inductor_options import inductor_config_patch, plain_inductor_config
     from .faults import reapplied
 
     with contextlib.ExitStack() as stack:
         described = [f"fault {fault.label}" for fault in stack.enter_context(reapplied(call.faults))]
+        described += stack.enter_context(autocast_at_first_call(call))
         now = plain_inductor_config()
         config = {k: v for k, v in call.inductor_config.items() if k in now and now[k] != v}
         if config:

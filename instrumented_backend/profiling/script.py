@@ -16,7 +16,13 @@ import sys
 from pathlib import Path
 from typing import Callable, Optional, Sequence
 
-from ..capture.redirect import CompiledCall, record_compiled_calls, run_as_main, state_at_first_call
+from ..capture.redirect import (
+    CompiledCall,
+    autocast_at_first_call,
+    record_compiled_calls,
+    run_as_main,
+    state_at_first_call,
+)
 from .api import profile
 from .report import ProfileReport
 
@@ -46,9 +52,11 @@ def profile_script(script: "str | Path", argv: Sequence[str] = (), *, warmup: in
             # a step that runs its own backward is profiled as it is: no second backward after it
             backward = call.grad_enabled and call.backward and not call.own_backward
             shape = ", forward and backward" if backward else ", runs its own backward" if call.own_backward else ""
-            say(f"instrumented_backend profile: [{index}] {call.name} ({len(call.args)} args, "
-                f"{'grad' if call.grad_enabled else 'no_grad'}{shape})")
-            with state_at_first_call(call):  # an optimizer step: the gradients it had, not zero_grad()'s None
+            # an optimizer step: the gradients it had, not zero_grad()'s None; autocast as at the call
+            with state_at_first_call(call), autocast_at_first_call(call) as autocast:
+                under = f", under {', '.join(autocast)}" if autocast else ""
+                say(f"instrumented_backend profile: [{index}] {call.name} ({len(call.args)} args, "
+                    f"{'grad' if call.grad_enabled else 'no_grad'}{shape}{under})")
                 reports.append(profile(call.target, *call.args, warmup=warmup, iters=iters, active=active,
                                        no_grad=not call.grad_enabled, backward=backward, options=call.options or None,
                                        **call.kwargs))
