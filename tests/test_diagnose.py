@@ -511,14 +511,20 @@ def test_what_was_on_at_a_first_call_is_on_in_the_block_and_off_after():
     shifted_exp = ib.faults.bad_lowering("exp", "std::exp({x} + 1)", vectorized="({x} + decltype({x})(1)).exp()",
                                          name="shifted exp")
     first_call = SimpleNamespace(faults=[ib.faults.doubling_neg().fault, shifted_exp.fault],
-                                 inductor_config={"epilogue_fusion": False, "max_fusion_size": 64})
+                                 inductor_config={"epilogue_fusion": False, "max_fusion_size": 64},
+                                 autocast=[("cpu", torch.bfloat16)])
     with shifted_exp:
         with _as_at_first_call(first_call) as restored:
-            assert restored == ["fault doubling neg", "Inductor config epilogue_fusion=False"]
+            assert restored == ["fault doubling neg", "torch.autocast('cpu', dtype=torch.bfloat16)",
+                                "Inductor config epilogue_fusion=False"]
             assert [f.name for f in ib.faults.active_faults()] == ["shifted exp", "doubling neg"]
             assert inductor_config.epilogue_fusion is False
+            assert torch.is_autocast_enabled("cpu") and torch.get_autocast_dtype("cpu") == torch.bfloat16
         assert [f.name for f in ib.faults.active_faults()] == ["shifted exp"]
     assert inductor_config.epilogue_fusion is True and not ib.faults.active_faults()
+    assert not torch.is_autocast_enabled("cpu")
+    with torch.autocast("cpu", dtype=torch.bfloat16), _as_at_first_call(first_call) as restored:
+        assert "torch.autocast('cpu', dtype=torch.bfloat16)" not in restored  # on already, as it was
 
 
 _OUT_OF_RANGE_SCRIPT = """\

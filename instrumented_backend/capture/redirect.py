@@ -163,11 +163,14 @@ def autocast_now() -> list[tuple[str, torch.dtype]]:
 @contextlib.contextmanager
 def autocast_at_first_call(call: CompiledCall) -> Iterator[list[str]]:
     """Inside the block, autocast is on as it was at ``call``'s first call (the script's ``with
-    torch.autocast(...)`` block has ended by now); yields a description of each."""
+    torch.autocast(...)`` block has ended by now); yields a description of each it entered (none
+    for one on already, as it was)."""
+    now = autocast_now()
+    entered = [(device, dtype) for device, dtype in call.autocast if (device, dtype) not in now]
     with contextlib.ExitStack() as stack:
-        for device, dtype in call.autocast:
+        for device, dtype in entered:
             stack.enter_context(torch.autocast(device_type=device, dtype=dtype))
-        yield [f"torch.autocast({device!r}, dtype={dtype})" for device, dtype in call.autocast]
+        yield [f"torch.autocast({device!r}, dtype={dtype})" for device, dtype in entered]
 
 
 def _detached(value: Any) -> Any:
