@@ -124,8 +124,6 @@ def _compare_tensor(path: str, compiled: torch.Tensor, eager: torch.Tensor, fp64
                             **verdict.as_dict())
 
 
-
-
 def _leaves(value: Any, prefix: str = "", depth: int = 0) -> list[tuple[str, Any]]:
     """``(path, leaf)`` of every leaf of an output: pytree containers are flattened, and an object
     that is neither a container nor a plain value (a Hugging Face ``DynamicCache``, whose tensors

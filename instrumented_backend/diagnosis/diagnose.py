@@ -719,7 +719,7 @@ def diagnose_script(script: "str | Path", argv: Sequence[str] = (), *, out_dir: 
             args, kwargs = (call.raising_args, call.raising_kwargs) if call.raising_call else (call.args, call.kwargs)
             keywords = f", keyword arguments {', '.join(kwargs)}" if kwargs else ""
             which = f", its call {call.raising_call}: the first that raised" if call.raising_call else ""
-            if not train and call.grad_enabled and _trains(call):
+            if not train and _trains(call):  # only because the script ended without a backward through it
                 which += ": grad was on, but no backward reached its outputs"
             say(f"instrumented_backend diagnose: [{index}] {call.name} ({len(args)} args{keywords}, "
                 f"{'training step' if train else 'inference'}{which})")
