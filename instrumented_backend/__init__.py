@@ -25,6 +25,7 @@ from . import report  # noqa: E402
 from .capture.aoti import aoti_compile_and_package, capturing_aoti  # noqa: E402
 from .capture.backend import instrumented  # noqa: E402
 from .capture.registry import capture, captures, clear, last_capture, set_capture_limit  # noqa: E402
+from .capture.skipped_frames import NothingCompiled, SkippedFrame  # noqa: E402
 from .diagnosis import (  # noqa: E402
     AccuracyError,
     AccuracyReport,
@@ -131,6 +132,8 @@ __all__ = [
     "OpTiming",
     "SourceLineTiming",
     "Finding",
+    "NothingCompiled",
+    "SkippedFrame",
     "UnsupportedTorchError",
     "SUPPORTED_TORCH",
 ]

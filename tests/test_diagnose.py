@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import io
+import json
 import re
 import subprocess
 import sys
@@ -1085,3 +1086,24 @@ def test_a_call_made_under_autocast_is_diagnosed_under_it(tmp_path):
     assert result.verdict == "inaccurate" and result.divergence.culprit == "neg"
     assert [o.dtype for o in result.outputs.outputs] == ["bfloat16"]  # as the script computed it
     assert "dtype=torch.bfloat16)" in Path(result.repro_path).read_text()  # the repro's input: the bf16 matmul
+
+
+def test_a_module_compile_that_compiles_nothing_names_the_frames_dynamo_skipped_and_what_traces_it(tmp_path):
+    """``model.compile()`` on an ``nn.Sequential`` of torch's modules compiles its bound
+    ``_call_impl``, and Dynamo skips every frame under it (all torch's own code): the program runs
+    eagerly, and a bug in Inductor cannot show. The diagnosis said only "nothing was compiled"; it
+    names the skipped frames and the compile that does trace the module, and that advice holds."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.GELU())
+    x = torch.randn(4, 8)
+    with ib.faults.scaled("erf", 1.5):
+        skipped = ib.diagnose(model._call_impl, x, out_dir=tmp_path / "skipped", minify=False)
+        traced = ib.diagnose(model, x, out_dir=tmp_path / "traced", minify=False)
+    assert skipped.target == "Sequential" and skipped.verdict == "passed" and not skipped.graphs
+    text = skipped.render()
+    assert "Dynamo skipped every frame it was handed" in text
+    assert "forward (torch/nn/modules/container.py:" in text and "skipfiles" in text, text
+    assert "torch.compile(model) traces the Sequential instead" in text
+    saved = json.loads((tmp_path / "skipped" / "diagnosis.json").read_text())
+    assert any("container.py" in frame["file"] for frame in saved["nothing_compiled"]["frames"])
+    assert traced.verdict == "inaccurate" and traced.graphs  # the advice: the same module, traced and judged

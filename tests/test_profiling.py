@@ -258,6 +258,20 @@ def test_an_eager_op_inside_a_torch_nn_layer_meets_its_compiled_kernel_on_one_li
     assert row.compiled_us > 0 and row.eager_us > 0 and "aten::linear" in row.eager_ops
 
 
+def test_a_target_that_compiles_nothing_is_said_so_not_called_overhead_bound():
+    """``model.compile()`` on an ``nn.Sequential`` of torch's modules compiles nothing (Dynamo skips
+    every frame under its ``_call_impl``): the "compiled" side ran eagerly, so the overhead-bound
+    verdict it drew (kernels busy 0% of the step) was wrong; the first finding says what happened
+    and what traces the module."""
+    model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU())
+    report = ib.profile(model._call_impl, torch.randn(64, 16), warmup=1, iters=3, active=2, bandwidth=False)
+    assert not report.graphs and not report.kernels
+    kinds = [f.kind for f in report.findings]
+    assert kinds[0] == "nothing-compiled" and "overhead-bound" not in kinds and "compute-bound" not in kinds
+    assert "torch.compile(model) traces the Sequential instead" in report.findings[0].message
+    assert "Nothing was compiled" in report.render()
+
+
 def test_a_training_step_profiles_the_compiled_backward_and_leaves_grad_alone():
     """backward=True: each step runs the backward too; the compiled backward graph's kernels are
     timed and joined to their FX nodes and the forward's source line, and the model's .grad is untouched."""

@@ -376,3 +376,28 @@ def test_scoped_patches_are_all_in_place_or_none_and_restore_what_was_there():
             assert Child().greet() == "hooked base"
         assert Child().greet() == "hooked base"
     assert Child().greet() == "base" and "greet" not in Child.__dict__
+
+
+def test_the_frames_dynamo_skips_are_collected_once_each_and_the_list_put_back():
+    from torch._dynamo.eval_frame import dynamo_tls
+
+    from instrumented_backend.seams.dynamo_skips import skipped_frames
+
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU())
+    torch.compiler.reset()  # Dynamo notes a frame only the first time it skips it
+    before = dynamo_tls.skip_reasons
+    with skipped_frames() as skipped:
+        for _ in range(2):
+            torch.compile(model._call_impl, backend="eager")(torch.randn(2, 4))
+    assert any(s.startswith("forward (") and "container.py" in s and "skipfiles" in s for s in skipped), skipped
+    assert len(set(skipped)) == len(skipped) and dynamo_tls.skip_reasons is before
+
+
+def test_a_moved_skip_reason_list_is_reported(monkeypatch):
+    import inspect
+
+    from instrumented_backend.seams import dynamo_skips
+
+    monkeypatch.setattr(inspect, "getsource", lambda obj: "")
+    with pytest.raises(SeamMoved, match="no longer records into"):
+        dynamo_skips.check()

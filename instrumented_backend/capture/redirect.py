@@ -19,7 +19,7 @@ from typing import Any, Callable, Iterator, Optional, Sequence
 import torch
 
 __all__ = ["redirect_torch_compile", "run_as_main", "CompiledCall", "record_compiled_calls", "state_at_first_call",
-           "autocast_now", "autocast_at_first_call", "COMPILE_SETTINGS"]
+           "autocast_now", "autocast_at_first_call", "target_name", "COMPILE_SETTINGS"]
 
 # The torch.compile arguments that change what is compiled: a replay of a recorded call repeats them.
 COMPILE_SETTINGS = ("dynamic", "mode", "options", "fullgraph")
@@ -173,6 +173,15 @@ def autocast_at_first_call(call: CompiledCall) -> Iterator[list[str]]:
         yield [f"torch.autocast({device!r}, dtype={dtype})" for device, dtype in entered]
 
 
+def target_name(target: Any) -> str:
+    """What a compiled target is called in reports: its qualified name; a module's class for
+    ``model.compile()``, which compiles the module's bound ``_call_impl``."""
+    owner = getattr(target, "__self__", None)
+    if isinstance(owner, torch.nn.Module) and getattr(target, "__func__", None) is torch.nn.Module._call_impl:
+        return type(owner).__qualname__
+    return getattr(target, "__qualname__", type(target).__name__)
+
+
 def _detached(value: Any) -> Any:
     """A copy of every tensor in ``value`` (lists, tuples, dicts of them too; ``requires_grad``
     kept), and of every object holding tensors (a model's cache, which the script's later calls
@@ -258,7 +267,7 @@ def record_compiled_calls(calls: list[CompiledCall]) -> Callable[[], None]:
                 return result
             record = CompiledCall(target, tuple(_detached(a) for a in args),
                                   {k: _detached(v) for k, v in kwargs.items()}, torch.is_grad_enabled(),
-                                  getattr(target, "__qualname__", type(target).__name__), settings,
+                                  target_name(target), settings,
                                   faults=active_faults(), inductor_config=plain_inductor_config(),
                                   autocast=autocast_now())
             made.append(record)

@@ -31,8 +31,10 @@ import torch
 import torch.utils._pytree as pytree
 
 from ..capture.object_arguments import is_object_argument
-from ..capture.redirect import autocast_now
+from ..capture.redirect import autocast_now, target_name
+from ..capture.skipped_frames import NothingCompiled, explain_nothing_compiled
 from ..records import KernelLine, to_plain
+from ..seams.dynamo_skips import skipped_frames
 from .accuracy import AccuracyReport, clone_inputs, compare_outputs, eager_is_nondeterministic, to_fp64
 from .auto_minify import prewarm_worker, release_worker
 from .compile_error import CompileErrorReport, find_cpp_compile_error
@@ -87,6 +89,7 @@ class Diagnosis:
     replayed_call: int = 0  # the script's call replayed when not its first: the first later call that raised
     eager_error_at: str = ""  # verdict eager_error: the line that raised ("file:line: code")
     effects: str = ""  # the tensors the call updates in place, judged with its outputs (an optimizer step's)
+    nothing_compiled: Optional[NothingCompiled] = None  # verdict passed, no graph: the frames Dynamo skipped
 
     @property
     def found(self) -> bool:
@@ -122,6 +125,7 @@ class Diagnosis:
                f"graphs checked: {', '.join(self.graphs) or 'none'}"]
         if self.verdict == "passed" and not self.graphs:
             out.append("nothing was compiled: the call ran eagerly, so no compiled code was judged")
+            out += self.nothing_compiled.lines() if self.nothing_compiled is not None else []
         if self.replayed_call:
             out.append(f"replayed its call {self.replayed_call}, the first that raised in the script "
                        "(the calls before it ran through)")
@@ -436,9 +440,10 @@ def diagnose(fn: Callable[..., Any], *inputs: Any, kwargs: Optional[dict[str, An
         raise TypeError(f"diagnose needs a function or module, got {type(fn).__name__}")
     if kwargs is not None and not isinstance(kwargs, dict):
         raise TypeError(f"diagnose: kwargs must be a dict of keyword arguments, got {type(kwargs).__name__}")
-    name = name or getattr(fn, "__qualname__", type(fn).__name__)
+    name = name or target_name(fn)
     compiled_with, patches, dynamo_kwargs = _compile_settings(compile_kwargs)
     inductor_options = {**patches, "fallback_random": True}
+    target = fn  # as called: a keyword call wraps it
     fn, inputs = keyword_call(fn, inputs, kwargs or {})
     from ..capture.backend import instrumented, keep_call_args
     from ..capture.registry import capture
@@ -500,7 +505,7 @@ def diagnose(fn: Callable[..., Any], *inputs: Any, kwargs: Optional[dict[str, An
         return run
 
     torch.compiler.reset()
-    with capture() as session, keep_call_args():
+    with capture() as session, keep_call_args(), skipped_frames() as skipped:
         compiled_fn = torch.compile(fn, backend=backend, **dynamo_kwargs)
         try:
             if train:
@@ -517,6 +522,8 @@ def diagnose(fn: Callable[..., Any], *inputs: Any, kwargs: Optional[dict[str, An
                 g.failed for g in session) else "runtime_error"
     graphs = list(session)
     result.graphs = [g.label for g in graphs]
+    if not graphs and result.verdict == "passed":
+        result.nothing_compiled = explain_nothing_compiled(target, skipped)
     result.compile_seconds = sum(g.compile_seconds for g in graphs)
     if result.verdict == "passed":
         if result.outputs is not None and result.outputs.passed is False:

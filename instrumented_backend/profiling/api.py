@@ -10,6 +10,8 @@ import torch
 import torch.utils._pytree as pytree
 
 from ..capture.object_arguments import copy_object_arguments, is_object_argument
+from ..capture.skipped_frames import explain_nothing_compiled
+from ..seams.dynamo_skips import skipped_frames
 from ..seams.kernel_profile import KERNEL_PROFILE_OPTION
 from .backward import BackwardStep
 from .collect import run_profiled
@@ -128,7 +130,8 @@ def profile(model: Callable[..., Any], *args: Any, warmup: int = 10, iters: int 
                              "own backward on them already (loss.backward() inside it); profile it with "
                              "backward=False: its backward is profiled as part of the call") from exc
     with capture() as session:
-        compiled_call()  # compiles (and records) every graph, the backward too, before anything is timed
+        with skipped_frames() as skipped:
+            compiled_call()  # compiles (and records) every graph, the backward too, before anything is timed
         arguments.reserve(2 * (warmup + iters))
         timings = time_side_by_side({"eager": eager_call, "compiled": compiled_call}, warmup=warmup, iters=iters,
                                     sync=sync)
@@ -149,7 +152,8 @@ def profile(model: Callable[..., Any], *args: Any, warmup: int = 10, iters: int 
         device=device, eager=timings["eager"], compiled=timings["compiled"], kernels=kernels, eager_ops=eager_ops,
         eager_step_us=eager_run.step_us, compiled_step_us=compiled_run.step_us, copy_bandwidth_gbps=bandwidth_gbps,
         graphs=[g.label for g in graphs], unmatched_events=unmatched, source_code=source_code(sources, graphs),
-        compiled_trace=compiled_run.trace, eager_trace=eager_run.trace, captures=graphs, backward=backward)
+        compiled_trace=compiled_run.trace, eager_trace=eager_run.trace, captures=graphs, backward=backward,
+        nothing_compiled=None if graphs else explain_nothing_compiled(model, skipped))
     for row in kernels:
         row.share = row.busy_us / report.share_total_us if report.share_total_us else 0.0
     for op in eager_ops:

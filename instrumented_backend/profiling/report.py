@@ -20,6 +20,7 @@ from .render import render
 from .trace import annotated_trace
 
 if TYPE_CHECKING:
+    from ..capture.skipped_frames import NothingCompiled
     from ..graphs import GraphCapture
 
 __all__ = ["ProfileReport"]
@@ -42,6 +43,7 @@ class ProfileReport:
     unmatched_events: list[str] = field(default_factory=list)
     source_code: dict[str, str] = field(default_factory=dict)
     backward: bool = False  # each step ran the backward too (``ib.profile(..., backward=True)``)
+    nothing_compiled: Optional["NothingCompiled"] = None  # no graph compiled: the frames Dynamo skipped
     # Chrome traces (dicts), kept in memory for export_chrome_trace; not part of to_json.
     compiled_trace: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
     eager_trace: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)

@@ -128,6 +128,7 @@ SEAMS: dict[str, bool] = {
     "compile_entry": False,
     "cpp_overrides": False,
     "dynamo_reasons": False,
+    "dynamo_skips": False,
     "dynamo_sources": False,
     "fx_block_code": False,  # used by ir_format
     "ir_text_buffer": False,  # used by ir_format

@@ -1,0 +1,106 @@
+"""Why a compiled target compiled nothing: the frames Dynamo skipped, in words.
+
+``torch.compile`` falls back to eager without a word when Dynamo skips every frame it is handed
+(only ``fullgraph=True`` raises). The commonest case is ``model.compile()`` on a module made only
+of torch's own modules (an ``nn.Sequential``): it compiles the module's bound ``_call_impl``, and
+every frame under it is in torch's files, which Dynamo does not start tracing in.
+``torch.compile(model)`` traces the same module. The frames come from
+:func:`instrumented_backend.seams.dynamo_skips.skipped_frames`.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import torch
+
+__all__ = ["SkippedFrame", "NothingCompiled", "explain_nothing_compiled"]
+
+_FRAME = re.compile(r"^(?P<name>.*?) \((?P<file>.*):(?P<line>\d+)\): (?P<reason>.*)$", re.DOTALL)
+_TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
+_SHOWN = 6  # frames listed before "and N more"
+
+
+@dataclass(frozen=True)
+class SkippedFrame:
+    """A frame Dynamo skipped: its function, where it is defined, and Dynamo's reason."""
+
+    name: str
+    file: str
+    line: int
+    reason: str
+
+    @classmethod
+    def parse(cls, text: str) -> "SkippedFrame":
+        """Read Dynamo's ``"name (file:line): reason"``."""
+        match = _FRAME.match(text)
+        if match is None:
+            return cls("?", "?", 0, text.strip())
+        return cls(match["name"], match["file"], int(match["line"]), match["reason"].strip())
+
+    @property
+    def in_torch(self) -> bool:
+        """Defined in torch's own files."""
+        return self.file.startswith(_TORCH_DIR)
+
+    def render(self) -> str:
+        where = "torch/" + self.file[len(_TORCH_DIR):] if self.in_torch else self.file
+        return f"{self.name} ({where}:{self.line}): {self.reason.splitlines()[0] if self.reason else '?'}"
+
+
+def _is_module_compile(target: Any) -> bool:
+    """``target`` is what ``model.compile()`` compiles: a module's bound ``_call_impl``."""
+    return (isinstance(getattr(target, "__self__", None), torch.nn.Module)
+            and getattr(target, "__func__", None) is torch.nn.Module._call_impl)
+
+
+@dataclass
+class NothingCompiled:
+    """Why calling a compiled target compiled nothing: the frames Dynamo skipped, and what to do."""
+
+    frames: list[SkippedFrame] = field(default_factory=list)
+    advice: str = ""
+
+    def lines(self) -> list[str]:
+        """The frames, a line each (the first few), then the advice."""
+        out = [f"Dynamo skipped every frame it was handed ({len(self.frames)}):"] if self.frames else []
+        out += [f"  {frame.render()}" for frame in self.frames[:_SHOWN]]
+        if len(self.frames) > _SHOWN:
+            out.append(f"  ... and {len(self.frames) - _SHOWN} more")
+        return out + ([self.advice] if self.advice else [])
+
+    def summary(self) -> str:
+        """One sentence or two: how many frames and the first, the advice."""
+        out = [f"Dynamo skipped all {len(self.frames)} frame(s) it was handed, the first "
+               f"{self.frames[0].render()}."] if self.frames else []
+        if self.advice:
+            out.append(f"{self.advice}.")
+        return " ".join(out)
+
+
+def _in_torch(function: Any) -> bool:
+    code = getattr(getattr(function, "__func__", function), "__code__", None)
+    return code is not None and code.co_filename.startswith(_TORCH_DIR)
+
+
+def explain_nothing_compiled(target: Any, skipped: Sequence[str]) -> NothingCompiled:
+    """Why calling the compiled ``target`` compiled nothing, from the frames Dynamo skipped meanwhile
+    (``skipped``, as :func:`~instrumented_backend.seams.dynamo_skips.skipped_frames` collects them).
+    Dynamo notes a frame only the first time it skips it (until ``torch.compiler.reset()``): with
+    none noted, the advice comes from where the target's code is defined."""
+    frames = [SkippedFrame.parse(text) for text in skipped]
+    advice = ""
+    if _is_module_compile(target):
+        module = target.__self__
+        if all(frame.in_torch for frame in frames) and (frames or _in_torch(type(module).forward)):
+            name = type(module).__name__
+            advice = (f"model.compile() hands Dynamo the {name}'s bound _call_impl, and every frame under it is "
+                      "torch's own code, which Dynamo does not start tracing in (a module made only of torch's "
+                      f"modules has no forward of yours): torch.compile(model) traces the {name} instead")
+    elif (frames and all(frame.in_torch for frame in frames)) or (not frames and _in_torch(target)):
+        advice = ("Every frame is torch's own code, which Dynamo does not start tracing in: compile a "
+                  "function or module of yours that calls it")
+    return NothingCompiled(frames, advice)
