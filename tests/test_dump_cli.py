@@ -176,3 +176,17 @@ def test_cli_run_honours_the_dump_dir_variable(tmp_path):
     assert proc.returncode == 0, proc.stderr
     (graph,) = ib.load(dump).graphs
     assert "torch.sin" in graph.dynamo_graph_code
+
+
+def test_cli_run_says_when_what_the_script_compiled_handed_no_graph_to_inductor(tmp_path, capsys):
+    """``model.compile()`` on an ``nn.Sequential`` of torch's modules runs eagerly (Dynamo skips
+    every frame under it): "captured 0 graph(s)" alone read like a broken tool."""
+    from instrumented_backend.io.cli import main
+
+    script = tmp_path / "sequential_script.py"
+    script.write_text("import torch\nmodel = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU())\n"
+                      "model.compile()\nmodel(torch.randn(2, 4))\n")
+    assert main(["run", str(script)]) == 0
+    err = capsys.readouterr().err
+    assert "captured 0 graph(s)" in err
+    assert "the script compiled Sequential with torch.compile, yet Dynamo handed no graph to Inductor" in err

@@ -30,7 +30,7 @@ import sys
 from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
 
-from ..capture.redirect import redirect_torch_compile, run_as_main
+from ..capture.redirect import redirect_torch_compile, run_as_main, target_name
 
 __all__ = ["main", "redirect_torch_compile"]
 
@@ -69,13 +69,24 @@ def _run(args: argparse.Namespace) -> int:
     if not script.is_file():
         print(f"instrumented_backend run: no such script: {script}", file=sys.stderr)
         return 2
-    undo = redirect_torch_compile()
+    compiled: list[str] = []  # what the script handed torch.compile, by name
+
+    def note(target: Any, result: Any, compile_kwargs: dict[str, Any]) -> Any:
+        compiled.append(target_name(target))
+        return result
+
+    undo = redirect_torch_compile(note)
     try:
         with ib.capture() as session:
             exit_code = run_as_main(script, script_args)
     finally:
         undo()
     print(f"\ninstrumented_backend: captured {len(session)} graph(s)", file=sys.stderr)
+    if compiled and not len(session):
+        names = ", ".join(dict.fromkeys(compiled))
+        print(f"instrumented_backend: the script compiled {names} with torch.compile, yet Dynamo handed no graph to "
+              "Inductor: never called, or it ran eagerly (`diagnose` names the frames Dynamo skipped, and why)",
+              file=sys.stderr)
     if len(session):
         print(ib.report.format_graphs(session), file=sys.stderr)
     if dump_dir:
