@@ -1107,3 +1107,55 @@ def test_a_module_compile_that_compiles_nothing_names_the_frames_dynamo_skipped_
     saved = json.loads((tmp_path / "skipped" / "diagnosis.json").read_text())
     assert any("container.py" in frame["file"] for frame in saved["nothing_compiled"]["frames"])
     assert traced.verdict == "inaccurate" and traced.graphs  # the advice: the same module, traced and judged
+
+
+_RECOMPILING_SCRIPT = """\
+import torch
+
+
+def act(x):
+    if x.shape[-1] > 64:  # a wide input takes another path: Dynamo recompiles for it
+        return torch.tanh(x) * 2
+    return torch.sigmoid(x) * 2
+
+
+compiled = torch.compile(act)
+for width in (32, 128):
+    x = torch.randn(8, width)
+    assert torch.allclose(compiled(x), act(x), atol=1e-5), f"wrong at width {width}"
+"""
+
+
+def test_a_bug_in_a_graph_only_a_later_call_compiles_is_found_on_that_call(tmp_path):
+    """The script's second call recompiles (a wide input takes another branch) and its result is
+    wrong; the first call is right. Judging the first call alone said "no bug found" (and blamed
+    the script's own assert on state only the script had). The first later call that compiles a
+    graph is kept, copied before it ran, and judged after the first, which is replayed before it."""
+    from instrumented_backend.diagnosis.diagnose import diagnose_script
+
+    script = tmp_path / "act.py"
+    script.write_text(_RECOMPILING_SCRIPT)
+    said: list[str] = []
+    with ib.faults.scaled("tanh", 1.05):
+        first, recompiled = diagnose_script(script, out_dir=tmp_path / "out", minify=False, progress=False,
+                                            echo=said.append)
+    assert first.verdict == "passed" and not first.replayed_call
+    assert any("act, its call 2: the first that compiled a new graph" in line for line in said), said
+    assert recompiled.found and recompiled.replayed_call == 2 and recompiled.replayed_recompile
+    assert recompiled.divergence.culprit == "tanh" and recompiled.divergence.graph.endswith("0/1 inference")
+    text = (tmp_path / "out" / "diagnosis.txt").read_text()
+    assert "replayed its call 2, the first that compiled a new graph" in text
+
+
+def test_calls_before_make_the_judged_call_recompile_with_symbolic_sizes_as_the_script_did(tmp_path):
+    """A second width makes Dynamo recompile with the width symbolic; judged alone, the same call
+    compiles with static sizes, other code. ``calls_before`` replays the first call first."""
+    def fn(x):
+        return torch.tanh(x).sum(-1)
+
+    result = ib.diagnose(fn, torch.randn(4, 48), calls_before=[((torch.randn(4, 32),), {})], out_dir=tmp_path,
+                         minify=False)
+    assert result.verdict == "passed" and [label.split()[1] for label in result.graphs] == ["0/0", "0/1"]
+    judged = ib.captures()[-1]
+    assert judged.label == result.graphs[-1] and any(not dim.isdigit() for dim in judged.inputs[-1].shape), \
+        judged.inputs

@@ -115,10 +115,16 @@ class CompiledCall:
     inductor_config: dict[str, Any] = field(default_factory=dict)
     calls: int = 1  # how many times the script called it
     # A later call that raised (the first call that raised, after one that did not): its number
-    # (2, 3, ...) and its arguments, copied when it raised; the diagnosis replays it.
+    # (2, 3, ...) and its arguments, copied before it ran (after a recompile was kept: when it
+    # raised); the diagnosis replays it.
     raising_call: int = 0
     raising_args: tuple[Any, ...] = ()
     raising_kwargs: dict[str, Any] = field(default_factory=dict)
+    # The first later call that compiled a graph (a recompile: a new shape, another branch) and
+    # returned: its number and its arguments, copied before it ran; diagnosed after the first.
+    recompiled_call: int = 0
+    recompiled_args: tuple[Any, ...] = ()
+    recompiled_kwargs: dict[str, Any] = field(default_factory=dict)
     # A function (not a module) naming an optimizer: the state it names as it was at its first
     # call (weights, gradients, buffers, optimizer state; a ``StepState.save``), which the script
     # moves on afterwards (``optimizer.zero_grad()`` leaves a replayed optimizer step nothing to do).
@@ -229,15 +235,23 @@ def _watch_backward(result: Any, record: CompiledCall) -> None:
             continue
 
 
-def _keep_raising_call(record: CompiledCall, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-    """Copy a later call's arguments onto ``record`` as it raises (what the call changed in them
-    before it raised stays changed)."""
-    try:
-        record.raising_args = tuple(_detached(a) for a in args)
-        record.raising_kwargs = {k: _detached(v) for k, v in kwargs.items()}
+def _keep_raising_call(record: CompiledCall, args: tuple[Any, ...], kwargs: dict[str, Any],
+                       copied: Optional[tuple[tuple[Any, ...], dict[str, Any]]] = None) -> None:
+    """Keep a later call that raised: its arguments as copied before it ran when they were
+    (``copied``), else copied now (what the call changed in them before it raised stays changed)."""
+    kept = copied if copied is not None else _copied_call(args, kwargs)
+    if kept is not None:  # else arguments that cannot be copied: the first call is replayed
+        record.raising_args, record.raising_kwargs = kept
         record.raising_call = record.calls
-    except Exception:  # noqa: BLE001 - arguments that cannot be copied: the first call is replayed
-        record.raising_args, record.raising_kwargs = (), {}
+
+
+def _copied_call(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Optional[tuple[tuple[Any, ...], dict[str, Any]]]:
+    """Copies of a call's arguments, made before the call (which may update them in place: a
+    cache it appends to), or None when they cannot be copied."""
+    try:
+        return tuple(_detached(a) for a in args), {k: _detached(v) for k, v in kwargs.items()}
+    except Exception:  # noqa: BLE001 - arguments that cannot be copied: the call is not kept
+        return None
 
 
 def record_compiled_calls(calls: list[CompiledCall]) -> Callable[[], None]:
@@ -245,6 +259,7 @@ def record_compiled_calls(calls: list[CompiledCall]) -> Callable[[], None]:
     (and the first later call that raises, on its record); returns the undo."""
     from ..diagnosis.faults import active_faults
     from ..seams.inductor_options import plain_inductor_config
+    from .registry import compiles_so_far
 
     def recording(target: Any, compile_kwargs: dict[str, Any], call: Callable[..., Any]) -> Callable[..., Any]:
         made: list[CompiledCall] = []  # the first call's record, once made
@@ -256,12 +271,19 @@ def record_compiled_calls(calls: list[CompiledCall]) -> Callable[[], None]:
             if made:
                 record = made[0]
                 record.calls += 1
+                # Until a later call has compiled a graph, each call's arguments are copied first:
+                # kept if it compiles one (a recompile: a new shape, another branch).
+                compiled_before = compiles_so_far()
+                copied = _copied_call(args, kwargs) if not record.recompiled_call else None
                 try:
                     result = call(*args, **kwargs)
                 except Exception:
                     if not record.raising_call:
-                        _keep_raising_call(record, args, kwargs)
+                        _keep_raising_call(record, args, kwargs, copied)
                     raise
+                if copied is not None and compiles_so_far() != compiled_before:
+                    record.recompiled_call = record.calls
+                    record.recompiled_args, record.recompiled_kwargs = copied
                 if not record.backward:  # a warm-up call first, the training loop after it
                     _watch_backward(result, record)
                 return result

@@ -21,7 +21,7 @@ from typing import Iterator, Optional
 
 from ..graphs import CaptureSession, GraphCapture
 
-__all__ = ["record", "captures", "last_capture", "capture", "clear", "open_sessions", "next_index",
+__all__ = ["record", "captures", "last_capture", "capture", "clear", "open_sessions", "next_index", "compiles_so_far",
            "set_capture_limit", "capture_limit", "DEFAULT_CAPTURE_LIMIT"]
 
 DEFAULT_CAPTURE_LIMIT = 100
@@ -92,6 +92,11 @@ def next_index() -> int:
         index = _counter
         _counter += 1
         return index
+
+
+def compiles_so_far() -> int:
+    """How many captures this process has started (an increasing count: a call that moves it compiled)."""
+    return _counter
 
 
 def open_sessions() -> list[_OpenSession]:

@@ -40,7 +40,7 @@ from .auto_minify import prewarm_worker, release_worker
 from .compile_error import CompileErrorReport, find_cpp_compile_error
 from .divergence import DivergenceReport, divergence_in_graph, find_first_divergence
 from .faults import active_faults, lowering_uses
-from .layers import LayerReport, LayerResult, find_failing_layer, judge_layers, same_random_numbers
+from .layers import LayerReport, LayerResult, find_failing_layer, judge_layers, run_calls_before, same_random_numbers
 from .step_state import StepState
 
 if TYPE_CHECKING:
@@ -87,6 +87,8 @@ class Diagnosis:
     # in effect at the target's first call, off when the script ended, and on again for this diagnosis
     reapplied: list[str] = field(default_factory=list)
     replayed_call: int = 0  # the script's call replayed when not its first: the first later call that raised
+    # ... or, when the first call passed, the first later call that compiled a graph (a recompile)
+    replayed_recompile: bool = False
     eager_error_at: str = ""  # verdict eager_error: the line that raised ("file:line: code")
     effects: str = ""  # the tensors the call updates in place, judged with its outputs (an optimizer step's)
     nothing_compiled: Optional[NothingCompiled] = None  # verdict passed, no graph: the frames Dynamo skipped
@@ -126,7 +128,10 @@ class Diagnosis:
         if self.verdict == "passed" and not self.graphs:
             out.append("nothing was compiled: the call ran eagerly, so no compiled code was judged")
             out += self.nothing_compiled.lines() if self.nothing_compiled is not None else []
-        if self.replayed_call:
+        if self.replayed_call and self.replayed_recompile:
+            out.append(f"replayed its call {self.replayed_call}, the first that compiled a new graph in the script (a "
+                       "recompile), after its first call, on which it passed, as the script made them")
+        elif self.replayed_call:
             out.append(f"replayed its call {self.replayed_call}, the first that raised in the script "
                        "(the calls before it ran through)")
         if self.reapplied:
@@ -254,7 +259,8 @@ def _training_is_nondeterministic(fn: Callable[..., Any], inputs: Sequence[Any],
 
 
 def _judge_training(fn: Callable[..., Any], compiled: Callable[..., Any], inputs: Sequence[Any], seed: int,
-                    tol: Optional[float]) -> tuple[AccuracyReport, AccuracyReport]:
+                    tol: Optional[float], calls_before: Sequence[Sequence[Any]] = ()) -> tuple[AccuracyReport,
+                                                                                          AccuracyReport]:
     # A function's float64 run reads the same globals; a module's is a float64 copy, its own state.
     named = None if isinstance(fn, torch.nn.Module) else StepState.of(fn)
     eager = _training_step(fn, inputs, seed, named)
@@ -263,6 +269,8 @@ def _judge_training(fn: Callable[..., Any], compiled: Callable[..., Any], inputs
         ref_out, ref_grads = reference.outputs, reference.grads
     except Exception:  # noqa: BLE001 - an op without float64: judged without the referee
         ref_out, ref_grads = None, None
+    for before in calls_before:  # steps the script took first: Dynamo recompiles for these inputs as it did
+        _training_step(compiled, before, seed, named)
     compiled_step = _training_step(compiled, inputs, seed, named)  # an OptimizedModule: the module's
     return (compare_outputs(compiled_step.outputs, eager.outputs, ref_out, tol=tol),
             compare_outputs(compiled_step.grads, eager.grads, ref_grads, tol=tol))
@@ -306,7 +314,8 @@ def _compile_settings(
 
 
 def _training_layers(fn: Callable[..., Any], inputs: Sequence[Any], seed: int, tol: Optional[float],
-                     patches: dict[str, Any], dynamic: Optional[bool], fullgraph: bool) -> LayerReport:
+                     patches: dict[str, Any], dynamic: Optional[bool], fullgraph: bool,
+                     calls_before: Sequence[Sequence[Any]] = ()) -> LayerReport:
     def judge(backend: str) -> LayerResult:
         torch.compiler.reset()
         started = time.perf_counter()
@@ -314,7 +323,7 @@ def _training_layers(fn: Callable[..., Any], inputs: Sequence[Any], seed: int, t
         try:
             with same_random_numbers():
                 compiled = torch.compile(fn, backend=backend, dynamic=dynamic, fullgraph=fullgraph, **options)
-                outputs, grads = _judge_training(fn, compiled, inputs, seed, tol)
+                outputs, grads = _judge_training(fn, compiled, inputs, seed, tol, calls_before)
         except Exception as exc:  # noqa: BLE001 - a failing layer is a finding
             return LayerResult(backend, "error", _error_text(exc), time.perf_counter() - started)
         failing = [o.path for o in grads.failing] + [f"output {o.path}" for o in outputs.failing]
@@ -421,10 +430,29 @@ def keyword_call(fn: Callable[..., Any], inputs: Sequence[Any],
     return wrapped, (*inputs, *(kwargs[k] for k in tensor_keys))
 
 
+def _laid_out(fn: Callable[..., Any], calls: Sequence[tuple[Sequence[Any], dict[str, Any]]],
+              kwargs: dict[str, Any]) -> list[tuple[Any, ...]]:
+    """Each call's inputs laid out as ``fn`` takes the judged call's (a :class:`KeywordCall`'s
+    tensor keywords trailing); a call with other keywords, or another number of positional
+    arguments, is left out."""
+    laid_out = []
+    for args, call_kwargs in calls:
+        if set(call_kwargs) != set(kwargs):
+            continue
+        if isinstance(fn, KeywordCall):
+            if len(args) != fn.positional:
+                continue
+            laid_out.append((*args, *(call_kwargs[k] for k in fn.tensor_keys)))
+        else:
+            laid_out.append(tuple(args))
+    return laid_out
+
+
 def diagnose(fn: Callable[..., Any], *inputs: Any, kwargs: Optional[dict[str, Any]] = None, train: bool = False,
              compile_kwargs: Optional[dict[str, Any]] = None, out_dir: "str | Path" = "diagnosis",
              minify: bool = True, bisect: bool = False, tol: Optional[float] = None, seed: int = 0,
-             progress: Optional[bool] = None, name: str = "") -> Diagnosis:
+             progress: Optional[bool] = None, name: str = "",
+             calls_before: Sequence[tuple[Sequence[Any], dict[str, Any]]] = ()) -> Diagnosis:
     """Find what goes wrong when ``fn(*inputs, **kwargs)`` is compiled, down to the culprit line and a repro.
 
     ``kwargs`` are keyword arguments of the call (``model(input_ids=ids)``: ``kwargs={"input_ids":
@@ -434,7 +462,9 @@ def diagnose(fn: Callable[..., Any], *inputs: Any, kwargs: Optional[dict[str, An
     training step too: gradients of every trainable parameter and floating input. Writes
     ``diagnosis.txt``, ``diagnosis.json`` and ``report.html`` under ``out_dir`` (the minifier's
     repro under ``out_dir/repros``). Returns a :class:`Diagnosis`; ``found`` says whether a bug was
-    found.
+    found. ``calls_before`` (``(args, kwargs)`` each) are calls made on every compiled ``fn`` before
+    the judged one, unjudged, as a script made them: a later call that recompiled (a new shape,
+    another branch) is judged on the graph Dynamo made for it then (its sizes symbolic, say).
     """
     if not callable(fn):
         raise TypeError(f"diagnose needs a function or module, got {type(fn).__name__}")
@@ -445,6 +475,7 @@ def diagnose(fn: Callable[..., Any], *inputs: Any, kwargs: Optional[dict[str, An
     inductor_options = {**patches, "fallback_random": True}
     target = fn  # as called: a keyword call wraps it
     fn, inputs = keyword_call(fn, inputs, kwargs or {})
+    before = _laid_out(fn, calls_before, kwargs or {})
     from ..capture.backend import instrumented, keep_call_args
     from ..capture.registry import capture
 
@@ -509,10 +540,11 @@ def diagnose(fn: Callable[..., Any], *inputs: Any, kwargs: Optional[dict[str, An
         compiled_fn = torch.compile(fn, backend=backend, **dynamo_kwargs)
         try:
             if train:
-                result.outputs, result.gradients = _judge_training(fn, compiled_fn, inputs, seed, tol)
+                result.outputs, result.gradients = _judge_training(fn, compiled_fn, inputs, seed, tol, before)
             else:
                 from .accuracy import fp64_reference, run_seeded
 
+                run_calls_before(compiled_fn, fn, before, seed)
                 result.outputs = compare_outputs(run_seeded(compiled_fn, inputs, seed), eager,
                                                  fp64_reference(fn, inputs, seed), tol=tol)
         except Exception as exc:  # noqa: BLE001 - a finding
@@ -542,9 +574,10 @@ def diagnose(fn: Callable[..., Any], *inputs: Any, kwargs: Optional[dict[str, An
     # run the whole step then, or every layer would pass. A step running its own backward cannot
     # run under no_grad at all.
     whole_step = result.verdict == "wrong_gradient" or (train and (own_backward or result.verdict != "inaccurate"))
-    result.layers = (_training_layers(fn, inputs, seed, tol, patches, dynamic, fullgraph) if whole_step
+    result.layers = (_training_layers(fn, inputs, seed, tol, patches, dynamic, fullgraph, before) if whole_step
                      else find_failing_layer(fn, *inputs, layers=_TRAINING_LAYERS, options=patches, dynamic=dynamic,
-                                             fullgraph=fullgraph, tol=tol, seed=seed, bisect=bisect, top_down=True))
+                                             fullgraph=fullgraph, tol=tol, seed=seed, bisect=bisect, top_down=True,
+                                             calls_before=before))
     step("layer", began, result.layers.first_failing or "")
 
     began = time.perf_counter()
@@ -744,6 +777,19 @@ def diagnose_script(script: "str | Path", argv: Sequence[str] = (), *, out_dir: 
             results.append(result)
             if result.found:
                 break
+            if not call.raising_call and call.recompiled_call and result.verdict == "passed":
+                say(f"instrumented_backend diagnose: [{index}] {call.name}, its call {call.recompiled_call}: the first "
+                    "that compiled a new graph (a recompile), replayed after its first call")
+                with _as_at_first_call(call) as restored, state_at_first_call(call):
+                    result = diagnose(call.target, *call.recompiled_args, kwargs=call.recompiled_kwargs, train=train,
+                                      compile_kwargs=call.compile_kwargs, out_dir=target_out, minify=minify,
+                                      progress=progress, name=call.name, calls_before=[(call.args, call.kwargs)])
+                result.reapplied, result.replayed_call, result.replayed_recompile = (
+                    restored, call.recompiled_call, True)
+                _write_text_reports(result, target_out)
+                results.append(result)
+                if result.found:
+                    break
     if not calls:
         say(f"instrumented_backend diagnose: {script} compiled nothing with torch.compile; nothing to diagnose")
     elif raised and not any(result.found for result in results):

@@ -27,7 +27,7 @@ from .accuracy import (
 from .compile_error import find_cpp_compile_error, parse_compiler_output
 
 __all__ = ["LAYERS", "SKIPPED", "LayerResult", "LayerReport", "find_failing_layer", "judge_layers",
-           "same_random_numbers"]
+           "run_calls_before", "same_random_numbers"]
 
 LAYERS = ("eager", "aot_eager", "aot_eager_decomp_partition", "inductor", "instrumented")
 
@@ -145,9 +145,21 @@ def same_random_numbers() -> contextlib.AbstractContextManager[None]:
     return inductor_config_patch({"fallback_random": True})
 
 
+def run_calls_before(compiled: Callable[..., Any], fn: Callable[..., Any], calls_before: Sequence[Sequence[Any]],
+                     seed: int) -> None:
+    """Call ``compiled`` on each of ``calls_before`` (copies, under ``no_grad``; results dropped,
+    ``fn``'s weights and buffers put back): the calls a script made before the one judged, which
+    shape what Dynamo compiles for it (a recompile for a new shape compiles its sizes symbolically)."""
+    from .step_state import StepState
+
+    with StepState.of(fn).kept():
+        for inputs in calls_before:
+            run_seeded(compiled, inputs, seed)
+
+
 def _judge(backend: str, fn: Callable[..., Any], inputs: tuple[Any, ...], eager: Any, fp64: Any,
            tol: Optional[float], seed: int, options: Optional[dict[str, Any]], dynamic: Optional[bool],
-           fullgraph: bool = False) -> LayerResult:
+           fullgraph: bool = False, calls_before: Sequence[Sequence[Any]] = ()) -> LayerResult:
     torch.compiler.reset()
     started = time.perf_counter()
     kwargs: dict[str, Any] = {}
@@ -156,6 +168,7 @@ def _judge(backend: str, fn: Callable[..., Any], inputs: tuple[Any, ...], eager:
     try:
         with same_random_numbers():
             compiled = torch.compile(fn, backend=backend, dynamic=dynamic, fullgraph=fullgraph, **kwargs)
+            run_calls_before(compiled, fn, calls_before, seed)
             result = run_seeded(compiled, inputs, seed)
     except Exception as exc:  # noqa: BLE001 - a failing layer is a finding, not a crash
         return LayerResult(backend, "error", _error_summary(exc), time.perf_counter() - started)
@@ -198,14 +211,17 @@ def _bisect(fn: Callable[..., Any], inputs: tuple[Any, ...], eager: Any, fp64: A
 def find_failing_layer(fn: Callable[..., Any], *inputs: Any, layers: tuple[str, ...] = LAYERS,
                        options: Optional[dict[str, Any]] = None, dynamic: Optional[bool] = None,
                        fullgraph: bool = False, tol: Optional[float] = None, seed: int = 0, bisect: bool = False,
-                       stop_at_first: bool = False, top_down: bool = False) -> LayerReport:
+                       stop_at_first: bool = False, top_down: bool = False,
+                       calls_before: Sequence[Sequence[Any]] = ()) -> LayerReport:
     """Run ``fn`` under each layer of torch.compile and report the first that errors or is inaccurate.
 
     ``options`` go to the Inductor-based layers, ``dynamic`` and ``fullgraph`` to every ``torch.compile``
     (with ``fullgraph=True`` a graph break fails the first layer, Dynamo's, as it failed the user).
     ``bisect=True`` runs Inductor's ``CompilerBisector`` when a layer fails (many compiles: seconds to minutes).
     ``stop_at_first`` skips the layers after the first failure; ``top_down`` starts from the last
-    layer and skips those below the first that passes (:func:`judge_layers`).
+    layer and skips those below the first that passes (:func:`judge_layers`). ``calls_before``
+    (each a tuple of inputs) are made on each compiled ``fn`` before the judged call, unjudged: the
+    calls that made Dynamo recompile for these inputs as it did (with symbolic sizes, say).
     """
     unknown = [name for name in layers if name not in LAYERS]
     if unknown:
@@ -215,7 +231,7 @@ def find_failing_layer(fn: Callable[..., Any], *inputs: Any, layers: tuple[str, 
     fp64 = fp64_reference(fn, inputs, seed)
 
     def judge(backend: str) -> LayerResult:
-        result = _judge(backend, fn, inputs, eager, fp64, tol, seed, options, dynamic, fullgraph)
+        result = _judge(backend, fn, inputs, eager, fp64, tol, seed, options, dynamic, fullgraph, calls_before)
         if nondeterministic and result.status == "inaccurate":
             result.status, result.detail = "ok", "not judged: eager is nondeterministic"
         return result

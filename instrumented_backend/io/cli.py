@@ -140,7 +140,9 @@ def _diagnose_here(args: argparse.Namespace) -> int:
         print(result.render())
         print()
     checked = [label for result in results for label in result.graphs]
-    print(f"instrumented_backend diagnose: checked {len(results)} compiled target(s), graphs: "
+    calls = f" ({len(results)} calls)" if len(results) > len({result.target for result in results}) else ""
+    print(f"instrumented_backend diagnose: checked {len({result.target for result in results})} compiled "
+          f"target(s){calls}, graphs: "
           f"{', '.join(checked) or 'none'}")
     return 1 if any(result.found for result in results) else 0
 
