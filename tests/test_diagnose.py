@@ -1159,3 +1159,5 @@ def test_calls_before_make_the_judged_call_recompile_with_symbolic_sizes_as_the_
     judged = ib.captures()[-1]
     assert judged.label == result.graphs[-1] and any(not dim.isdigit() for dim in judged.inputs[-1].shape), \
         judged.inputs
+    with pytest.raises(TypeError, match=r"each of calls_before is \(args, kwargs\)"):
+        ib.diagnose(fn, torch.randn(4, 48), calls_before=[(torch.randn(4, 32),)], out_dir=tmp_path, minify=False)

@@ -436,7 +436,11 @@ def _laid_out(fn: Callable[..., Any], calls: Sequence[tuple[Sequence[Any], dict[
     tensor keywords trailing); a call with other keywords, or another number of positional
     arguments, is left out."""
     laid_out = []
-    for args, call_kwargs in calls:
+    for call in calls:
+        if not (isinstance(call, (tuple, list)) and len(call) == 2 and isinstance(call[0], (tuple, list))
+                and isinstance(call[1], dict)):
+            raise TypeError(f"diagnose: each of calls_before is (args, kwargs), a tuple and a dict, got {call!r:.80}")
+        args, call_kwargs = call
         if set(call_kwargs) != set(kwargs):
             continue
         if isinstance(fn, KeywordCall):

@@ -55,13 +55,13 @@ def diagnose(report: "ProfileReport") -> list[Finding]:
 
 @rule("nothing-compiled")
 def _nothing_compiled(report: "ProfileReport") -> list[Finding]:
-    if report.graphs:
+    if report.nothing_compiled is None:  # set by ib.profile when no graph was compiled
         return []
-    why = report.nothing_compiled.summary() if report.nothing_compiled is not None else ""
+    why = report.nothing_compiled.summary()
     return [Finding("nothing-compiled", (
         "Nothing was compiled: the compiled side ran eagerly, so these figures compare eager with itself "
         f"(plus torch.compile's frame check).{' ' + why if why else ''}"),
-        {"skipped_frames": [f.render() for f in report.nothing_compiled.frames] if report.nothing_compiled else []})]
+        {"skipped_frames": [f.render() for f in report.nothing_compiled.frames]})]
 
 
 @rule("speedup")
@@ -105,7 +105,7 @@ def _profiled_vs_timed(report: "ProfileReport") -> list[Finding]:
 
 @rule("bound")
 def _bound(report: "ProfileReport") -> list[Finding]:
-    if not report.compiled_step_us or not report.graphs:  # no kernel: not a measure of overhead
+    if not report.compiled_step_us or report.nothing_compiled is not None:  # no kernel: not a measure of overhead
         return []
     step = report.compiled_step_median_us
     busy = min(report.kernel_us, step) / step if step else 0.0
