@@ -1161,3 +1161,19 @@ def test_calls_before_make_the_judged_call_recompile_with_symbolic_sizes_as_the_
         judged.inputs
     with pytest.raises(TypeError, match=r"each of calls_before is \(args, kwargs\)"):
         ib.diagnose(fn, torch.randn(4, 48), calls_before=[(torch.randn(4, 32),)], out_dir=tmp_path, minify=False)
+
+
+def test_a_module_passed_to_a_compiled_function_has_its_parameters_judged_by_name(tmp_path):
+    """``@torch.compile`` on a module's ``forward`` in its class: the compiled target is a function
+    whose ``self`` is an argument. Its parameters were left out of the training judgement (only
+    ``x``'s gradient was compared, called ``[0]``): a wrong weight gradient went unseen."""
+    def forward(module, x):
+        return torch.tanh(module.fc(x)) * 2
+
+    block = torch.nn.Module()
+    block.fc = torch.nn.Linear(8, 8)
+    before = block.fc.weight.detach().clone()
+    result = ib.diagnose(forward, block, torch.randn(4, 8), train=True, out_dir=tmp_path, minify=False)
+    assert result.verdict == "passed"
+    assert [row.path for row in result.gradients.outputs] == ["['fc.weight']", "['fc.bias']", "['input 1']"]
+    assert torch.equal(block.fc.weight, before) and block.fc.weight.grad is None  # put back after each run

@@ -198,28 +198,54 @@ def _float_leaves(value: Any) -> list[torch.Tensor]:
 
 
 class _Step(NamedTuple):
-    """One training step's outputs, gradients (parameters, then floating inputs), and whether the
-    step ran its own backward (``loss.backward()`` inside the function)."""
+    """One training step's outputs, gradients by name (parameters, then floating inputs), and
+    whether the step ran its own backward (``loss.backward()`` inside the function)."""
 
     outputs: Any
-    grads: list[Optional[torch.Tensor]]
+    grads: dict[str, Optional[torch.Tensor]]
     own_backward: bool
+
+
+def _with_argument_modules(state: StepState, inputs: Sequence[Any]) -> StepState:
+    """``state`` and the modules passed as arguments (``self`` of a method compiled with
+    ``@torch.compile``): their parameters are trained by the step too."""
+    extra = [v for v in inputs if isinstance(v, torch.nn.Module) and not any(v is m for m in state.modules)]
+    if not extra:
+        return state
+    return StepState(modules=[*state.modules, *extra], optimizers=state.optimizers, tensors=state.tensors,
+                     namesakes=state.namesakes)
+
+
+def _gradient_names(state: StepState, inputs: Sequence[Any]) -> list[str]:
+    """A name for each gradient :func:`_training_step` takes: each parameter's (``fc.weight``),
+    then ``input i`` for each floating input; made unique."""
+    from .effects import parameter_labels
+
+    names = parameter_labels(state) + [f"input {i}" for i, v in enumerate(inputs)
+                                       if isinstance(v, torch.Tensor) and v.requires_grad]
+    seen: dict[str, int] = {}
+    unique = []
+    for name in names:
+        seen[name] = seen.get(name, 0) + 1
+        unique.append(name if seen[name] == 1 else f"{name} ({seen[name]})")
+    return unique
 
 
 def _training_step(fn: Callable[..., Any], inputs: Sequence[Any], seed: int,
                    state: Optional[StepState] = None) -> _Step:
     """Outputs, and gradients with respect to every trainable parameter (a module's, or those of
-    the modules, optimizers and tensors ``fn`` names: ``state``, by default ``StepState.of(fn)``)
-    and floating input, in that order.
+    the modules, optimizers and tensors ``fn`` names: ``state``, by default ``StepState.of(fn)``;
+    and of the modules among ``inputs``) and floating input, in that order, by name.
 
     The gradients are those of a fixed random weighting of the outputs, unless ``fn`` runs its own
     backward (a training step: ``loss.backward(); optimizer.step()``): then the gradients it leaves.
     ``state`` is put back afterwards, so each run starts from the same weights."""
-    state = state if state is not None else StepState.of(fn)
     inputs = [v.detach().clone().requires_grad_(True) if isinstance(v, torch.Tensor) and v.is_floating_point()
               else v for v in clone_inputs(inputs)]
+    state = _with_argument_modules(state if state is not None else StepState.of(fn), inputs)
     params = state.parameters()
     leaves = params + [v for v in inputs if isinstance(v, torch.Tensor) and v.requires_grad]
+    names = _gradient_names(state, inputs)
     with state.kept():
         for param in params:
             param.grad = None
@@ -237,8 +263,8 @@ def _training_step(fn: Callable[..., Any], inputs: Sequence[Any], seed: int,
                 loss = sum((o * torch.randn(o.shape, generator=generator).to(o.dtype).to(o.device)).sum()
                            for o in outs)
                 grads = list(torch.autograd.grad(loss, leaves, allow_unused=True)) if leaves and outs else []
-    return _Step(pytree.tree_map(lambda t: t.detach() if isinstance(t, torch.Tensor) else t, out), grads,
-                 own_backward)
+    return _Step(pytree.tree_map(lambda t: t.detach() if isinstance(t, torch.Tensor) else t, out),
+                 dict(zip(names, grads)), own_backward)
 
 
 def _weights_after_step(state: StepState) -> dict[str, torch.Tensor]:
@@ -273,7 +299,14 @@ def _judge_training(fn: Callable[..., Any], compiled: Callable[..., Any], inputs
         _training_step(compiled, before, seed, named)
     compiled_step = _training_step(compiled, inputs, seed, named)  # an OptimizedModule: the module's
     return (compare_outputs(compiled_step.outputs, eager.outputs, ref_out, tol=tol),
-            compare_outputs(compiled_step.grads, eager.grads, ref_grads, tol=tol))
+            compare_outputs(_named_as(compiled_step.grads, eager.grads), eager.grads,
+                            None if ref_grads is None else _named_as(ref_grads, eager.grads), tol=tol))
+
+
+def _named_as(grads: dict[str, Any], names: dict[str, Any]) -> dict[str, Any]:
+    """``grads`` under the names of ``names``, in order: a compiled module's parameters are its
+    ``_orig_mod``'s (``_orig_mod.fc.weight``), the same parameters in the same order."""
+    return dict(zip(names, grads.values())) if len(grads) == len(names) else grads
 
 
 def _error_text(exc: BaseException) -> str:
