@@ -341,6 +341,30 @@ def test_a_script_that_runs_under_autocast_is_profiled_under_it(tmp_path):
     assert not torch.is_autocast_enabled("cpu")  # off again afterwards
 
 
+def test_the_first_call_that_recompiled_is_profiled_after_the_first(tmp_path):
+    """A generate loop's decode steps recompile after the prefill and take most of the time, yet
+    only the first call was profiled. The first later call that compiled a graph is profiled too,
+    its graph compiled as in the script: after the first call, replayed on the compiled side."""
+    from instrumented_backend.profiling.script import profile_script
+
+    script = tmp_path / "branches.py"
+    script.write_text(
+        "import torch\n"
+        "def act(x):\n"
+        "    return torch.tanh(x) * 2 if x.shape[-1] > 64 else torch.sigmoid(x) * 2\n"
+        "compiled = torch.compile(act)\n"
+        "for width in (32, 128, 128):\n"
+        "    compiled(torch.randn(8, width))\n")
+    said: list[str] = []
+    torch._dynamo.reset()
+    first, recompiled = profile_script(script, warmup=1, iters=2, active=1, echo=said.append)
+    assert "act, its call 2: the first that compiled a new graph (a recompile)" in said[1], said
+    assert any("sigmoid" in k.kernel for k in first.kernels) and not any("tanh" in k.kernel for k in first.kernels)
+    assert any("tanh" in k.kernel for k in recompiled.kernels), recompiled.kernels
+    with pytest.raises(ValueError, match=r"each of calls_before is \(args, kwargs\)"):
+        ib.profile(torch.neg, torch.randn(2), calls_before=[(torch.randn(2),)])
+
+
 # --------------------------------------------------------------------------- hand-built reports
 
 def _report(**overrides) -> ProfileReport:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
-from typing import Any, Callable, Mapping, Optional
+from typing import Any, Callable, Mapping, Optional, Sequence
 
 import torch
 import torch.utils._pytree as pytree
@@ -61,7 +61,8 @@ def _check(name: str, value: Any, minimum: int) -> None:
 
 def profile(model: Callable[..., Any], *args: Any, warmup: int = 10, iters: int = 50, active: int = 5,
             no_grad: bool = True, backward: bool = False, options: Optional[Mapping[str, Any]] = None,
-            bandwidth: bool = True, **kwargs: Any) -> ProfileReport:
+            bandwidth: bool = True, calls_before: Sequence[tuple[Sequence[Any], Mapping[str, Any]]] = (),
+            **kwargs: Any) -> ProfileReport:
     """Profile ``model(*args, **kwargs)`` eager and compiled (``backend="instrumented"``) on the same inputs.
 
     Timing: ``warmup`` calls of each, then ``iters`` calls alternating eager and compiled
@@ -74,7 +75,10 @@ def profile(model: Callable[..., Any], *args: Any, warmup: int = 10, iters: int 
     that require grad (seeded with ones) with respect to the parameters and inputs they came from,
     running the compiled backward graph, and drops them (the ``.grad`` of the model is left as it
     was). ``options`` are extra backend options. ``bandwidth`` measures
-    the machine's copy bandwidth for the roofline. Returns a :class:`ProfileReport`.
+    the machine's copy bandwidth for the roofline. ``calls_before`` (``(args, kwargs)`` each) are
+    made on the compiled side first, unprofiled: the calls a script made before this one, so that
+    Dynamo compiles what it compiled then (a generate loop's decode step, recompiled with symbolic
+    sizes after the prefill). Returns a :class:`ProfileReport`.
     """
     from ..capture.registry import capture
 
@@ -85,6 +89,9 @@ def profile(model: Callable[..., Any], *args: Any, warmup: int = 10, iters: int 
     _check("active", active, 1)
     if backward and no_grad:
         raise ValueError("ib.profile: backward=True needs no_grad=False (no gradient is recorded under no_grad)")
+    if not all(isinstance(c, (tuple, list)) and len(c) == 2 and isinstance(c[0], (tuple, list))
+               and isinstance(c[1], Mapping) for c in calls_before):
+        raise ValueError("ib.profile: each of calls_before is (args, kwargs), a tuple and a dict")
     if options is not None and not isinstance(options, Mapping):
         raise ValueError(f"ib.profile: options must be a dict, got {type(options).__name__}")
     device = _device_of(args, kwargs, model)
@@ -131,6 +138,10 @@ def profile(model: Callable[..., Any], *args: Any, warmup: int = 10, iters: int 
                              "backward=False: its backward is profiled as part of the call") from exc
     with capture() as session:
         with skipped_frames() as skipped:
+            for before_args, before_kwargs in calls_before:  # Dynamo recompiles for this call as it did
+                call_args, call_kwargs = _Arguments(tuple(before_args), dict(before_kwargs)).take()
+                with grad():
+                    compiled(*call_args, **call_kwargs)
             compiled_call()  # compiles (and records) every graph, the backward too, before anything is timed
         arguments.reserve(2 * (warmup + iters))
         timings = time_side_by_side({"eager": eager_call, "compiled": compiled_call}, warmup=warmup, iters=iters,

@@ -6,7 +6,9 @@ script runs as before) and the first call of each compiled function or module re
 arguments (tensors cloned), whether grad was enabled and whether the script later ran a backward
 through its outputs. When the script ends, each recorded target is profiled by
 :func:`instrumented_backend.profile` on those arguments, with its backward when the script ran one
-(a training step: forward and backward are both profiled).
+(a training step: forward and backward are both profiled); and so is the first later call that
+compiled a new graph (a recompile: a generate loop's decode step after its prefill), after the
+first call is replayed on the compiled side.
 """
 
 from __future__ import annotations
@@ -60,4 +62,11 @@ def profile_script(script: "str | Path", argv: Sequence[str] = (), *, warmup: in
                 reports.append(profile(call.target, *call.args, warmup=warmup, iters=iters, active=active,
                                        no_grad=not call.grad_enabled, backward=backward, options=call.options or None,
                                        **call.kwargs))
+                if call.recompiled_call:  # a generate loop's decode step, say: what most of the time goes to
+                    say(f"instrumented_backend profile: [{index}] {call.name}, its call {call.recompiled_call}: the "
+                        "first that compiled a new graph (a recompile), after its first call")
+                    reports.append(profile(call.target, *call.recompiled_args, warmup=warmup, iters=iters,
+                                           active=active, no_grad=not call.grad_enabled, backward=backward,
+                                           options=call.options or None, calls_before=[(call.args, call.kwargs)],
+                                           **call.recompiled_kwargs))
     return reports
