@@ -272,6 +272,32 @@ def test_a_target_that_compiles_nothing_is_said_so_not_called_overhead_bound():
     assert "Nothing was compiled" in report.render()
 
 
+def test_a_model_profiled_again_in_one_process_is_compiled_and_joined_again():
+    """Dynamo reuses what an equal backend compiled for the same code: the second profile of a
+    model found every graph cached, captured none, joined no kernel and said "nothing was
+    compiled". Each profile compiles its own graphs, in a recompile region of its own: however
+    often a model is profiled, the script's own torch.compile keeps every recompile it is allowed."""
+
+    class Fresh(Tiny):  # a forward no other test compiled
+        def forward(self, x):
+            return torch.relu(self.fc(x)) * 2
+
+    torch.manual_seed(0)
+    model, x = Fresh(), torch.randn(4, 16)
+    with torch._dynamo.config.patch(recompile_limit=2):
+        again = [ib.profile(model, x, warmup=1, iters=3, active=2, bandwidth=False) for _ in range(2)]
+        for report in again:
+            assert len(report.graphs) == 1 and report.nothing_compiled is None, report.graphs
+            assert {k.kernel for k in report.kernels} == {k.kernel for k in again[0].kernels} != set()
+            assert "nothing-compiled" not in [f.kind for f in report.findings]
+        assert again[0].graphs != again[1].graphs  # its own capture each time, not the first one's
+        compiled = torch.compile(model, backend="instrumented", dynamic=False)
+        with ib.capture() as session:
+            for rows in (3, 5):  # a shape each: two compiles, the limit, none spent by the profiles
+                compiled(torch.randn(rows, 16))
+    assert len(list(session)) == 2
+
+
 def test_a_training_step_profiles_the_compiled_backward_and_leaves_grad_alone():
     """backward=True: each step runs the backward too; the compiled backward graph's kernels are
     timed and joined to their FX nodes and the forward's source line, and the model's .grad is untouched."""
@@ -606,9 +632,13 @@ def test_a_step_that_runs_its_own_backward_is_profiled_as_it_is(tmp_path):
     script = tmp_path / "train.py"
     script.write_text(_STEP_WITH_ITS_OWN_BACKWARD)
     said: list[str] = []
-    (report,) = profile_script(script, warmup=2, iters=5, active=2, echo=said.append)
+    first, recompiled = profile_script(script, warmup=2, iters=5, active=2, echo=said.append)
     assert "train_step (2 args, grad, runs its own backward)" in said[0], said
-    assert any("backward" in k.kernel for k in report.kernels), [k.kernel for k in report.kernels]
+    # SGD's momentum buffers exist from the second step on: it compiled new graphs, profiled too
+    assert "its call 2: the first that compiled a new graph (a recompile)" in said[1], said
+    for report in (first, recompiled):
+        assert report.graphs and not report.nothing_compiled, report.graphs
+        assert any("backward" in k.kernel for k in report.kernels), [k.kernel for k in report.kernels]
 
 
 def test_backward_on_a_call_that_ran_its_own_says_what_to_do():

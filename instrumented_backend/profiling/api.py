@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import functools
 from typing import Any, Callable, Mapping, Optional, Sequence
 
 import torch
@@ -45,6 +46,16 @@ class _Arguments:
         if not self.copied:
             return self.args, self.kwargs
         return self.ready.popleft() if self.ready else copy_object_arguments((self.args, self.kwargs))
+
+
+def _own_backend() -> Callable[..., Any]:
+    """The instrumented backend as a callable no other ``torch.compile`` shares. Dynamo reuses what
+    an equal backend compiled for the same code (``backend="instrumented"`` with equal options is
+    equal), so a second profile of a model in one process found every graph cached: it compiled,
+    captured and joined nothing, and said "nothing was compiled". Each profile compiles its own."""
+    from ..capture.backend import instrumented
+
+    return functools.partial(instrumented)
 
 
 def _device_of(args: Any, kwargs: Mapping[str, Any], model: Any) -> str:
@@ -97,7 +108,10 @@ def profile(model: Callable[..., Any], *args: Any, warmup: int = 10, iters: int 
     device = _device_of(args, kwargs, model)
     sync = torch.cuda.synchronize if device == "cuda" else None
     grad = torch.no_grad if no_grad else contextlib.nullcontext
-    compiled = torch.compile(model, backend="instrumented", options={KERNEL_PROFILE_OPTION: True, **(options or {})})
+    # its own backend and recompile region: it compiles its own graphs, and as often as it is
+    # called, without spending the recompiles torch.compile allows the script's own calls
+    compiled = torch.compile(model, backend=_own_backend(), options={KERNEL_PROFILE_OPTION: True, **(options or {})},
+                             isolate_recompiles=True)
 
     eager_backward, compiled_backward = BackwardStep("eager"), BackwardStep("compiled")
     arguments = _Arguments(args, kwargs)
