@@ -1145,6 +1145,10 @@ def test_a_bug_in_a_graph_only_a_later_call_compiles_is_found_on_that_call(tmp_p
     assert recompiled.divergence.culprit == "tanh" and recompiled.divergence.graph.endswith("0/1 inference")
     text = (tmp_path / "out" / "diagnosis.txt").read_text()
     assert "replayed its call 2, the first that compiled a new graph" in text
+    # the HTML report says so too: drawn again once the note was known (it was drawn before)
+    assert recompiled.reports["html"] == str(tmp_path / "out" / "report.html")
+    assert "replayed its call 2, the first that compiled a new graph" in (tmp_path / "out" / "report.html").read_text()
+    assert "captures" not in recompiled.to_dict()
 
 
 def test_calls_before_make_the_judged_call_recompile_with_symbolic_sizes_as_the_script_did(tmp_path):

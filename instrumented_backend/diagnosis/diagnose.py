@@ -92,6 +92,8 @@ class Diagnosis:
     eager_error_at: str = ""  # verdict eager_error: the line that raised ("file:line: code")
     effects: str = ""  # the tensors the call updates in place, judged with its outputs (an optimizer step's)
     nothing_compiled: Optional[NothingCompiled] = None  # verdict passed, no graph: the frames Dynamo skipped
+    # in memory only: the captures the HTML report was drawn from, to draw it again (write_reports)
+    captures: list["GraphCapture"] = field(default_factory=list, repr=False, compare=False)
 
     @property
     def found(self) -> bool:
@@ -707,23 +709,26 @@ def _unfound_faults(before: Sequence[tuple[Any, int]]) -> list[str]:
 
 def _finish(result: Diagnosis, out: Path, graphs: list["GraphCapture"], started: float,
             say: Callable[[str], None]) -> Diagnosis:
-    from ..report.html import html
-
-    out.mkdir(parents=True, exist_ok=True)
     result.seconds = time.perf_counter() - started
-    result.reports = {"text": str(out / "diagnosis.txt"), "json": str(out / "diagnosis.json")}
-    if graphs:
-        try:
-            result.reports["html"] = str(html(graphs, out / "report.html", divergence=result.divergence,
-                                              diagnosis=result))
-        except Exception as exc:  # noqa: BLE001 - the text and JSON reports still stand
-            result.reports["html"] = f"(not written: {_error_text(exc)})"
-    _write_text_reports(result, out)
+    result.captures = graphs
+    write_reports(result, out)
     say(f"done: {result.verdict} in {result.seconds:.1f} s; report in {out}")
     return result
 
 
-def _write_text_reports(result: Diagnosis, out: Path) -> None:
+def write_reports(result: Diagnosis, out: Path) -> None:
+    """Write ``diagnosis.txt``, ``diagnosis.json`` and, when it compiled graphs, ``report.html``
+    under ``out``; again after ``result`` changed (the script's replay notes), all three agree."""
+    from ..report.html import html
+
+    out.mkdir(parents=True, exist_ok=True)
+    result.reports = {"text": str(out / "diagnosis.txt"), "json": str(out / "diagnosis.json")}
+    if result.captures:
+        try:
+            result.reports["html"] = str(html(result.captures, out / "report.html", divergence=result.divergence,
+                                              diagnosis=result))
+        except Exception as exc:  # noqa: BLE001 - the text and JSON reports still stand
+            result.reports["html"] = f"(not written: {_error_text(exc)})"
     (out / "diagnosis.txt").write_text(result.render() + "\n", encoding="utf-8")
     (out / "diagnosis.json").write_text(json.dumps(result.to_dict(), indent=1, default=str), encoding="utf-8")
 
@@ -810,7 +815,7 @@ def diagnose_script(script: "str | Path", argv: Sequence[str] = (), *, out_dir: 
                                   progress=progress, name=call.name)
             if restored or call.raising_call:
                 result.reapplied, result.replayed_call = restored, call.raising_call
-                _write_text_reports(result, target_out)
+                write_reports(result, target_out)
             results.append(result)
             if result.found:
                 break
@@ -823,7 +828,7 @@ def diagnose_script(script: "str | Path", argv: Sequence[str] = (), *, out_dir: 
                                       progress=progress, name=call.name, calls_before=[(call.args, call.kwargs)])
                 result.reapplied, result.replayed_call, result.replayed_recompile = (
                     restored, call.recompiled_call, True)
-                _write_text_reports(result, target_out)
+                write_reports(result, target_out)
                 results.append(result)
                 if result.found:
                     break
