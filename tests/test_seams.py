@@ -401,3 +401,16 @@ def test_a_moved_skip_reason_list_is_reported(monkeypatch):
     monkeypatch.setattr(inspect, "getsource", lambda obj: "")
     with pytest.raises(SeamMoved, match="no longer records into"):
         dynamo_skips.check()
+
+
+def test_a_moved_compile_wrapper_is_reported(monkeypatch):
+    from instrumented_backend.seams import compile_wrappers
+
+    compile_wrappers.check()
+
+    def calls_only_its_own_impl(self, *args, **kwargs):  # a __call__ that ignores module.compile()
+        return self._call_impl(*args, **kwargs)
+
+    monkeypatch.setattr(torch.nn.Module, "_wrapped_call_impl", calls_only_its_own_impl)
+    with pytest.raises(SeamMoved, match="Module.compile\\(\\) no longer stores _compiled_call_impl"):
+        compile_wrappers.check()

@@ -20,6 +20,7 @@ import torch.utils._pytree as pytree
 
 from minifier.judge import RMSE_MULTIPLIER, clone_tensor, compare_tensor, tolerance_for, widened  # noqa: F401
 
+from ..capture.as_written import judged_as_written
 from ..capture.object_arguments import OBJECT_DEPTH, PLAIN, copy_object_argument, is_object_argument
 from .copies import clone_inputs
 
@@ -187,6 +188,7 @@ def eager_is_nondeterministic(fn: Callable[..., Any], inputs: Sequence[Any], see
     return first, not compare_outputs(second, first, tol=tol).passed
 
 
+@judged_as_written
 def check_accuracy(fn: Callable[..., Any], *inputs: Any, backend: str = "instrumented",
                    options: Optional[dict[str, Any]] = None, tol: Optional[float] = None,
                    seed: int = 0) -> AccuracyReport:

@@ -89,6 +89,7 @@ class Diagnosis:
     replayed_call: int = 0  # the script's call replayed when not its first: the first later call that raised
     # ... or, when the first call passed, the first later call that compiled a graph (a recompile)
     replayed_recompile: bool = False
+    as_written: list[str] = field(default_factory=list)  # the torch.compile already on the target, taken off
     eager_error_at: str = ""  # verdict eager_error: the line that raised ("file:line: code")
     effects: str = ""  # the tensors the call updates in place, judged with its outputs (an optimizer step's)
     nothing_compiled: Optional[NothingCompiled] = None  # verdict passed, no graph: the frames Dynamo skipped
@@ -136,6 +137,7 @@ class Diagnosis:
         elif self.replayed_call:
             out.append(f"replayed its call {self.replayed_call}, the first that raised in the script "
                        "(the calls before it ran through)")
+        out += [f"note: {note}" for note in self.as_written]
         if self.reapplied:
             out.append(f"re-applied as at its first call (off when the script ended): {'; '.join(self.reapplied)}")
         if self.effects:
@@ -504,11 +506,27 @@ def diagnose(fn: Callable[..., Any], *inputs: Any, kwargs: Optional[dict[str, An
     found. ``calls_before`` (``(args, kwargs)`` each) are calls made on every compiled ``fn`` before
     the judged one, unjudged, as a script made them: a later call that recompiled (a new shape,
     another branch) is judged on the graph Dynamo made for it then (its sizes symbolic, say).
+    A target already compiled (``torch.compile(model)``, a compiled function, ``block.compile()``
+    inside it) is judged as written: eager runs it without that compile, which stays as it was.
     """
     if not callable(fn):
         raise TypeError(f"diagnose needs a function or module, got {type(fn).__name__}")
     if kwargs is not None and not isinstance(kwargs, dict):
         raise TypeError(f"diagnose: kwargs must be a dict of keyword arguments, got {type(kwargs).__name__}")
+    from ..capture.as_written import as_written
+
+    with as_written(fn) as (plain, notes):
+        return _diagnose(plain, *inputs, kwargs=kwargs, train=train, compile_kwargs=compile_kwargs, out_dir=out_dir,
+                         minify=minify, bisect=bisect, tol=tol, seed=seed, progress=progress,
+                         name=name or target_name(plain), calls_before=calls_before, as_written_notes=notes)
+
+
+def _diagnose(fn: Callable[..., Any], *inputs: Any, kwargs: Optional[dict[str, Any]] = None, train: bool = False,
+              compile_kwargs: Optional[dict[str, Any]] = None, out_dir: "str | Path" = "diagnosis",
+              minify: bool = True, bisect: bool = False, tol: Optional[float] = None, seed: int = 0,
+              progress: Optional[bool] = None, name: str = "",
+              calls_before: Sequence[tuple[Sequence[Any], dict[str, Any]]] = (),
+              as_written_notes: Sequence[str] = ()) -> Diagnosis:
     name = name or target_name(fn)
     compiled_with, patches, dynamo_kwargs = _compile_settings(compile_kwargs)
     inductor_options = {**patches, "fallback_random": True}
@@ -521,7 +539,7 @@ def diagnose(fn: Callable[..., Any], *inputs: Any, kwargs: Optional[dict[str, An
     started = time.perf_counter()
     say = _Progress(progress, started)
     out = Path(out_dir)
-    result = Diagnosis(target=name, train=train, compiled_with=compiled_with)
+    result = Diagnosis(target=name, train=train, compiled_with=compiled_with, as_written=list(as_written_notes))
 
     def step(label: str, began: float, summary: str = "") -> None:
         result.steps.append(DiagnosisStep(label, time.perf_counter() - began, summary))

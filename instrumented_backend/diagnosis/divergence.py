@@ -33,6 +33,7 @@ import torch.fx
 
 from minifier.in_place import out_of_place_target, updates_first_argument
 
+from ..capture.as_written import judged_as_written
 from ..graphs import GraphCapture
 from ..provenance.kernels import is_cpp_wrapper
 from ..records import KernelInfo, KernelLine
@@ -422,6 +423,7 @@ def collect_buffers(graph: GraphCapture, args: list[Any], seed: int = 0) -> dict
     return buffers
 
 
+@judged_as_written
 def find_first_divergence(fn: Callable[..., Any], *inputs: Any, options: Optional[dict[str, Any]] = None,
                           tol: Optional[float] = None, seed: int = 0, narrow: bool = True) -> DivergenceReport:
     """Compile ``fn`` with the instrumented backend and find the first buffer that disagrees with eager.

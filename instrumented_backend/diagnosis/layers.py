@@ -17,6 +17,7 @@ from typing import Any, Callable, Optional, Sequence
 
 import torch
 
+from ..capture.as_written import judged_as_written
 from .accuracy import (
     AccuracyReport,
     compare_outputs,
@@ -208,6 +209,7 @@ def _bisect(fn: Callable[..., Any], inputs: tuple[Any, ...], eager: Any, fp64: A
             "debug_info": found.debug_info, "log": log.getvalue()}
 
 
+@judged_as_written
 def find_failing_layer(fn: Callable[..., Any], *inputs: Any, layers: tuple[str, ...] = LAYERS,
                        options: Optional[dict[str, Any]] = None, dynamic: Optional[bool] = None,
                        fullgraph: bool = False, tol: Optional[float] = None, seed: int = 0, bisect: bool = False,

@@ -89,12 +89,26 @@ def profile(model: Callable[..., Any], *args: Any, warmup: int = 10, iters: int 
     the machine's copy bandwidth for the roofline. ``calls_before`` (``(args, kwargs)`` each) are
     made on the compiled side first, unprofiled: the calls a script made before this one, so that
     Dynamo compiles what it compiled then (a generate loop's decode step, recompiled with symbolic
-    sizes after the prefill). Returns a :class:`ProfileReport`.
+    sizes after the prefill). A model already compiled (``torch.compile(model)``, a compiled
+    function, ``block.compile()`` inside it) is profiled as written: the eager side runs it
+    without that compile, which stays as it was. Returns a :class:`ProfileReport`.
     """
-    from ..capture.registry import capture
-
     if not callable(model):
         raise TypeError(f"ib.profile: model must be callable (an nn.Module or a function), got {type(model).__name__}")
+    from ..capture.as_written import as_written
+
+    with as_written(model) as (plain, notes):
+        report = _profile(plain, args, kwargs, warmup=warmup, iters=iters, active=active, no_grad=no_grad,
+                          backward=backward, options=options, bandwidth=bandwidth, calls_before=calls_before)
+    report.as_written = notes
+    return report
+
+
+def _profile(model: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], *, warmup: int, iters: int,
+             active: int, no_grad: bool, backward: bool, options: Optional[Mapping[str, Any]], bandwidth: bool,
+             calls_before: Sequence[tuple[Sequence[Any], Mapping[str, Any]]]) -> ProfileReport:
+    from ..capture.registry import capture
+
     _check("warmup", warmup, 0)
     _check("iters", iters, 1)
     _check("active", active, 1)

@@ -31,6 +31,7 @@ def render(report: "ProfileReport", *, rows: int = 15) -> str:
            f"  eager:    {report.eager.describe()}",
            f"  compiled: {report.compiled.describe()}",
            f"  speed-up: {report.speedup:.2f}x",
+           *(f"  note: {note}" for note in report.as_written),
            ""]
     if report.copy_bandwidth_gbps:
         out.append(f"Measured copy bandwidth: {report.copy_bandwidth_gbps:.1f} GB/s")

@@ -44,6 +44,7 @@ class ProfileReport:
     source_code: dict[str, str] = field(default_factory=dict)
     backward: bool = False  # each step ran the backward too (``ib.profile(..., backward=True)``)
     nothing_compiled: Optional["NothingCompiled"] = None  # no graph compiled: the frames Dynamo skipped
+    as_written: list[str] = field(default_factory=list)  # the torch.compile already on the target, taken off
     # Chrome traces (dicts), kept in memory for export_chrome_trace; not part of to_json.
     compiled_trace: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
     eager_trace: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)

@@ -126,6 +126,7 @@ SEAMS: dict[str, bool] = {
     "bisector": False,
     "caches": False,
     "compile_entry": False,
+    "compile_wrappers": False,  # used by capture.as_written
     "cpp_overrides": False,
     "dynamo_reasons": False,
     "dynamo_skips": False,

@@ -1,0 +1,106 @@
+"""A target as its user wrote it, without the ``torch.compile`` already applied to it.
+
+``ib.diagnose(torch.compile(model), x)`` looks natural: the user hands over what they run. But
+the eager side of every comparison then ran Inductor's code too, so a wrong lowering was on both
+sides, matched itself and was reported as "no bug found"; a profile compared compiled with
+compiled. :func:`as_written` unwraps what ``torch.compile`` wrapped (an ``OptimizedModule``, a
+compiled function, ``torch.compile(model.forward)``) and, for the block it runs, takes off what
+was compiled inside a module (``block.compile()``, a child replaced by ``torch.compile(child)``,
+``model.forward = torch.compile(model.forward)``), putting every one back when the block ends.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import functools
+import types
+from typing import Any, Callable, Iterator, Optional
+
+import torch
+
+from ..seams.compile_wrappers import compiled_in_place, compiled_original, set_compiled_in_place
+
+__all__ = ["as_written", "judged_as_written"]
+
+
+def _unwrap(target: Any) -> tuple[Any, list[str]]:
+    notes: list[str] = []
+    original = compiled_original(target)
+    while original is not None:
+        kind = "an OptimizedModule" if isinstance(target, torch.nn.Module) else "a compiled function"
+        notes.append(f"the target was compiled with torch.compile ({kind}): judged as written, its "
+                     f"{type(original).__name__} run eagerly and compiled here with backend='instrumented' "
+                     "(the wrapper's mode and options are not read: pass them as compile_kwargs)")
+        target, original = original, compiled_original(original)
+    return target, notes
+
+
+def _owning_module(target: Any) -> "torch.nn.Module | None":
+    if isinstance(target, torch.nn.Module):
+        return target
+    owner = getattr(target, "__self__", None)
+    if isinstance(target, types.MethodType) and isinstance(owner, torch.nn.Module):
+        return owner
+    return None
+
+
+def _take_off_inner_compiles(root: torch.nn.Module, undo: contextlib.ExitStack) -> list[str]:
+    """Take off, until ``undo`` closes, every compile inside ``root``; returns where each was, in
+    module order."""
+    names: list[str] = []
+    pending: collections.deque[tuple[str, Optional[torch.nn.Module], str, torch.nn.Module]] = collections.deque(
+        [("", None, "", root)])
+    seen: set[int] = set()
+    while pending:
+        name, parent, key, module = pending.popleft()
+        plain = compiled_original(module) if parent is not None else None
+        if plain is not None and parent is not None:  # parent.child = torch.compile(child)
+            parent._modules[key] = plain
+            undo.callback(parent._modules.__setitem__, key, module)
+            names.append(name)
+            module = plain
+        if id(module) in seen:
+            continue
+        seen.add(id(module))
+        compiled = compiled_in_place(module)
+        if compiled is not None:  # module.compile()
+            set_compiled_in_place(module, None)
+            undo.callback(set_compiled_in_place, module, compiled)
+            names.append(name or type(module).__name__)
+        forward = module.__dict__.get("forward")
+        plain_forward = compiled_original(forward) if forward is not None else None
+        if plain_forward is not None:  # module.forward = torch.compile(module.forward)
+            module.forward = plain_forward
+            undo.callback(setattr, module, "forward", forward)
+            names.append(f"{name}.forward" if name else "forward")
+        for child_name, child in module._modules.items():
+            if child is not None:
+                pending.append((f"{name}.{child_name}" if name else child_name, module, child_name, child))
+    return names
+
+
+@contextlib.contextmanager
+def as_written(target: Callable[..., Any]) -> Iterator[tuple[Callable[..., Any], list[str]]]:
+    """Yield ``(target without torch.compile's wrapper, notes on what was taken off)``; inside
+    the block, what was compiled within its module runs as written too, and is put back after."""
+    plain, notes = _unwrap(target)
+    with contextlib.ExitStack() as undo:
+        module = _owning_module(plain)
+        inner = _take_off_inner_compiles(module, undo) if module is not None else []
+        if inner:
+            shown = ", ".join(inner[:4]) + (f" and {len(inner) - 4} more" if len(inner) > 4 else "")
+            notes.append(f"{len(inner)} part(s) of it compiled with torch.compile ran as written for this, and "
+                         f"were put back after: {shown}")
+        yield plain, notes
+
+
+def judged_as_written(function: Callable[..., Any]) -> Callable[..., Any]:
+    """Decorate a function whose first argument is the target: it gets the target as written."""
+
+    @functools.wraps(function)
+    def with_target_as_written(target: Any, *args: Any, **kwargs: Any) -> Any:
+        with as_written(target) as (plain, _):
+            return function(plain, *args, **kwargs)
+
+    return with_target_as_written

@@ -1,0 +1,115 @@
+"""A target the user already compiled is judged and profiled as written.
+
+``ib.diagnose(torch.compile(model), x)`` ran Inductor's code on the eager side too: a wrong
+lowering was on both sides, matched itself and came back "no bug found"; a profile compared
+compiled with compiled. The wrappers come off for the call, and go back on after it.
+"""
+
+from __future__ import annotations
+
+import torch
+
+import instrumented_backend as ib
+from instrumented_backend.capture.as_written import as_written
+from instrumented_backend.seams import compile_wrappers
+
+
+class Block(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = torch.nn.Linear(8, 8)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.tanh(self.fc(x))
+
+
+class Stack(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.first, self.second, self.third = Block(), Block(), Block()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.third(self.second(self.first(x)))
+
+
+def _every_compile_kind() -> tuple[Stack, list]:
+    """A stack with each way of compiling a part of it; and how to see each is back."""
+    model = Stack()
+    model.first.compile(backend="eager")  # in place
+    model.second = torch.compile(model.second, backend="eager")  # a child replaced by its wrapper
+    model.third.forward = torch.compile(model.third.forward, backend="eager")  # forward replaced
+    second, third_forward = model.second, model.third.forward
+
+    def back() -> bool:
+        return (compile_wrappers.compiled_in_place(model.first) is not None and model.second is second
+                and model.third.forward is third_forward)
+
+    return model, [back]
+
+
+def test_every_wrapper_comes_off_inside_and_goes_back_on_after():
+    model, (back,) = _every_compile_kind()
+    compiled = torch.compile(model, backend="eager")
+    with as_written(compiled) as (plain, notes):
+        assert plain is model
+        assert compile_wrappers.compiled_in_place(model.first) is None
+        assert type(model.second) is Block
+        assert compile_wrappers.compiled_original(model.third.forward) is None
+        assert "compiled with torch.compile (an OptimizedModule)" in notes[0]
+        assert "3 part(s) of it compiled with torch.compile ran as written" in notes[1]
+        assert "first, second, third.forward" in notes[1]
+        assert [name for name, _ in model.named_parameters()][:2] == ["first.fc.weight", "first.fc.bias"]
+    assert back()
+
+
+def test_wrappers_go_back_on_when_the_call_raises():
+    model, (back,) = _every_compile_kind()
+    try:
+        with as_written(model):
+            raise RuntimeError("the diagnosis failed")
+    except RuntimeError:
+        pass
+    assert back()
+
+
+def test_a_disabled_function_and_a_plain_one_are_left_as_they_are():
+    def plain(x):
+        return x + 1
+
+    disabled = torch.compiler.disable(plain)
+    for target in (plain, disabled):
+        with as_written(target) as (same, notes):
+            assert same is target and notes == []
+
+
+def test_a_compiled_bound_forward_unwraps_to_its_module():
+    model = Block()
+    with as_written(torch.compile(model.forward, backend="eager")) as (plain, notes):
+        assert plain.__self__ is model and "a compiled function" in notes[0]
+
+
+def test_a_bug_in_an_already_compiled_model_is_found_not_matched_against_itself(tmp_path):
+    """Before: eager ran the compiled stack too, the scaled tanh on both sides: "no bug found"."""
+    torch.manual_seed(0)
+    model, (back,) = _every_compile_kind()
+    compiled = torch.compile(model)
+    with ib.faults.scaled("tanh", 1.05):
+        result = ib.diagnose(compiled, torch.randn(4, 8), minify=False, progress=False, out_dir=tmp_path)
+    assert result.target == "Stack" and result.verdict == "inaccurate", result.render()
+    assert result.divergence.culprit == "tanh"
+    assert any("compiled with torch.compile (an OptimizedModule)" in note for note in result.as_written)
+    assert "note: the target was compiled with torch.compile" in (tmp_path / "diagnosis.txt").read_text()
+    assert back()
+
+
+def test_an_already_compiled_function_is_profiled_against_eager_not_against_itself():
+    def gelu_twice(x):
+        return torch.nn.functional.gelu(x) * 2
+
+    compiled = torch.compile(gelu_twice)
+    x = torch.randn(64, 64)
+    compiled(x)
+    report = ib.profile(compiled, x, warmup=1, iters=3, active=2, bandwidth=False)
+    eager_ops = {op.name for op in report.eager_ops}
+    assert "aten::gelu" in eager_ops and "aten::mul" in eager_ops, eager_ops  # eager ran op by op
+    assert report.kernels and "a compiled function" in report.render()
