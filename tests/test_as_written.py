@@ -56,7 +56,7 @@ def test_every_wrapper_comes_off_inside_and_goes_back_on_after():
         assert type(model.second) is Block
         assert compile_wrappers.compiled_original(model.third.forward) is None
         assert "compiled with torch.compile (an OptimizedModule)" in notes[0]
-        assert "3 part(s) of it compiled with torch.compile ran as written" in notes[1]
+        assert "3 part(s) inside it compiled with torch.compile ran as written" in notes[1]
         assert "first, second, third.forward" in notes[1]
         assert [name for name, _ in model.named_parameters()][:2] == ["first.fc.weight", "first.fc.bias"]
     assert back()
@@ -80,6 +80,19 @@ def test_a_disabled_function_and_a_plain_one_are_left_as_they_are():
     for target in (plain, disabled):
         with as_written(target) as (same, notes):
             assert same is target and notes == []
+
+
+def test_a_module_compiled_in_place_is_noted_as_the_target_but_its_call_impl_is_not():
+    """``model.compile()`` compiles the bound ``_call_impl``: a script's diagnosis of that target
+    says nothing about it (it is what the script compiled); the module handed over says so."""
+    model = Block()
+    model.compile(backend="eager")
+    with as_written(model) as (plain, notes):
+        assert plain is model and compile_wrappers.compiled_in_place(model) is None
+        assert notes == [notes[0]] and "compiled with torch.compile (module.compile())" in notes[0]
+    with as_written(model._call_impl) as (plain, notes):
+        assert compile_wrappers.compiled_in_place(model) is None and notes == []
+    assert compile_wrappers.compiled_in_place(model) is not None
 
 
 def test_a_compiled_bound_forward_unwraps_to_its_module():

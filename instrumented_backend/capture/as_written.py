@@ -24,14 +24,18 @@ from ..seams.compile_wrappers import compiled_in_place, compiled_original, set_c
 __all__ = ["as_written", "judged_as_written"]
 
 
+_JUDGED_AS_WRITTEN = (
+    "the target was compiled with torch.compile ({kind}): judged as written, its {original} run eagerly and "
+    "compiled here with backend='instrumented' (the mode and options it was compiled with are not read: pass "
+    "them as compile_kwargs)")
+
+
 def _unwrap(target: Any) -> tuple[Any, list[str]]:
     notes: list[str] = []
     original = compiled_original(target)
     while original is not None:
         kind = "an OptimizedModule" if isinstance(target, torch.nn.Module) else "a compiled function"
-        notes.append(f"the target was compiled with torch.compile ({kind}): judged as written, its "
-                     f"{type(original).__name__} run eagerly and compiled here with backend='instrumented' "
-                     "(the wrapper's mode and options are not read: pass them as compile_kwargs)")
+        notes.append(_JUDGED_AS_WRITTEN.format(kind=kind, original=type(original).__name__))
         target, original = original, compiled_original(original)
     return target, notes
 
@@ -47,7 +51,7 @@ def _owning_module(target: Any) -> "torch.nn.Module | None":
 
 def _take_off_inner_compiles(root: torch.nn.Module, undo: contextlib.ExitStack) -> list[str]:
     """Take off, until ``undo`` closes, every compile inside ``root``; returns where each was, in
-    module order."""
+    module order ("" for ``root.compile()``)."""
     names: list[str] = []
     pending: collections.deque[tuple[str, Optional[torch.nn.Module], str, torch.nn.Module]] = collections.deque(
         [("", None, "", root)])
@@ -67,7 +71,7 @@ def _take_off_inner_compiles(root: torch.nn.Module, undo: contextlib.ExitStack) 
         if compiled is not None:  # module.compile()
             set_compiled_in_place(module, None)
             undo.callback(set_compiled_in_place, module, compiled)
-            names.append(name or type(module).__name__)
+            names.append(name)  # "": the root's own
         forward = module.__dict__.get("forward")
         plain_forward = compiled_original(forward) if forward is not None else None
         if plain_forward is not None:  # module.forward = torch.compile(module.forward)
@@ -88,10 +92,14 @@ def as_written(target: Callable[..., Any]) -> Iterator[tuple[Callable[..., Any],
     with contextlib.ExitStack() as undo:
         module = _owning_module(plain)
         inner = _take_off_inner_compiles(module, undo) if module is not None else []
+        if inner and inner[0] == "":  # the module's own module.compile()
+            inner.pop(0)
+            if plain is module:  # handed over as compiled; its bound _call_impl is what that compiled
+                notes.append(_JUDGED_AS_WRITTEN.format(kind="module.compile()", original=type(module).__name__))
         if inner:
             shown = ", ".join(inner[:4]) + (f" and {len(inner) - 4} more" if len(inner) > 4 else "")
-            notes.append(f"{len(inner)} part(s) of it compiled with torch.compile ran as written for this, and "
-                         f"were put back after: {shown}")
+            notes.append(f"{len(inner)} part(s) inside it compiled with torch.compile ran as written for this, "
+                         f"and were put back after: {shown}")
         yield plain, notes
 
 
