@@ -269,6 +269,50 @@ def test_a_buffer_completed_by_a_later_in_place_call_is_compared_once_complete()
     assert {"mul", "scatter_add"} <= {c.node for c in report.checked if c.passed}, report.render()
 
 
+class _ResidualTanh(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = torch.nn.Linear(16, 16)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.tanh(self.fc(x)) + x
+
+
+def test_a_kernel_shared_by_identical_blocks_is_compared_after_each_launch():
+    """Three identical residual blocks share one fused kernel (``cpp_fused_add_tanh_0(buf3,
+    buf1)``: the second block writes ``buf3`` and reads the first's ``buf1``). The kernel's lines
+    carry all three blocks' nodes, so the first block's buffer was compared after the second
+    launch, past the second block's matmul: that matmul was "the first diverging buffer" and the
+    culprit "addmm_1: no node of the kernel diverges alone"; the wrong tanh was missed."""
+    from instrumented_backend.diagnosis.divergence import _final_writes
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(_ResidualTanh(), _ResidualTanh(), _ResidualTanh())
+    with ib.faults.scaled("tanh", 1.05), ib.capture() as session:
+        report = ib.find_first_divergence(model, torch.randn(8, 16))
+    [graph] = [g for g in session if g.label == report.graph]
+    shared = [k for k in graph.kernels if k.kind != "extern" and len(k.call_lines) == 3]
+    assert shared, [(k.name, k.call_lines) for k in graph.kernels]  # the premise: one kernel, three launches
+    completed = {graph.buffers[b]: line for b, (line, _) in _final_writes(graph).items()}
+    assert sorted(completed[n] for n in ("add", "add_1", "add_2")) == sorted(shared[0].call_lines)
+    assert report.found and report.diverging_node == "add", report.render()
+    assert report.culprit_target == "aten.tanh.default", report.render()
+
+
+def test_the_buffers_a_triton_launch_writes_are_its_output_parameters():
+    from instrumented_backend.diagnosis.divergence import _written_arguments
+    from instrumented_backend.records import KernelInfo
+
+    source = ("@triton.jit\ndef triton_poi_fused_add_tanh_0(in_out_ptr0, in_ptr0, out_ptr1, xnumel, "
+              "XBLOCK : tl.constexpr):\n    xoffset = tl.program_id(0) * XBLOCK\n")
+    kernel = KernelInfo(name="triton_poi_fused_add_tanh_0", kind="triton", source=source, start_line=1, end_line=3,
+                        source_start_line=1)
+    line = "        triton_poi_fused_add_tanh_0.run(buf3, reinterpret_tensor(buf1, (8, 16), (16, 1), 0), buf7, 128, " \
+           "stream=stream0)"
+    assert _written_arguments(kernel, line) == {"buf3", "buf7"}
+    assert _written_arguments(kernel, "        del buf3") is None
+
+
 def write_through_a_view(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     x[:, :4].add_(torch.tanh(y))
     return y * 2

@@ -314,17 +314,65 @@ _STORES = {"ops.store", "ops.store_reduction"}
 _EXTERN_OUTPUT = re.compile(r"\bout=\(?(buf\d+)|^\s*(buf\d+)\s*=|\w_(?:\.\w+)?\((buf\d+)\b")
 
 
+# A generated kernel's parameters: C++ ``kernel(float* in_out_ptr0, const float* in_ptr0)``,
+# Triton ``def triton_poi_fused_add_0(in_out_ptr0, in_ptr0, xnumel, XBLOCK : tl.constexpr)``.
+_SIGNATURE = re.compile(r"(?:\bkernel|\bdef\s+\w+)\s*\(([^)]*)\)")
+_WRITTEN_PARAMETER = re.compile(r"^(?:in_)?out_ptr\d+$")
+
+
+def _top_level_arguments(text: str, name: str) -> Optional[list[str]]:
+    """The positional arguments of the call of ``name`` (``name(...)`` or ``name.run(...)``) on
+    ``text``, split at top-level commas; None when the line holds no such call."""
+    match = re.search(rf"\b{re.escape(name)}(?:\.run)?\(", text)
+    if match is None:
+        return None
+    arguments, depth, current = [], 0, ""
+    for char in text[match.end():]:
+        if char in "([{":
+            depth += 1
+        elif char in ")]}":
+            if depth == 0:
+                break
+            depth -= 1
+        if char == "," and depth == 0:
+            arguments.append(current.strip())
+            current = ""
+            continue
+        current += char
+    if current.strip():
+        arguments.append(current.strip())
+    return [a for a in arguments if not re.match(r"^\w+\s*=(?!=)", a)]  # keywords (stream=) are not parameters
+
+
+def _written_arguments(kernel: KernelInfo, text: str) -> Optional[set[str]]:
+    """The buffers a launch of generated ``kernel`` on line ``text`` passes as its outputs
+    (``out_ptr``/``in_out_ptr`` parameters); None when the signature or the call cannot be read."""
+    signature = _SIGNATURE.search(kernel.source)
+    arguments = _top_level_arguments(text, kernel.name)
+    if signature is None or arguments is None:
+        return None
+    parameters = [re.findall(r"\w+", p.split(":")[0])[-1] for p in signature.group(1).split(",") if p.strip()]
+    if len(arguments) > len(parameters):
+        return None
+    return {b for parameter, argument in zip(parameters, arguments) if _WRITTEN_PARAMETER.match(parameter)
+            for b in _BUFFER.findall(argument)}
+
+
 def _buffers_written(graph: GraphCapture, kernel: KernelInfo, text: str, passed: list[str]) -> list[str]:
     """Of the buffers ``passed`` to a launch of ``kernel`` on line ``text``, those it leaves holding
-    their own FX node's value: an extern call's outputs; a generated kernel's buffers whose nodes its
-    store lines store (whose nodes are among its lines' when no line is tagged as a store)."""
+    their own FX node's value: an extern call's outputs; a generated kernel's buffers passed as its
+    outputs whose nodes its store lines store (whose nodes are among its lines' when no line is
+    tagged as a store). One kernel can serve several launches (the same block's code, deduplicated):
+    its lines carry every launch's nodes, so a buffer another launch wrote, read by this one, is not
+    taken for one this launch writes."""
     if kernel.kind == "extern":
         outputs = {name for match in _EXTERN_OUTPUT.finditer(text) for name in match.groups() if name}
         return [b for b in passed if b in outputs]
     stored = {n for line in kernel.lines if _STORES & set(line.ir_ops) for n in line.fx_nodes}
     if not stored:
         stored = {n for line in kernel.lines for n in line.fx_nodes}
-    return [b for b in passed if graph.buffers[b] in stored]
+    written = _written_arguments(kernel, text)
+    return [b for b in passed if graph.buffers[b] in stored and (written is None or b in written)]
 
 
 def _final_writes(graph: GraphCapture) -> dict[str, tuple[int, str]]:
