@@ -126,3 +126,25 @@ def test_an_already_compiled_function_is_profiled_against_eager_not_against_itse
     eager_ops = {op.name for op in report.eager_ops}
     assert "aten::gelu" in eager_ops and "aten::mul" in eager_ops, eager_ops  # eager ran op by op
     assert report.kernels and "a compiled function" in report.render()
+
+
+@torch.compile(backend="instrumented")
+def _compiled_helper(x: torch.Tensor) -> torch.Tensor:
+    return torch.neg(x) * 2
+
+
+def _calls_a_compiled_helper(x: torch.Tensor) -> torch.Tensor:
+    return _compiled_helper(x).sin() + 1
+
+
+def test_an_eager_reference_stays_eager_past_a_compiled_helper_it_calls():
+    """A plain function calling a module-level ``@torch.compile`` helper shows no wrapper to take
+    off: its eager reference ran the helper's compiled code, bug and all, and the bug matched
+    itself ("passed"). The reference runs with every torch.compile eager; the stance goes back."""
+    x = torch.randn(8, 8)
+    with ib.faults.doubling_neg():
+        report = ib.check_accuracy(_calls_a_compiled_helper, x)
+    assert report.passed is False, report
+    with ib.capture() as session:  # torch.compile compiles again once the reference is done
+        torch.compile(lambda t: t.cos() * 3, backend="instrumented")(x)
+    assert len(list(session)) == 1

@@ -7,6 +7,7 @@ compiled. :func:`as_written` unwraps what ``torch.compile`` wrapped (an ``Optimi
 compiled function, ``torch.compile(model.forward)``) and, for the block it runs, takes off what
 was compiled inside a module (``block.compile()``, a child replaced by ``torch.compile(child)``,
 ``model.forward = torch.compile(model.forward)``), putting every one back when the block ends.
+:func:`running_eagerly` keeps an eager reference eager past compiled code no wrapper shows.
 """
 
 from __future__ import annotations
@@ -15,13 +16,13 @@ import collections
 import contextlib
 import functools
 import types
-from typing import Any, Callable, Iterator, Optional
+from typing import Any, Callable, ContextManager, Iterator, Optional
 
 import torch
 
 from ..seams.compile_wrappers import compiled_in_place, compiled_original, set_compiled_in_place
 
-__all__ = ["as_written", "judged_as_written"]
+__all__ = ["as_written", "judged_as_written", "running_eagerly"]
 
 
 _JUDGED_AS_WRITTEN = (
@@ -101,6 +102,14 @@ def as_written(target: Callable[..., Any]) -> Iterator[tuple[Callable[..., Any],
             notes.append(f"{len(inner)} part(s) inside it compiled with torch.compile ran as written for this, "
                          f"and were put back after: {shown}")
         yield plain, notes
+
+
+def running_eagerly() -> ContextManager[Any]:
+    """Inside the block every ``torch.compile`` runs its function eagerly (the ``force_eager``
+    stance): an eager reference stays eager when the code it calls was compiled where no wrapper
+    can be taken off (a helper decorated with ``@torch.compile`` at module level). Entering costs
+    about 0.1 ms: for references, not for timed calls."""
+    return torch.compiler.set_stance("force_eager")
 
 
 def judged_as_written(function: Callable[..., Any]) -> Callable[..., Any]:

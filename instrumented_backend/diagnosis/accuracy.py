@@ -20,7 +20,7 @@ import torch.utils._pytree as pytree
 
 from minifier.judge import RMSE_MULTIPLIER, clone_tensor, compare_tensor, tolerance_for, widened  # noqa: F401
 
-from ..capture.as_written import judged_as_written
+from ..capture.as_written import judged_as_written, running_eagerly
 from ..capture.object_arguments import OBJECT_DEPTH, PLAIN, copy_object_argument, is_object_argument
 from .copies import clone_inputs
 
@@ -175,16 +175,19 @@ def fp64_reference(fn: Callable[..., Any], inputs: Sequence[Any], seed: int) -> 
     """``fn`` (and its parameters) run in float64 on float64 copies of ``inputs``; None when an op
     has no float64 kernel (the comparison then goes on without the referee)."""
     try:
-        return run_seeded(to_fp64(fn), [to_fp64(v) for v in inputs], seed)
+        with running_eagerly():
+            return run_seeded(to_fp64(fn), [to_fp64(v) for v in inputs], seed)
     except Exception:  # noqa: BLE001
         return None
 
 
 def eager_is_nondeterministic(fn: Callable[..., Any], inputs: Sequence[Any], seed: int = 0,
                               tol: Optional[float] = None) -> tuple[Any, bool]:
-    """Run eager twice with the same seed; return (first result, whether the two disagree)."""
-    first = run_seeded(fn, inputs, seed)
-    second = run_seeded(fn, inputs, seed)
+    """Run eager twice with the same seed; return (first result, whether the two disagree).
+    Eager all the way: code ``fn`` calls that was compiled (``@torch.compile``) runs eagerly too."""
+    with running_eagerly():
+        first = run_seeded(fn, inputs, seed)
+        second = run_seeded(fn, inputs, seed)
     return first, not compare_outputs(second, first, tol=tol).passed
 
 

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, NamedTuple, Optional,
 import torch
 import torch.utils._pytree as pytree
 
+from ..capture.as_written import as_written, running_eagerly
 from ..capture.object_arguments import is_object_argument
 from ..capture.redirect import autocast_now, target_name
 from ..capture.skipped_frames import NothingCompiled, explain_nothing_compiled
@@ -282,7 +283,8 @@ def _training_is_nondeterministic(fn: Callable[..., Any], inputs: Sequence[Any],
                                   tol: Optional[float]) -> tuple[bool, bool]:
     """(Do two eager training steps from the same state and seed disagree, in outputs or
     gradients? Does the step run its own backward?)"""
-    first, second = (_training_step(fn, inputs, seed) for _ in range(2))
+    with running_eagerly():
+        first, second = (_training_step(fn, inputs, seed) for _ in range(2))
     same = (compare_outputs(second.outputs, first.outputs, tol=tol).passed
             and compare_outputs(second.grads, first.grads, tol=tol).passed)
     return not same, first.own_backward
@@ -293,9 +295,11 @@ def _judge_training(fn: Callable[..., Any], compiled: Callable[..., Any], inputs
                                                                                           AccuracyReport]:
     # A function's float64 run reads the same globals; a module's is a float64 copy, its own state.
     named = None if isinstance(fn, torch.nn.Module) else StepState.of(fn)
-    eager = _training_step(fn, inputs, seed, named)
+    with running_eagerly():
+        eager = _training_step(fn, inputs, seed, named)
     try:
-        reference = _training_step(to_fp64(fn), [to_fp64(v) for v in inputs], seed, named)
+        with running_eagerly():
+            reference = _training_step(to_fp64(fn), [to_fp64(v) for v in inputs], seed, named)
         ref_out, ref_grads = reference.outputs, reference.grads
     except Exception:  # noqa: BLE001 - an op without float64: judged without the referee
         ref_out, ref_grads = None, None
@@ -513,7 +517,6 @@ def diagnose(fn: Callable[..., Any], *inputs: Any, kwargs: Optional[dict[str, An
         raise TypeError(f"diagnose needs a function or module, got {type(fn).__name__}")
     if kwargs is not None and not isinstance(kwargs, dict):
         raise TypeError(f"diagnose: kwargs must be a dict of keyword arguments, got {type(kwargs).__name__}")
-    from ..capture.as_written import as_written
 
     with as_written(fn) as (plain, notes):
         return _diagnose(plain, *inputs, kwargs=kwargs, train=train, compile_kwargs=compile_kwargs, out_dir=out_dir,
