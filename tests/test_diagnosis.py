@@ -313,6 +313,23 @@ def test_the_buffers_a_triton_launch_writes_are_its_output_parameters():
     assert _written_arguments(kernel, "        del buf3") is None
 
 
+def test_the_buffers_a_cpp_launch_writes_are_its_output_parameters_whatever_their_type():
+    """``at::BFloat16* out_ptr0`` once read as a parameter named ``at``: no buffer of a bfloat16
+    kernel was written, so none was compared, and autocast's wrong neg was "no diverging buffer"."""
+    from instrumented_backend.diagnosis.divergence import _written_arguments
+    from instrumented_backend.records import KernelInfo
+
+    source = ('#include <torch/csrc/inductor/cpp_prefix.h>\nextern "C"  void  kernel(const float* in_ptr0,\n'
+              '                       at::BFloat16* out_ptr0,\n                       float* in_out_ptr1,\n'
+              '                       const int64_t ks0)\n{\n')
+    kernel = KernelInfo(name="cpp_fused__to_copy_0", kind="cpp", source=source, start_line=1, end_line=6,
+                        source_start_line=1)
+    assert _written_arguments(kernel, "    cpp_fused__to_copy_0(arg2_1, buf0, buf1, s0)") == {"buf0", "buf1"}
+    unreadable = KernelInfo(name="cpp_k", kind="cpp", source='extern "C" void kernel(float* a)\n', start_line=1,
+                            end_line=1, source_start_line=1)
+    assert _written_arguments(unreadable, "    cpp_k(buf0)") is None  # no output read: not "writes nothing"
+
+
 def write_through_a_view(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     x[:, :4].add_(torch.tanh(y))
     return y * 2

@@ -316,7 +316,7 @@ _EXTERN_OUTPUT = re.compile(r"\bout=\(?(buf\d+)|^\s*(buf\d+)\s*=|\w_(?:\.\w+)?\(
 
 # A generated kernel's parameters: C++ ``kernel(float* in_out_ptr0, const float* in_ptr0)``,
 # Triton ``def triton_poi_fused_add_0(in_out_ptr0, in_ptr0, xnumel, XBLOCK : tl.constexpr)``.
-_SIGNATURE = re.compile(r"(?:\bkernel|\bdef\s+\w+)\s*\(([^)]*)\)")
+_SIGNATURE = re.compile(r"(\bkernel|\bdef\s+\w+)\s*\(([^)]*)\)")
 _WRITTEN_PARAMETER = re.compile(r"^(?:in_)?out_ptr\d+$")
 
 
@@ -351,9 +351,11 @@ def _written_arguments(kernel: KernelInfo, text: str) -> Optional[set[str]]:
     arguments = _top_level_arguments(text, kernel.name)
     if signature is None or arguments is None:
         return None
-    parameters = [re.findall(r"\w+", p.split(":")[0])[-1] for p in signature.group(1).split(",") if p.strip()]
-    if len(arguments) > len(parameters):
-        return None
+    # Python: the name comes first (``XBLOCK : tl.constexpr``); C++: last (``at::BFloat16* out_ptr0``)
+    python = signature.group(1).startswith("def")
+    parameters = [re.findall(r"\w+", p)[0 if python else -1] for p in signature.group(2).split(",") if p.strip()]
+    if len(arguments) > len(parameters) or not any(_WRITTEN_PARAMETER.match(p) for p in parameters):
+        return None  # read wrong: every generated kernel writes something
     return {b for parameter, argument in zip(parameters, arguments) if _WRITTEN_PARAMETER.match(parameter)
             for b in _BUFFER.findall(argument)}
 
