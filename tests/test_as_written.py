@@ -148,3 +148,24 @@ def test_an_eager_reference_stays_eager_past_a_compiled_helper_it_calls():
     with ib.capture() as session:  # torch.compile compiles again once the reference is done
         torch.compile(lambda t: t.cos() * 3, backend="instrumented")(x)
     assert len(list(session)) == 1
+
+
+@torch.compile
+def _compiled_gelu(x: torch.Tensor) -> torch.Tensor:
+    return torch.nn.functional.gelu(x) * 2
+
+
+def _calls_compiled_gelu(x: torch.Tensor) -> torch.Tensor:
+    return _compiled_gelu(x).sin() + 1
+
+
+def test_a_profile_whose_eager_side_ran_compiled_code_says_so():
+    """No wrapper shows on ``_calls_compiled_gelu``: its eager side runs the compiled helper (the
+    profile's timed calls are not slowed by switching torch.compile off), and the report says so
+    instead of calling that eager."""
+    report = ib.profile(_calls_compiled_gelu, torch.randn(64, 64), warmup=1, iters=3, active=2, bandwidth=False)
+    [finding] = [f for f in report.findings if f.kind == "eager-ran-compiled"]
+    assert finding.evidence["compiled_calls"] >= 2 and "decorated with @torch.compile" in finding.message
+    plain = ib.profile(lambda x: torch.nn.functional.gelu(x).sin(), torch.randn(64, 64), warmup=1, iters=3,
+                       active=2, bandwidth=False)
+    assert "eager-ran-compiled" not in [f.kind for f in plain.findings]

@@ -12,6 +12,7 @@ from __future__ import annotations
 import statistics
 from typing import TYPE_CHECKING, Callable
 
+from ..seams.kernel_profile import CALL_EVENT
 from .records import Finding, format_us
 
 if TYPE_CHECKING:
@@ -62,6 +63,21 @@ def _nothing_compiled(report: "ProfileReport") -> list[Finding]:
         "Nothing was compiled: the compiled side ran eagerly, so these figures compare eager with itself "
         f"(plus torch.compile's frame check).{' ' + why if why else ''}"),
         {"skipped_frames": [f.render() for f in report.nothing_compiled.frames]})]
+
+
+@rule("eager-ran-compiled")
+def _eager_ran_compiled(report: "ProfileReport") -> list[Finding]:
+    """The eager side ran code compiled by torch.compile: a helper the model calls was decorated
+    with ``@torch.compile`` (a wrapper on the target, or inside its module, is taken off first)."""
+    events = report.eager_trace.get("traceEvents", []) if isinstance(report.eager_trace, dict) else []
+    calls = sum(1 for e in events if isinstance(e, dict) and CALL_EVENT.match(str(e.get("name", ""))))
+    if not calls:
+        return []
+    return [Finding("eager-ran-compiled", (
+        f"The eager side ran compiled code ({calls} call(s) of a graph compiled by torch.compile in its profiled "
+        "steps): something it calls is compiled where no wrapper shows (a function decorated with "
+        "@torch.compile), so 'eager' here is partly compiled and the speed-up understates compiling. Profile "
+        "with that decorator removed, or profile the decorated function itself."), {"compiled_calls": calls})]
 
 
 @rule("speedup")
