@@ -651,3 +651,46 @@ def test_backward_on_a_call_that_ran_its_own_says_what_to_do():
 
     with pytest.raises(ValueError, match="ran its own backward .* profile it with backward=False"):
         ib.profile(step, torch.randn(3, 4), no_grad=False, backward=True, warmup=1, iters=1)
+
+
+_IDENTICAL_BLOCKS = """\
+import torch
+
+
+class Block(torch.nn.Module):
+    def __init__(self, act):
+        super().__init__()
+        self.act = act
+        self.fc = torch.nn.Linear(16, 16)
+
+    def forward(self, x):
+        return x + getattr(torch, self.act)(self.fc(x))
+
+
+torch.manual_seed(0)
+blocks = [Block("tanh"), Block("tanh"), Block("tanh"), Block("relu")]
+for block in blocks:
+    block.compile()
+with torch.no_grad():
+    x = torch.randn(8, 16)
+    for block in blocks:
+        x = block(x)
+"""
+
+
+def test_identical_blocks_compiled_one_by_one_are_profiled_once(tmp_path):
+    """``block.compile()`` on each block of a model made the command profile every block, each the
+    same program (24 profiles for 24 layers). A block is profiled once per program: the same class
+    and settings, parameter and argument sizes; one whose settings differ (its activation) is not
+    the same program."""
+    from instrumented_backend.profiling.script import profile_script
+
+    script = tmp_path / "blocks.py"
+    script.write_text(_IDENTICAL_BLOCKS)
+    said: list[str] = []
+    reports = profile_script(script, warmup=1, iters=3, active=2, echo=said.append)
+    assert len(reports) == 2, said
+    assert [line.split("] ")[1][:5] for line in said] == ["Block"] * 4, said
+    assert "[1] Block: the same program as [0]" in said[1] and "[2] Block: the same program as [0]" in said[2]
+    assert "same program" not in said[3], said  # relu, not tanh
+    assert {k.kernel for k in reports[1].kernels} != {k.kernel for k in reports[0].kernels}

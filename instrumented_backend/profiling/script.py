@@ -16,7 +16,10 @@ from __future__ import annotations
 import contextlib
 import sys
 from pathlib import Path
-from typing import Callable, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
+
+import torch
+import torch.utils._pytree as pytree
 
 from ..capture.redirect import (
     CompiledCall,
@@ -50,7 +53,14 @@ def profile_script(script: "str | Path", argv: Sequence[str] = (), *, warmup: in
             raise SystemExit(status)  # the script failed: its status is the command's
         if not calls:
             say(f"instrumented_backend profile: {script} called no torch.compile'd function; nothing to profile")
+        profiled: dict[tuple[Any, ...], int] = {}
         for index, call in enumerate(calls):
+            same = profiled.setdefault(_program_of(call), index)
+            if same != index:  # block.compile() on each of 24 identical blocks: one profile, not 24
+                say(f"instrumented_backend profile: [{index}] {call.name}: the same program as [{same}] (the same "
+                    "code, parameter and argument sizes, and settings): its kernels and times are those; not "
+                    "profiled again")
+                continue
             # a step that runs its own backward is profiled as it is: no second backward after it
             backward = call.grad_enabled and call.backward and not call.own_backward
             shape = ", forward and backward" if backward else ", runs its own backward" if call.own_backward else ""
@@ -70,3 +80,34 @@ def profile_script(script: "str | Path", argv: Sequence[str] = (), *, warmup: in
                                            options=call.options or None, calls_before=[(call.args, call.kwargs)],
                                            **call.recompiled_kwargs))
     return reports
+
+
+def _program_of(call: CompiledCall) -> tuple[Any, ...]:
+    """What decides the program a recorded call compiles and runs: the code (a module's class and
+    its parts' plain settings: ``eps``, ``p``, an activation's name; a function is only ever itself),
+    the sizes and kinds of its parameters and arguments, and how it was called."""
+    target = call.target
+    owner = getattr(target, "__self__", None)
+    module = owner if isinstance(owner, torch.nn.Module) else target if isinstance(target, torch.nn.Module) else None
+    if module is None:
+        code: tuple[Any, ...] = (id(target),)
+    else:
+        function = getattr(target, "__func__", None)
+        code = (getattr(function, "__code__", None), repr(module), tuple(
+            (name, type(part).__qualname__, tuple(sorted(
+                (key, value) for key, value in vars(part).items()
+                if not key.startswith("_") and (value is None or isinstance(value, (bool, int, float, str))))))
+            for name, part in module.named_modules()), tuple(
+            (name, tuple(p.shape), p.dtype, p.requires_grad) for name, p in module.named_parameters()))
+
+    def kind(value: Any) -> Any:
+        if isinstance(value, torch.Tensor):
+            return ("tensor", tuple(value.shape), value.dtype, value.device.type, value.requires_grad)
+        if value is None or isinstance(value, (bool, int, float, str)):
+            return value
+        return type(value).__qualname__
+
+    leaves = tuple(kind(v) for v in pytree.tree_leaves([list(call.args), call.kwargs]))
+    structure = str(pytree.tree_structure([list(call.args), call.kwargs]))
+    return (code, leaves, structure, call.grad_enabled, call.backward, call.own_backward,
+            repr(sorted(call.compile_kwargs.items())), tuple(call.autocast), call.recompiled_call > 0, id(call.state))
