@@ -22,7 +22,7 @@ import torch
 
 from ..seams.compile_wrappers import compiled_in_place, compiled_original, set_compiled_in_place
 
-__all__ = ["as_written", "judged_as_written", "running_eagerly"]
+__all__ = ["as_written", "judged_as_written", "running_eagerly", "owning_module"]
 
 
 _JUDGED_AS_WRITTEN = (
@@ -41,7 +41,8 @@ def _unwrap(target: Any) -> tuple[Any, list[str]]:
     return target, notes
 
 
-def _owning_module(target: Any) -> "torch.nn.Module | None":
+def owning_module(target: Any) -> "torch.nn.Module | None":
+    """The module ``target`` is, or whose bound method it is (``model.forward``, ``model._call_impl``)."""
     if isinstance(target, torch.nn.Module):
         return target
     owner = getattr(target, "__self__", None)
@@ -91,7 +92,7 @@ def as_written(target: Callable[..., Any]) -> Iterator[tuple[Callable[..., Any],
     the block, what was compiled within its module runs as written too, and is put back after."""
     plain, notes = _unwrap(target)
     with contextlib.ExitStack() as undo:
-        module = _owning_module(plain)
+        module = owning_module(plain)
         inner = _take_off_inner_compiles(module, undo) if module is not None else []
         if inner and inner[0] == "":  # the module's own module.compile()
             inner.pop(0)

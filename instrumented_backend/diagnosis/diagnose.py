@@ -297,12 +297,11 @@ def _judge_training(fn: Callable[..., Any], compiled: Callable[..., Any], inputs
     named = None if isinstance(fn, torch.nn.Module) else StepState.of(fn)
     with running_eagerly():
         eager = _training_step(fn, inputs, seed, named)
-    try:
-        with running_eagerly():
+        try:
             reference = _training_step(to_fp64(fn), [to_fp64(v) for v in inputs], seed, named)
-        ref_out, ref_grads = reference.outputs, reference.grads
-    except Exception:  # noqa: BLE001 - an op without float64: judged without the referee
-        ref_out, ref_grads = None, None
+            ref_out, ref_grads = reference.outputs, reference.grads
+        except Exception:  # noqa: BLE001 - an op without float64: judged without the referee
+            ref_out, ref_grads = None, None
     for before in calls_before:  # steps the script took first: Dynamo recompiles for these inputs as it did
         _training_step(compiled, before, seed, named)
     compiled_step = _training_step(compiled, inputs, seed, named)  # an OptimizedModule: the module's
@@ -527,10 +526,9 @@ def diagnose(fn: Callable[..., Any], *inputs: Any, kwargs: Optional[dict[str, An
 def _diagnose(fn: Callable[..., Any], *inputs: Any, kwargs: Optional[dict[str, Any]] = None, train: bool = False,
               compile_kwargs: Optional[dict[str, Any]] = None, out_dir: "str | Path" = "diagnosis",
               minify: bool = True, bisect: bool = False, tol: Optional[float] = None, seed: int = 0,
-              progress: Optional[bool] = None, name: str = "",
+              progress: Optional[bool] = None, name: str,
               calls_before: Sequence[tuple[Sequence[Any], dict[str, Any]]] = (),
               as_written_notes: Sequence[str] = ()) -> Diagnosis:
-    name = name or target_name(fn)
     compiled_with, patches, dynamo_kwargs = _compile_settings(compile_kwargs)
     inductor_options = {**patches, "fallback_random": True}
     target = fn  # as called: a keyword call wraps it

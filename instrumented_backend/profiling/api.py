@@ -10,6 +10,7 @@ from typing import Any, Callable, Mapping, Optional, Sequence
 import torch
 import torch.utils._pytree as pytree
 
+from ..capture.as_written import as_written
 from ..capture.object_arguments import copy_object_arguments, is_object_argument
 from ..capture.skipped_frames import explain_nothing_compiled
 from ..seams.dynamo_skips import skipped_frames
@@ -95,8 +96,6 @@ def profile(model: Callable[..., Any], *args: Any, warmup: int = 10, iters: int 
     """
     if not callable(model):
         raise TypeError(f"ib.profile: model must be callable (an nn.Module or a function), got {type(model).__name__}")
-    from ..capture.as_written import as_written
-
     with as_written(model) as (plain, notes):
         report = _profile(plain, args, kwargs, warmup=warmup, iters=iters, active=active, no_grad=no_grad,
                           backward=backward, options=options, bandwidth=bandwidth, calls_before=calls_before)

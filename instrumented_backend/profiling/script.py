@@ -21,6 +21,7 @@ from typing import Any, Callable, Optional, Sequence
 import torch
 import torch.utils._pytree as pytree
 
+from ..capture.as_written import owning_module
 from ..capture.redirect import (
     CompiledCall,
     autocast_at_first_call,
@@ -87,8 +88,7 @@ def _program_of(call: CompiledCall) -> tuple[Any, ...]:
     its parts' plain settings: ``eps``, ``p``, an activation's name; a function is only ever itself),
     the sizes and kinds of its parameters and arguments, and how it was called."""
     target = call.target
-    owner = getattr(target, "__self__", None)
-    module = owner if isinstance(owner, torch.nn.Module) else target if isinstance(target, torch.nn.Module) else None
+    module = owning_module(target)
     if module is None:
         code: tuple[Any, ...] = (id(target),)
     else:
