@@ -141,6 +141,33 @@ def test_shares_of_saving_are_none_when_compiling_saves_nothing():
     assert [c.share_of_saving for c in mixed] == [None, None, None]
 
 
+def test_a_context_around_a_timed_call_is_entered_outside_its_timer():
+    """``around`` (the eager side's force_eager stance) is in effect during each of its label's
+    calls, warm-ups included, and what entering and leaving it costs is not in the samples."""
+    import contextlib
+    import time
+
+    from instrumented_backend.profiling.timing import time_side_by_side
+
+    inside = []
+
+    @contextlib.contextmanager
+    def slow_to_enter():
+        time.sleep(0.02)
+        inside.append(True)
+        try:
+            yield
+        finally:
+            inside.pop()
+            time.sleep(0.02)
+
+    seen = {"eager": [], "compiled": []}
+    timings = time_side_by_side({label: (lambda label=label: seen[label].append(bool(inside))) for label in seen},
+                                warmup=2, iters=5, around={"eager": slow_to_enter})
+    assert seen["eager"] == [True] * 7 and seen["compiled"] == [False] * 7
+    assert max(timings["eager"].samples_ms) < 10  # 20 ms to enter, 20 to leave: neither timed
+
+
 def test_category_of_an_eager_op_knows_transposed_convolutions_and_gemm_gradients():
     from instrumented_backend.profiling.join import category_of_op
 

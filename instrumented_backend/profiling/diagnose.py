@@ -67,17 +67,18 @@ def _nothing_compiled(report: "ProfileReport") -> list[Finding]:
 
 @rule("eager-ran-compiled")
 def _eager_ran_compiled(report: "ProfileReport") -> list[Finding]:
-    """The eager side ran code compiled by torch.compile: a helper the model calls was decorated
-    with ``@torch.compile`` (a wrapper on the target, or inside its module, is taken off first)."""
+    """The eager side ran a graph Inductor compiled, called directly rather than through
+    ``torch.compile`` (a wrapper is taken off, and a ``@torch.compile`` helper runs eagerly there
+    under the ``force_eager`` stance; a compiled graph called as a function is not switched off)."""
     events = report.eager_trace.get("traceEvents", []) if isinstance(report.eager_trace, dict) else []
     calls = sum(1 for e in events if isinstance(e, dict) and CALL_EVENT.match(str(e.get("name", ""))))
     if not calls:
         return []
     return [Finding("eager-ran-compiled", (
-        f"The eager side ran compiled code ({calls} call(s) of a graph compiled by torch.compile in its profiled "
-        "steps): something it calls is compiled where no wrapper shows (a function decorated with "
-        "@torch.compile), so 'eager' here is partly compiled and the speed-up understates compiling. Profile "
-        "with that decorator removed, or profile the decorated function itself."), {"compiled_calls": calls})]
+        f"The eager side ran compiled code ({calls} call(s) of a graph Inductor compiled, in its profiled steps): "
+        "something it calls is a compiled graph called directly (torch._inductor.compile's result, say), which "
+        "running torch.compile eagerly does not switch off, so 'eager' here is partly compiled and the speed-up "
+        "understates compiling. Profile with the eager version of that call."), {"compiled_calls": calls})]
 
 
 @rule("speedup")
