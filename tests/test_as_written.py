@@ -189,3 +189,45 @@ def test_a_profile_whose_eager_side_ran_a_compiled_graph_says_so():
     assert finding.evidence["compiled_calls"] >= 2 and "called directly" in finding.message
     plain = ib.profile(lambda t: torch.nn.functional.gelu(t).sin(), x, warmup=1, iters=3, active=2, bandwidth=False)
     assert "eager-ran-compiled" not in [f.kind for f in plain.findings]
+
+
+def _negated_sine(x: torch.Tensor) -> torch.Tensor:
+    return torch.neg(x).sin() * 2
+
+
+def test_an_already_compiled_target_is_compiled_with_the_settings_it_was_given(tmp_path):
+    """``ib.diagnose(torch.compile(fn, dynamic=True, options=...), x)`` compiled ``fn`` static and
+    with default options (a bug only those settings reach was not looked for): its wrapper's
+    settings are read and used, and said; ``profile`` takes its options the same way."""
+    import re
+
+    x = torch.randn(64, 64)
+    target = torch.compile(_negated_sine, dynamic=True, options={"cpp.simdlen": 1})  # simdlen 1: scalar C++
+    with ib.faults.doubling_neg():
+        result = ib.diagnose(target, x, minify=False, progress=False, out_dir=tmp_path)
+    assert result.found and result.compiled_with == {"dynamic": True, "options": {"cpp.simdlen": 1}}
+    assert any("settings its torch.compile was given: dynamic=True" in note for note in result.as_written)
+    judged = result.captures[0].output_code
+    assert re.search(r"\bk?s\d+\b", judged) and "Vectorized" not in judged  # symbolic sizes, scalar code
+    report = ib.profile(torch.compile(_negated_sine, options={"cpp.simdlen": 1}), x, warmup=1, iters=2, active=1,
+                        bandwidth=False)
+    assert all("Vectorized" not in c.output_code for c in report.captures)
+    assert any("options={'cpp.simdlen': 1}" in note for note in report.as_written)
+
+
+def test_settings_are_read_from_every_kind_of_compiled_target():
+    from instrumented_backend.capture.as_written import settings_as_written
+
+    assert settings_as_written(_negated_sine) == ({}, [])
+    assert settings_as_written(torch.compile(_negated_sine))[0] == {}
+    settings, _ = settings_as_written(torch.compile(_negated_sine, mode="max-autotune-no-cudagraphs"))
+    assert settings["options"]["max_autotune"] is True  # the mode, as the options Inductor folds it into
+    module = torch.nn.Linear(4, 4)
+    module.compile(fullgraph=True)
+    assert settings_as_written(module)[0] == {"fullgraph": True}
+    assert settings_as_written(torch.compile(torch.nn.Linear(4, 4), dynamic=False))[0] == {"dynamic": False}
+    settings, notes = settings_as_written(torch.compile(_negated_sine, backend="aot_eager", dynamic=True,
+                                                        options={"not_inductor": 1}))
+    assert settings == {"dynamic": True} and "backend='aot_eager'" in notes[-1]  # its options are not Inductor's
+    settings, _ = settings_as_written(torch.compile(_negated_sine, backend="instrumented", options={"cpp.simdlen": 1}))
+    assert settings == {"options": {"cpp.simdlen": 1}}

@@ -414,3 +414,19 @@ def test_a_moved_compile_wrapper_is_reported(monkeypatch):
     monkeypatch.setattr(torch.nn.Module, "_wrapped_call_impl", calls_only_its_own_impl)
     with pytest.raises(SeamMoved, match="Module.compile\\(\\) no longer stores _compiled_call_impl"):
         compile_wrappers.check()
+
+
+def test_compile_settings_kept_elsewhere_are_reported(monkeypatch):
+    """Inductor's torch.compile wrapper keeping the mode and options somewhere else than
+    ``config``: the settings read off a compiled target would silently be none."""
+    from instrumented_backend.seams import compile_wrappers
+
+    original_init = torch._TorchCompileInductorWrapper.__init__
+
+    def keeps_them_elsewhere(self, *args, **kwargs):
+        original_init(self, *args, **kwargs)
+        self.settings, self.config = self.config, {}
+
+    monkeypatch.setattr(torch._TorchCompileInductorWrapper, "__init__", keeps_them_elsewhere)
+    with pytest.raises(SeamMoved, match="no longer keeps its settings where compile_settings reads them"):
+        compile_wrappers.check()

@@ -20,15 +20,41 @@ from typing import Any, Callable, ContextManager, Iterator, Optional
 
 import torch
 
-from ..seams.compile_wrappers import compiled_in_place, compiled_original, set_compiled_in_place
+from ..seams.compile_wrappers import compile_settings, compiled_in_place, compiled_original, set_compiled_in_place
 
-__all__ = ["as_written", "judged_as_written", "running_eagerly", "owning_module"]
+__all__ = ["as_written", "judged_as_written", "running_eagerly", "owning_module", "settings_as_written"]
 
 
 _JUDGED_AS_WRITTEN = (
     "the target was compiled with torch.compile ({kind}): judged as written, its {original} run eagerly and "
-    "compiled here with backend='instrumented' (the mode and options it was compiled with are not read: pass "
-    "them as compile_kwargs)")
+    "compiled here with backend='instrumented'")
+_OUR_BACKENDS = ("inductor", "instrumented")  # whose options are Inductor config (and ours)
+
+
+def settings_as_written(target: Any, keys: tuple[str, ...] = ("dynamic", "fullgraph", "options")
+                        ) -> tuple[dict[str, Any], list[str]]:
+    """(the ``torch.compile`` arguments ``target`` was compiled with, those of ``keys``, to compile it
+    with here; notes saying so) when ``target`` is compiled itself (a compiled module or function,
+    or a module whose ``module.compile()`` is on); ({}, []) else. The mode is read as the options
+    Inductor folds it into. A backend other than Inductor's keeps only ``dynamic`` and
+    ``fullgraph``: its options are not Inductor config."""
+    read = compile_settings(target)
+    module = owning_module(target)
+    if read is None and module is not None and compiled_in_place(module) is not None:
+        read = compile_settings(compiled_in_place(module))
+    if not read:
+        return {}, []
+    backend = read.pop("backend", None)
+    foreign = backend is not None and backend not in _OUR_BACKENDS
+    settings = {k: v for k, v in read.items() if k in keys and not (foreign and k in ("mode", "options"))}
+    notes = []
+    if settings:
+        shown = ", ".join(f"{k}={v!r}" for k, v in settings.items())
+        notes.append(f"compiled here with the settings its torch.compile was given: {shown}")
+    if foreign:
+        notes.append(f"it was compiled with backend={backend!r}: compiled here with Inductor (backend='instrumented'), "
+                     "without that backend's mode and options")
+    return settings, notes
 
 
 def _unwrap(target: Any) -> tuple[Any, list[str]]:

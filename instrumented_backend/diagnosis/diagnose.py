@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, NamedTuple, Optional,
 import torch
 import torch.utils._pytree as pytree
 
-from ..capture.as_written import as_written, running_eagerly
+from ..capture.as_written import as_written, running_eagerly, settings_as_written
 from ..capture.object_arguments import is_object_argument
 from ..capture.redirect import autocast_now, target_name
 from ..capture.skipped_frames import NothingCompiled, explain_nothing_compiled
@@ -510,17 +510,23 @@ def diagnose(fn: Callable[..., Any], *inputs: Any, kwargs: Optional[dict[str, An
     the judged one, unjudged, as a script made them: a later call that recompiled (a new shape,
     another branch) is judged on the graph Dynamo made for it then (its sizes symbolic, say).
     A target already compiled (``torch.compile(model)``, a compiled function, ``block.compile()``
-    inside it) is judged as written: eager runs it without that compile, which stays as it was.
+    inside it) is judged as written: eager runs it without that compile, which stays as it was;
+    without ``compile_kwargs``, it is compiled with the ``dynamic``, ``fullgraph``, mode and options
+    its own ``torch.compile`` was given.
     """
     if not callable(fn):
         raise TypeError(f"diagnose needs a function or module, got {type(fn).__name__}")
     if kwargs is not None and not isinstance(kwargs, dict):
         raise TypeError(f"diagnose: kwargs must be a dict of keyword arguments, got {type(kwargs).__name__}")
 
+    settings_notes: list[str] = []
+    if compile_kwargs is None:  # what it was compiled with, when it was: read off its wrapper
+        compile_kwargs, settings_notes = settings_as_written(fn)
     with as_written(fn) as (plain, notes):
         return _diagnose(plain, *inputs, kwargs=kwargs, train=train, compile_kwargs=compile_kwargs, out_dir=out_dir,
                          minify=minify, bisect=bisect, tol=tol, seed=seed, progress=progress,
-                         name=name or target_name(plain), calls_before=calls_before, as_written_notes=notes)
+                         name=name or target_name(plain), calls_before=calls_before,
+                         as_written_notes=[*notes, *settings_notes])
 
 
 def _diagnose(fn: Callable[..., Any], *inputs: Any, kwargs: Optional[dict[str, Any]] = None, train: bool = False,

@@ -10,7 +10,7 @@ from typing import Any, Callable, Mapping, Optional, Sequence
 import torch
 import torch.utils._pytree as pytree
 
-from ..capture.as_written import as_written, running_eagerly
+from ..capture.as_written import as_written, running_eagerly, settings_as_written
 from ..capture.object_arguments import copy_object_arguments, is_object_argument
 from ..capture.skipped_frames import explain_nothing_compiled
 from ..seams.dynamo_skips import skipped_frames
@@ -92,14 +92,19 @@ def profile(model: Callable[..., Any], *args: Any, warmup: int = 10, iters: int 
     Dynamo compiles what it compiled then (a generate loop's decode step, recompiled with symbolic
     sizes after the prefill). A model already compiled (``torch.compile(model)``, a compiled
     function, ``block.compile()`` inside it) is profiled as written: the eager side runs it
-    without that compile, which stays as it was. Returns a :class:`ProfileReport`.
+    without that compile, which stays as it was; without ``options``, the compiled side takes the
+    mode and options its ``torch.compile`` was given. Returns a :class:`ProfileReport`.
     """
     if not callable(model):
         raise TypeError(f"ib.profile: model must be callable (an nn.Module or a function), got {type(model).__name__}")
+    settings_notes: list[str] = []
+    if options is None:  # what it was compiled with, when it was: its mode and options (Inductor config)
+        settings, settings_notes = settings_as_written(model, keys=("options",))
+        options = settings.get("options")
     with as_written(model) as (plain, notes):
         report = _profile(plain, args, kwargs, warmup=warmup, iters=iters, active=active, no_grad=no_grad,
                           backward=backward, options=options, bandwidth=bandwidth, calls_before=calls_before)
-    report.as_written = notes
+    report.as_written = [*notes, *settings_notes]
     return report
 
 
