@@ -231,3 +231,15 @@ def test_settings_are_read_from_every_kind_of_compiled_target():
     assert settings == {"dynamic": True} and "backend='aot_eager'" in notes[-1]  # its options are not Inductor's
     settings, _ = settings_as_written(torch.compile(_negated_sine, backend="instrumented", options={"cpp.simdlen": 1}))
     assert settings == {"options": {"cpp.simdlen": 1}}
+
+
+def test_the_layer_and_accuracy_checks_take_the_options_a_compiled_target_was_given():
+    """A bug only in scalar kernels (``cpp.simdlen=1``): the compiled target asks for them, and
+    check_accuracy, find_failing_layer and find_first_divergence compile it so, as given."""
+    x = torch.randn(64, 64)  # 4096 elements: no scalar tail in the vectorized kernels
+    scalar_kernels = torch.compile(_negated_sine, options={"cpp.simdlen": 1})
+    with ib.faults.bad_lowering("neg", "decltype({x})(2 * {x})", vectorized="{original}"):  # scalar kernels only
+        assert ib.check_accuracy(_negated_sine, x).passed  # vectorized kernels: right
+        assert not ib.check_accuracy(scalar_kernels, x).passed
+        assert ib.find_failing_layer(scalar_kernels, x, top_down=True).first_failing == "inductor"
+        assert ib.find_first_divergence(scalar_kernels, x).culprit == "neg"

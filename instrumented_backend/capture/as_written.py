@@ -140,10 +140,22 @@ def running_eagerly() -> ContextManager[Any]:
 
 
 def judged_as_written(function: Callable[..., Any]) -> Callable[..., Any]:
-    """Decorate a function whose first argument is the target: it gets the target as written."""
+    """Decorate a function whose first argument is the target: it gets the target as written, and
+    the settings of the target's own ``torch.compile`` (:func:`settings_as_written`) for those of
+    its ``options`` / ``dynamic`` / ``fullgraph`` parameters the caller did not pass (``options``
+    only for Inductor: a ``backend`` argument naming another backend keeps its own)."""
+    import inspect
+
+    accepted = tuple(k for k in ("dynamic", "fullgraph", "options") if k in inspect.signature(function).parameters)
 
     @functools.wraps(function)
     def with_target_as_written(target: Any, *args: Any, **kwargs: Any) -> Any:
+        unset = tuple(k for k in accepted if kwargs.get(k) is None)
+        if kwargs.get("backend", "instrumented") not in _OUR_BACKENDS:
+            unset = tuple(k for k in unset if k != "options")
+        if unset:
+            settings, _ = settings_as_written(target, keys=unset)
+            kwargs.update(settings)
         with as_written(target) as (plain, _):
             return function(plain, *args, **kwargs)
 
