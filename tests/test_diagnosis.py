@@ -427,3 +427,42 @@ def test_dropout_draws_eagers_numbers_in_every_layer_and_in_the_buffer_replay():
     assert any(c.passed for c in report.checked), report.render()  # the dropout's buffers matched eager
     line = inspect.getsourcelines(dropout_then_tanh)[1] + 2
     assert report.key_lines and all(k.source.line == line for k in report.key_lines)
+
+
+class _Branching(torch.nn.Module):
+    """A torch.cond between two branches, a layer before it and a residual after it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = torch.nn.Linear(16, 16)
+
+    def forward(self, x: torch.Tensor, flag: torch.Tensor) -> torch.Tensor:
+        h = self.lin(x)
+        h = torch.cond(flag.sum() > 0, lambda t: torch.tanh(t) * 2, lambda t: torch.cos(t) - 1, (h,))
+        return h.relu() + x
+
+
+def test_a_wrong_op_inside_the_torch_cond_branch_that_ran_is_the_culprit():
+    """The cond's output (``buf4 = buf3[0]`` after the branch call) was compared only after the
+    kernel that reads it, behind that kernel's own output: the residual ``add`` came out first and
+    was blamed ("no node of the kernel diverges alone"). It is compared where it is unpacked, and
+    the branch that ran is searched, replayed eagerly on its operands: its ``cos`` is named."""
+    torch.manual_seed(0)
+    model, x = _Branching(), torch.randn(8, 16)
+    with ib.faults.scaled("cos", 1.05):
+        report = ib.find_first_divergence(model, x, -torch.ones(2))  # the false branch runs
+    assert report.checked[-1].dynamo_node == "cond" and not report.checked[-1].passed
+    branch = report.culprit.split(".")[0]
+    assert report.culprit == f"{branch}.cos" and branch.startswith("false_graph")
+    assert any(".cos()" in line.text for line in report.lines)
+    assert report.branch is not None and report.branch[0] == branch
+
+
+def test_a_cond_branchs_culprit_is_diagnosed_and_its_branch_minified(tmp_path):
+    torch.manual_seed(0)
+    model, x = _Branching(), torch.randn(8, 16)
+    with ib.faults.scaled("tanh", 1.05):
+        result = ib.diagnose(model, x, torch.ones(2), out_dir=tmp_path, progress=False)
+    assert result.found and result.divergence.culprit.endswith(".tanh")
+    assert "-> 1 nodes" in result.minifier and result.repro_path  # the branch's subgraph, alone
+    assert "torch.tanh(t)" in (tmp_path / "diagnosis.txt").read_text()  # the culprit's source line

@@ -661,7 +661,11 @@ def _diagnose(fn: Callable[..., Any], *inputs: Any, kwargs: Optional[dict[str, A
                 hints = list(graph.nodes[culprit].dynamo_nodes) if culprit in graph.nodes else []
                 if graph.post_grad_graph is not None:
                     instead = (graph.post_grad_graph, graph.call_args, [culprit] if culprit else [])
-                if first_call and not autocast_now():
+                if result.divergence.branch is not None:  # inside a torch.cond's branch: that subgraph alone
+                    branch, subgraph, operands = result.divergence.branch
+                    target_graph, args = subgraph, operands
+                    hints, instead = [culprit.removeprefix(f"{branch}.")], None
+                elif first_call and not autocast_now():
                     target_graph, args = graph.dynamo_graph, first_call
                 elif instead is not None:
                     target_graph, args, hints = instead

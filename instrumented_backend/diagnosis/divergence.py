@@ -71,6 +71,9 @@ class DivergenceReport:
     narrowed: list[tuple[str, bool]] = field(default_factory=list)  # (node, diverges alone)
     lines: list[KernelLine] = field(default_factory=list)  # the culprit's lines in the kernel
     note: str = ""
+    # When the culprit is inside the torch.cond branch that ran: (the branch's name, its post-grad
+    # subgraph, the eager values of its operands), in memory only: the graph a minifier can shrink.
+    branch: Optional[tuple[str, torch.fx.GraphModule, list[Any]]] = field(default=None, compare=False, repr=False)
 
     @property
     def found(self) -> bool:
@@ -265,6 +268,18 @@ def _narrow(graph: GraphCapture, diverging: str, kernel_nodes: list[str], values
     ancestors = _ancestors(target) | {target}
     candidates = [n for n in post_grad.graph.nodes if n.name in kernel_nodes and n in ancestors
                   and n.op == "call_function" and n.target is not operator.getitem]
+    return _culprit_among(candidates, values, seed, tol, options)
+
+
+_Narrowed = tuple[Optional[str], list[tuple[str, bool]], list[tuple[str, bool]], str]
+
+
+def _culprit_among(candidates: list[torch.fx.Node], values: dict[str, Any], seed: int, tol: Optional[float],
+                   options: dict[str, Any]) -> _Narrowed:
+    """The first of ``candidates`` (in graph order) that diverges compiled alone on eager inputs,
+    found by one probe compiling them all together when there are three or more: (culprit, the
+    probe's verdicts, the nodes compiled alone and their verdicts, a note)."""
+    nodes = {n.name: n for n in candidates}
     # Two compiles (the probe, the confirmation) beat one per node from three nodes on.
     probed = _probe(candidates, values, seed, tol, options) if len(candidates) > 2 else []
     tried: list[tuple[str, bool]] = []
@@ -282,6 +297,64 @@ def _narrow(graph: GraphCapture, diverging: str, kernel_nodes: list[str], values
         if diverges:
             return node.name, probed, tried, ""
     return None, probed, tried, "no node of the kernel diverges alone (a fusion or scheduling bug?)"
+
+
+def _branch_taken(post_grad: torch.fx.GraphModule, name: str, eager: dict[str, Any]
+                  ) -> Optional[tuple[str, torch.fx.GraphModule, list[Any]]]:
+    """When node ``name`` is an output of a ``torch.cond`` (one of its items), the branch that ran:
+    (its subgraph's attribute name, the subgraph, its operands' eager values); else None."""
+    nodes = {n.name: n for n in post_grad.graph.nodes}
+    node = nodes.get(name)
+    if node is not None and node.op == "call_function" and node.target is operator.getitem:
+        node = node.args[0]
+    if not (isinstance(node, torch.fx.Node) and node.op == "call_function"
+            and node.target is getattr(torch.ops.higher_order, "cond", None) and len(node.args) >= 4):
+        return None
+    predicate, on_true, on_false, operands = node.args[:4]
+    taken = eager.get(predicate.name) if isinstance(predicate, torch.fx.Node) else predicate
+    if taken is None:
+        return None
+    branch = on_true if bool(taken) else on_false
+    subgraph = getattr(post_grad, str(branch.target), None) if isinstance(branch, torch.fx.Node) else None
+    if not isinstance(subgraph, torch.fx.GraphModule):
+        return None
+    values = [eager.get(o.name) if isinstance(o, torch.fx.Node) else o for o in operands]
+    return str(branch.target), subgraph, values
+
+
+def _explain_branch(report: DivergenceReport, graph: GraphCapture, name: str, eager: dict[str, Any], seed: int,
+                    tol: Optional[float], options: Optional[dict[str, Any]]) -> bool:
+    """The diverging buffer is a ``torch.cond``'s output: compare the nodes of the branch that ran
+    (replayed eagerly on the operands' eager values) to name the culprit inside it; False when
+    ``name`` is no such output."""
+    taken = _branch_taken(graph.post_grad_graph, name, eager)
+    if taken is None:
+        return False
+    branch, subgraph, operands = taken
+    report.diverging_node = name
+    report.note = f"it is the output of torch.cond: its branch {branch} ran, and the culprit is looked for inside it"
+    if options is None:
+        report.culprit = name
+        return True
+    values, _ = _eager_run(subgraph, operands, seed)
+    candidates = [n for n in subgraph.graph.nodes if n.op == "call_function" and n.target is not operator.getitem
+                  and not isinstance(n.target, torch._ops.HigherOrderOperator)]
+    found, probed, tried, note = _culprit_among(candidates, values, seed, tol, options)
+    report.probed = [(f"{branch}.{node}", diverges) for node, diverges in probed]
+    report.narrowed = [(f"{branch}.{node}", diverges) for node, diverges in tried]
+    if found is None:
+        report.culprit = name
+        report.note += f"; no node of {branch} diverges alone"
+        return True
+    culprit = f"{branch}.{found}"
+    report.culprit = culprit
+    report.branch = (branch, subgraph, operands)
+    report.culprit_target = graph.nodes[culprit].target if culprit in graph.nodes else str(
+        next(n.target for n in candidates if n.name == found))
+    report.kernel = next((k.name for k in graph.kernels if any(culprit in line.fx_nodes for line in k.lines)), None)
+    if report.kernel is not None:
+        report.lines = [line for line in graph.kernel(report.kernel).lines if culprit in line.fx_nodes]
+    return True
 
 
 def _ancestors(node: torch.fx.Node) -> set[torch.fx.Node]:
@@ -309,6 +382,8 @@ def _named_buffers(graph: GraphCapture, text: str) -> list[str]:
 
 
 _STORES = {"ops.store", "ops.store_reduction"}
+# A buffer the wrapper takes out of a tuple of outputs (an extern's, a torch.cond's): ``buf4 = buf3[0]``.
+_UNPACKED = re.compile(r"^\s*(buf\d+)\s*=\s*buf\d+\[\d+\]\s*$")
 # The buffers an extern call writes: its ``out=``, the name it assigns, or the first argument of
 # an in-place op (``aten.scatter_reduce_.two(buf7, ...)``); the other buffers it names it reads.
 _EXTERN_OUTPUT = re.compile(r"\bout=\(?(buf\d+)|^\s*(buf\d+)\s*=|\w_(?:\.\w+)?\((buf\d+)\b")
@@ -384,14 +459,15 @@ def _final_writes(graph: GraphCapture) -> dict[str, tuple[int, str]]:
     A node can take several statements: a scatter's buffer is zeroed by a fused kernel, then
     filled by an in-place fallback (``aten.scatter_reduce_.two(buf7, ...)``); its value after the
     first is not the node's. A later launch that only reads the buffer does not count. A buffer
-    that no launch writes is read at the first launch that passes it when no generated kernel
-    computes its node (the wrapper made it: an extern's output unpacked, ``buf6 = buf5[0]``), and
-    left out otherwise: Inductor can name a buffer after a node it then computes only in registers,
-    the buffer holding another node's value (a log-softmax's ``log`` buffer, reused in place, holds
-    the sum of exponentials)."""
+    that no launch writes, when no generated kernel computes its node (the wrapper made it: an
+    item of an extern's or a ``torch.cond``'s outputs, ``buf4 = buf3[0]``), is read on the line that
+    unpacks it, else at the first launch that passes it (before what that launch writes), and left
+    out otherwise: Inductor can name a buffer after a node it then computes only in registers, the
+    buffer holding another node's value (a log-softmax's ``log`` buffer, reused in place, holds the
+    sum of exponentials). ``kernel`` is "" for an unpacking line."""
     lines = graph.output_code.splitlines()
     in_kernels = {n for k in graph.kernels if k.kind != "extern" for line in k.lines for n in line.fx_nodes}
-    final: dict[str, tuple[int, str]] = {}
+    written: dict[str, tuple[int, str]] = {}
     first_passed: dict[str, tuple[int, str]] = {}
     for number, kernel in sorted(_launches(graph).items()):
         text = lines[number - 1]
@@ -399,10 +475,16 @@ def _final_writes(graph: GraphCapture) -> dict[str, tuple[int, str]]:
         for buffer in passed:
             first_passed.setdefault(buffer, (number, kernel.name))
         for buffer in _buffers_written(graph, kernel, text, passed):
-            final[buffer] = (number, kernel.name)
-    for buffer, launch in first_passed.items():
-        if buffer not in final and graph.buffers[buffer] not in in_kernels:
-            final[buffer] = launch
+            written[buffer] = (number, kernel.name)
+    unpacked = {match.group(1): (number, "") for number, text in enumerate(lines, start=1)
+                if (match := _UNPACKED.match(text)) and match.group(1) in graph.buffers}
+    final: dict[str, tuple[int, str]] = {}
+    for buffer in graph.buffers:  # read before what the same launch writes
+        if buffer not in written and graph.buffers[buffer] not in in_kernels:
+            launch = unpacked.get(buffer) or first_passed.get(buffer)
+            if launch is not None:
+                final[buffer] = launch
+    final.update(written)
     return final
 
 
@@ -410,7 +492,7 @@ def buffer_writers(graph: GraphCapture) -> dict[str, str]:
     """{FX node: the kernel whose launch completes its buffer} (see :func:`_final_writes`); an
     input the graph updates in place counts as its last writer's buffer, completed by the last
     launch that names the input."""
-    writers = {graph.buffers[buffer]: kernel for buffer, (_, kernel) in _final_writes(graph).items()}
+    writers = {graph.buffers[buffer]: kernel for buffer, (_, kernel) in _final_writes(graph).items() if kernel}
     if graph.post_grad_graph is not None:
         lines = graph.output_code.splitlines()
         launches = sorted(_launches(graph).items())
@@ -563,6 +645,8 @@ def divergence_in_graph(graph: GraphCapture, args: list[Any], report: Divergence
 
 def _explain(report: DivergenceReport, graph: GraphCapture, name: str, eager: dict[str, Any], seed: int,
              tol: Optional[float], options: Optional[dict[str, Any]]) -> None:
+    if _explain_branch(report, graph, name, eager, seed, tol, options):
+        return
     report.diverging_node = name
     kernel = buffer_writers(graph).get(name)
     report.kernel = kernel
