@@ -337,8 +337,12 @@ def _explain_branch(report: DivergenceReport, graph: GraphCapture, name: str, ea
         report.culprit = name
         return True
     values, _ = _eager_run(subgraph, operands, seed)
+    def calls_a_subgraph(node: torch.fx.Node) -> bool:  # a nested cond, a loop
+        return any(a.op == "get_attr" and isinstance(getattr(subgraph, str(a.target), None), torch.fx.GraphModule)
+                   for a in node.all_input_nodes)
+
     candidates = [n for n in subgraph.graph.nodes if n.op == "call_function" and n.target is not operator.getitem
-                  and not isinstance(n.target, torch._ops.HigherOrderOperator)]
+                  and not calls_a_subgraph(n)]
     found, probed, tried, note = _culprit_among(candidates, values, seed, tol, options)
     report.probed = [(f"{branch}.{node}", diverges) for node, diverges in probed]
     report.narrowed = [(f"{branch}.{node}", diverges) for node, diverges in tried]
