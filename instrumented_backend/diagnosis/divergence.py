@@ -258,8 +258,7 @@ def _probe(candidates: list[torch.fx.Node], values: dict[str, Any], seed: int, t
 
 
 def _narrow(graph: GraphCapture, diverging: str, kernel_nodes: list[str], values: dict[str, Any], seed: int,
-            tol: Optional[float], options: dict[str, Any]
-            ) -> tuple[Optional[str], list[tuple[str, bool]], list[tuple[str, bool]], str]:
+            tol: Optional[float], options: dict[str, Any]) -> "_Narrowed":
     """The culprit among the kernel's nodes that feed ``diverging``: (culprit, the probe's verdicts,
     the nodes compiled alone and their verdicts, a note)."""
     post_grad = graph.post_grad_graph
@@ -337,6 +336,7 @@ def _explain_branch(report: DivergenceReport, graph: GraphCapture, name: str, ea
         report.culprit = name
         return True
     values, _ = _eager_run(subgraph, operands, seed)
+
     def calls_a_subgraph(node: torch.fx.Node) -> bool:  # a nested cond, a loop
         return any(a.op == "get_attr" and isinstance(getattr(subgraph, str(a.target), None), torch.fx.GraphModule)
                    for a in node.all_input_nodes)
