@@ -231,6 +231,11 @@ def test_settings_are_read_from_every_kind_of_compiled_target():
     assert settings == {"dynamic": True} and "backend='aot_eager'" in notes[-1]  # its options are not Inductor's
     settings, _ = settings_as_written(torch.compile(_negated_sine, backend="instrumented", options={"cpp.simdlen": 1}))
     assert settings == {"options": {"cpp.simdlen": 1}}
+    ours = torch.compile(_negated_sine, backend="instrumented", mode="max-autotune-no-cudagraphs")
+    assert settings_as_written(ours)[0] == {"mode": "max-autotune-no-cudagraphs"}  # diagnose takes a mode
+    settings, _ = settings_as_written(ours, keys=("options",))  # profile and the checks take options only
+    assert settings["options"]["max_autotune"] is True
+    assert settings_as_written(torch.compiler.disable(_negated_sine)) == ({}, [])  # not a compile
 
 
 def test_the_layer_and_accuracy_checks_take_the_options_a_compiled_target_was_given():

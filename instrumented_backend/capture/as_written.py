@@ -31,13 +31,14 @@ _JUDGED_AS_WRITTEN = (
 _OUR_BACKENDS = ("inductor", "instrumented")  # whose options are Inductor config (and ours)
 
 
-def settings_as_written(target: Any, keys: tuple[str, ...] = ("dynamic", "fullgraph", "options")
+def settings_as_written(target: Any, keys: tuple[str, ...] = ("dynamic", "fullgraph", "mode", "options")
                         ) -> tuple[dict[str, Any], list[str]]:
     """(the ``torch.compile`` arguments ``target`` was compiled with, those of ``keys``, to compile it
     with here; notes saying so) when ``target`` is compiled itself (a compiled module or function,
-    or a module whose ``module.compile()`` is on); ({}, []) else. The mode is read as the options
-    Inductor folds it into. A backend other than Inductor's keeps only ``dynamic`` and
-    ``fullgraph``: its options are not Inductor config."""
+    or a module whose ``module.compile()`` is on); ({}, []) else. Inductor's wrapper keeps the mode
+    as the options it folds it into; ``backend="instrumented"`` keeps it as given, and it is folded
+    into the options the same way when ``keys`` takes options but no mode. A backend other than
+    Inductor's keeps only ``dynamic`` and ``fullgraph``: its options are not Inductor config."""
     read = compile_settings(target)
     module = owning_module(target)
     if read is None and module is not None and compiled_in_place(module) is not None:
@@ -46,7 +47,17 @@ def settings_as_written(target: Any, keys: tuple[str, ...] = ("dynamic", "fullgr
         return {}, []
     backend = read.pop("backend", None)
     foreign = backend is not None and backend not in _OUR_BACKENDS
-    settings = {k: v for k, v in read.items() if k in keys and not (foreign and k in ("mode", "options"))}
+    if foreign:
+        read.pop("mode", None)
+        read.pop("options", None)
+    elif "mode" in read and "mode" not in keys and "options" in keys:
+        from .options import parse_options
+
+        mode, given = read.pop("mode"), read.pop("options", None)
+        folded = {**parse_options(mode, given).inductor_patches, **(given or {})}
+        if folded:
+            read["options"] = folded
+    settings = {k: v for k, v in read.items() if k in keys}
     notes = []
     if settings:
         shown = ", ".join(f"{k}={v!r}" for k, v in settings.items())

@@ -66,8 +66,9 @@ def compile_settings(target: Any) -> Optional[dict[str, Any]]:
     """The ``torch.compile`` arguments ``target`` (a compiled module or function, or the call
     ``module.compile()`` left) was compiled with, as ``dynamic`` / ``fullgraph`` / ``options``
     (the mode folded into the options, as Inductor folds it; ``backend`` when not Inductor), each
-    only when set; None when ``target`` is no such wrapper or its context cannot be read."""
-    context = _dynamo_context(target)
+    only when set; None when ``target`` is no such wrapper (a ``torch.compiler.disable`` wrapper
+    holds a Dynamo context too: not a compile) or its context cannot be read."""
+    context = _dynamo_context(target) if compiled_original(target) is not None else None
     if context is None:
         return None
     settings: dict[str, Any] = {}
@@ -133,6 +134,8 @@ def _check_settings() -> None:
     module = torch.nn.Identity()
     if compile_settings(torch.compile(module, fullgraph=True)) != {"fullgraph": True}:
         raise SeamMoved("compile_wrappers: an OptimizedModule's dynamo_ctx no longer holds its fullgraph")
+    if compile_settings(torch.compiler.disable(function)) is not None:
+        raise SeamMoved("compile_wrappers: a torch.compiler.disable wrapper is read as a compile")
     module.compile(dynamic=True)
     if compile_settings(compiled_in_place(module)) != {"dynamic": True}:
         raise SeamMoved("compile_wrappers: module.compile()'s compiled call no longer holds its settings")
