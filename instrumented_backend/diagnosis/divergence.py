@@ -351,14 +351,19 @@ def _explain_branch(report: DivergenceReport, graph: GraphCapture, name: str, ea
         report.note += f"; no node of {branch} diverges alone"
         return True
     culprit = f"{branch}.{found}"
-    report.culprit = culprit
     report.branch = (branch, subgraph, operands)
-    report.culprit_target = graph.nodes[culprit].target if culprit in graph.nodes else str(
-        next(n.target for n in candidates if n.name == found))
     report.kernel = next((k.name for k in graph.kernels if any(culprit in line.fx_nodes for line in k.lines)), None)
+    _name_culprit(report, graph, culprit, op=str(next(n.target for n in candidates if n.name == found)))
+    return True
+
+
+def _name_culprit(report: DivergenceReport, graph: GraphCapture, culprit: str, op: str = "") -> None:
+    """Set ``report``'s culprit, its op (``op`` when the capture does not know the node), and its
+    lines in ``report.kernel``."""
+    report.culprit = culprit
+    report.culprit_target = graph.nodes[culprit].target if culprit in graph.nodes else op
     if report.kernel is not None:
         report.lines = [line for line in graph.kernel(report.kernel).lines if culprit in line.fx_nodes]
-    return True
 
 
 def _ancestors(node: torch.fx.Node) -> set[torch.fx.Node]:
@@ -663,7 +668,4 @@ def _explain(report: DivergenceReport, graph: GraphCapture, name: str, eager: di
         found, probed, tried, note = _narrow(graph, name, kernel_nodes, eager, seed, tol, options)
         report.probed, report.narrowed, report.note = probed, tried, note
         culprit = found or name
-    report.culprit = culprit
-    report.culprit_target = graph.nodes[culprit].target if culprit in graph.nodes else ""
-    if kernel is not None:
-        report.lines = [line for line in graph.kernel(kernel).lines if culprit in line.fx_nodes]
+    _name_culprit(report, graph, culprit)
