@@ -39,7 +39,7 @@ from ..seams.dynamo_skips import skipped_frames
 from .accuracy import AccuracyReport, clone_inputs, compare_outputs, eager_is_nondeterministic, to_fp64
 from .auto_minify import prewarm_worker, release_worker
 from .compile_error import CompileErrorReport, find_cpp_compile_error
-from .divergence import DivergenceReport, divergence_in_graph, find_first_divergence
+from .divergence import DivergenceReport, divergence_in_graph, find_first_divergence, has_cpp_wrapper
 from .faults import active_faults, lowering_uses
 from .layers import LayerReport, LayerResult, find_failing_layer, judge_layers, run_calls_before, same_random_numbers
 from .step_state import StepState
@@ -407,7 +407,77 @@ def _minify(graph: torch.fx.GraphModule, args: Sequence[Any], check: Any, hints:
     return str(result.repro_path or ""), note + result.summary()
 
 
-def _first_call(graph: "GraphCapture", calls: Sequence[tuple[list[Any], list[Any], str]]) -> list[Any]:
+# (example inputs, first call's arguments, the graph's code) of one Dynamo graph compiled
+_GraphCall = tuple[list[Any], list[Any], str]
+
+
+@dataclass
+class _Judged:
+    """One compile of the target with the instrumented backend, run and judged against eager."""
+
+    graphs: list["GraphCapture"]
+    calls: list[_GraphCall]  # per Dynamo graph compiled, in compile order
+    skipped: Any  # the frames Dynamo skipped
+    verdict: str = "passed"
+    outputs: Optional[AccuracyReport] = None
+    gradients: Optional[AccuracyReport] = None
+    error: str = ""
+    compile_error: Optional[CompileErrorReport] = None
+
+
+def _compile_and_judge(fn: Callable[..., Any], inputs: Sequence[Any], *, options: dict[str, Any],
+                       dynamo_kwargs: dict[str, Any], train: bool, eager: Any, seed: int, tol: Optional[float],
+                       before: Sequence[Sequence[Any]]) -> _Judged:
+    """Compile ``fn`` with the instrumented backend (Inductor ``options``), run it on ``inputs``
+    (a training step when ``train``) after the calls ``before``, and judge it against ``eager``
+    (its outputs, kept; a training step runs eager itself), keeping each graph's capture and
+    call arguments."""
+    from ..capture.backend import instrumented, keep_call_args
+    from ..capture.registry import capture
+
+    calls: list[_GraphCall] = []
+
+    def backend(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Callable[..., Any]:
+        record: _GraphCall = (clone_inputs(example_inputs), [], gm.code)
+        calls.append(record)  # before compiling: a graph whose compile fails is minified from these
+        compiled = instrumented(gm, example_inputs, options=options)
+
+        def run(*args: Any) -> Any:
+            if not record[1]:
+                record[1].extend(clone_inputs(args))
+            return compiled(*args)
+
+        return run
+
+    outputs = gradients = compile_error = None
+    error, verdict = "", "passed"
+    torch.compiler.reset()
+    with capture() as session, keep_call_args(), skipped_frames() as skipped:
+        compiled_fn = torch.compile(fn, backend=backend, **dynamo_kwargs)
+        try:
+            if train:
+                outputs, gradients = _judge_training(fn, compiled_fn, inputs, seed, tol, before)
+            else:
+                from .accuracy import fp64_reference, run_seeded
+
+                run_calls_before(compiled_fn, fn, before, seed)
+                outputs = compare_outputs(run_seeded(compiled_fn, inputs, seed), eager,
+                                          fp64_reference(fn, inputs, seed), tol=tol)
+        except Exception as exc:  # noqa: BLE001 - a finding
+            error = _error_text(exc)
+            compile_error = _compile_error_report(exc)
+            verdict = "compile_error" if compile_error is not None or not session.graphs or any(
+                g.failed for g in session) else "runtime_error"
+    if verdict == "passed":
+        if outputs is not None and outputs.passed is False:
+            verdict = "inaccurate"
+        elif gradients is not None and gradients.passed is False:
+            verdict = "wrong_gradient"
+    return _Judged(list(session), calls, skipped, verdict, outputs, gradients, error, compile_error)
+
+
+
+def _first_call(graph: "GraphCapture", calls: Sequence[_GraphCall]) -> list[Any]:
     """The arguments of the first call of ``graph``'s Dynamo graph, found by its code: Dynamo can
     compile a graph it then discards (a GPT-2 under ``dynamic=True`` compiles two and runs the
     second), so the n-th compiled graph is not the n-th captured one."""
@@ -540,8 +610,6 @@ def _diagnose(fn: Callable[..., Any], *inputs: Any, kwargs: Optional[dict[str, A
     target = fn  # as called: a keyword call wraps it
     fn, inputs = keyword_call(fn, inputs, kwargs or {})
     before = _laid_out(fn, calls_before, kwargs or {})
-    from ..capture.backend import instrumented, keep_call_args
-    from ..capture.registry import capture
 
     started = time.perf_counter()
     say = _Progress(progress, started)
@@ -584,48 +652,15 @@ def _diagnose(fn: Callable[..., Any], *inputs: Any, kwargs: Optional[dict[str, A
 
     began = time.perf_counter()
     say("compiling with the instrumented backend and judging against eager (fp64 referee)")
-    # (example inputs, first call's arguments, the graph's code) per Dynamo graph compiled
-    calls: list[tuple[list[Any], list[Any], str]] = []
-
-    def backend(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Callable[..., Any]:
-        record: tuple[list[Any], list[Any], str] = (clone_inputs(example_inputs), [], gm.code)
-        calls.append(record)  # before compiling: a graph whose compile fails is minified from these
-        compiled = instrumented(gm, example_inputs, options=inductor_options)
-
-        def run(*args: Any) -> Any:
-            if not record[1]:
-                record[1].extend(clone_inputs(args))
-            return compiled(*args)
-
-        return run
-
-    torch.compiler.reset()
-    with capture() as session, keep_call_args(), skipped_frames() as skipped:
-        compiled_fn = torch.compile(fn, backend=backend, **dynamo_kwargs)
-        try:
-            if train:
-                result.outputs, result.gradients = _judge_training(fn, compiled_fn, inputs, seed, tol, before)
-            else:
-                from .accuracy import fp64_reference, run_seeded
-
-                run_calls_before(compiled_fn, fn, before, seed)
-                result.outputs = compare_outputs(run_seeded(compiled_fn, inputs, seed), eager,
-                                                 fp64_reference(fn, inputs, seed), tol=tol)
-        except Exception as exc:  # noqa: BLE001 - a finding
-            result.error = _error_text(exc)
-            result.compile_error = _compile_error_report(exc)
-            result.verdict = "compile_error" if result.compile_error is not None or not session.graphs or any(
-                g.failed for g in session) else "runtime_error"
-    graphs = list(session)
+    judged = _compile_and_judge(fn, inputs, options=inductor_options, dynamo_kwargs=dynamo_kwargs, train=train,
+                                eager=eager, seed=seed, tol=tol, before=before)
+    graphs, calls = judged.graphs, judged.calls
+    result.outputs, result.gradients, result.verdict = judged.outputs, judged.gradients, judged.verdict
+    result.error, result.compile_error = judged.error, judged.compile_error
     result.graphs = [g.label for g in graphs]
     if not graphs and result.verdict == "passed":
-        result.nothing_compiled = explain_nothing_compiled(target, skipped)
+        result.nothing_compiled = explain_nothing_compiled(target, judged.skipped)
     result.compile_seconds = sum(g.compile_seconds for g in graphs)
-    if result.verdict == "passed":
-        if result.outputs is not None and result.outputs.passed is False:
-            result.verdict = "inaccurate"
-        elif result.gradients is not None and result.gradients.passed is False:
-            result.verdict = "wrong_gradient"
     step("compile and judge", began, result.verdict)
     if not result.found:
         release_worker(worker)
@@ -649,14 +684,41 @@ def _diagnose(fn: Callable[..., Any], *inputs: Any, kwargs: Optional[dict[str, A
     target_graph: Optional[Any] = None
     args: list[Any] = []
     instead: Optional[tuple[Any, list[Any], list[str]]] = None  # the post-AOT graph, if the Dynamo one cannot ship
-    if result.verdict == "inaccurate":
+    # The search reads buffers through a Python wrapper: graphs built with a C++ wrapper are
+    # searched in their Python-wrapper build, whose kernels are generated alike, when it fails alike.
+    searched, searched_calls, python_wrapper_build, search_options = graphs, calls, "", inductor_options
+    twin_graphs: list["GraphCapture"] = []
+    wrapped = [g for g in graphs if result.verdict in ("inaccurate", "wrong_gradient") and has_cpp_wrapper(g)]
+    if wrapped:
+        say("its graphs have a C++ wrapper, whose buffers cannot be read: judging their Python-wrapper build")
+        twin = _compile_and_judge(fn, inputs, options={**inductor_options, "cpp_wrapper": False},
+                                  dynamo_kwargs=dynamo_kwargs, train=train, eager=eager, seed=seed, tol=tol,
+                                  before=before)
+        twin_graphs = twin.graphs
+        if twin.verdict == result.verdict:
+            searched, searched_calls = twin.graphs, twin.calls
+            search_options = {**inductor_options, "cpp_wrapper": False}  # its culprit probes too: faster builds
+            python_wrapper_build = (f"searched in the Python-wrapper build (cpp_wrapper=False) of the same graphs "
+                                    f"({', '.join(g.label for g in twin.graphs)}), which fails alike: the search "
+                                    "reads buffers through a Python wrapper, and both builds generate the same kernels")
+        else:
+            outcome = "matches eager" if twin.verdict == "passed" else f"fails otherwise ({twin.verdict})"
+            result.divergence = DivergenceReport(graph=wrapped[0].label, note=(
+                f"only the C++ wrapper's build fails: the Python-wrapper build (cpp_wrapper=False) of the same graphs "
+                f"{outcome}, so the bug is in what cpp_wrapper changes (the C++ wrapper's code, inductor_entry_impl "
+                "in the output code, or code generated only for it), not in a kernel both builds share"))
+            first_call = _first_call(wrapped[0], calls)
+            if result.verdict == "inaccurate" and first_call and not autocast_now():
+                target_graph, args = wrapped[0].dynamo_graph, first_call
+            searched = []
+    if result.verdict == "inaccurate" and searched:
         say("finding the first diverging buffer (forward, replayed on the compiled graph's own arguments)")
-        result.divergence = DivergenceReport()
-        replayable = [g for g in graphs if g.kind in ("inference", "forward") and g.call_args is not None]
+        result.divergence = DivergenceReport(build=python_wrapper_build)
+        replayable = [g for g in searched if g.kind in ("inference", "forward") and g.call_args is not None]
         for graph in replayable:
             if divergence_in_graph(graph, graph.call_args, result.divergence, seed=seed, tol=tol,
-                                   narrow_options=inductor_options):
-                first_call = _first_call(graph, calls)
+                                   narrow_options=search_options):
+                first_call = _first_call(graph, searched_calls)
                 culprit = result.divergence.culprit
                 hints = list(graph.nodes[culprit].dynamo_nodes) if culprit in graph.nodes else []
                 if graph.post_grad_graph is not None:
@@ -673,21 +735,21 @@ def _diagnose(fn: Callable[..., Any], *inputs: Any, kwargs: Optional[dict[str, A
                 break
         if not replayable:  # no graph's own arguments were kept: compile again, keeping the Dynamo call's
             try:
-                result.divergence = find_first_divergence(fn, *inputs, tol=tol, seed=seed)
+                result.divergence = find_first_divergence(fn, *inputs, options=patches, tol=tol, seed=seed)
             except Exception as exc:  # noqa: BLE001 - a step running its own backward cannot run under no_grad
-                searched = result.divergence
-                searched.note = "; ".join(filter(None, [searched.note, "compiling it again to keep each graph's "
-                                                        f"arguments failed: {_error_text(exc)}"]))
-    elif result.verdict == "wrong_gradient":
+                report = result.divergence
+                report.note = "; ".join(filter(None, [report.note, "compiling it again to keep each graph's "
+                                                      f"arguments failed: {_error_text(exc)}"]))
+    elif result.verdict == "wrong_gradient" and searched:
         # The forwards first: a wrong tensor a forward saves for the backward (a GELU's output
         # behind a 1e-6 layer scale) leaves the outputs within tolerance and makes a right backward,
         # replayed on that same saved tensor, compute wrong gradients with every buffer matching.
         say("finding the first diverging buffer (the forward's saved tensors, then the backward's buffers)")
-        result.divergence = DivergenceReport()
-        replayed = [g for g in graphs if g.kind == "forward"] + [g for g in graphs if g.kind == "backward"]
+        result.divergence = DivergenceReport(build=python_wrapper_build)
+        replayed = [g for g in searched if g.kind == "forward"] + [g for g in searched if g.kind == "backward"]
         for graph in (g for g in replayed if g.call_args is not None):
             if divergence_in_graph(graph, graph.call_args, result.divergence, seed=seed, tol=tol,
-                                   narrow_options=inductor_options):
+                                   narrow_options=search_options):
                 target_graph, args = graph.post_grad_graph, graph.call_args
                 hints = [result.divergence.culprit] if result.divergence.culprit else []
                 break
@@ -716,7 +778,7 @@ def _diagnose(fn: Callable[..., Any], *inputs: Any, kwargs: Optional[dict[str, A
         result.repro_path, result.minifier = _minify(target_graph, args, check, hints, out / "repros", patches,
                                                      instead)
         step("minify", began, result.minifier)
-    return _finish(result, out, graphs, started, say)
+    return _finish(result, out, graphs + twin_graphs, started, say)
 
 
 def _unfound_faults(before: Sequence[tuple[Any, int]]) -> list[str]:

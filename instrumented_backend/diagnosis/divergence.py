@@ -41,7 +41,7 @@ from ..seams.intermediate_hooks import IMPORT_LINE, intermediate_hook
 from .accuracy import clone_inputs, compare_outputs, run_seeded
 
 __all__ = ["BufferCheck", "DivergenceReport", "find_first_divergence", "divergence_in_graph", "hooked_output_code",
-           "collect_buffers"]
+           "collect_buffers", "has_cpp_wrapper"]
 
 _PLUMBING_OPS = {"ops.load", "ops.store", "ops.index_expr", "ops.constant", "ops.indirect_indexing"}
 
@@ -71,6 +71,7 @@ class DivergenceReport:
     narrowed: list[tuple[str, bool]] = field(default_factory=list)  # (node, diverges alone)
     lines: list[KernelLine] = field(default_factory=list)  # the culprit's lines in the kernel
     note: str = ""
+    build: str = ""  # which build was searched, when not the one judged (a C++ wrapper's Python-wrapper twin)
     # When the culprit is inside the torch.cond branch that ran: (the branch's name, its post-grad
     # subgraph, the eager values of its operands), in memory only: the graph a minifier can shrink.
     branch: Optional[tuple[str, torch.fx.GraphModule, list[Any]]] = field(default=None, compare=False, repr=False)
@@ -85,13 +86,15 @@ class DivergenceReport:
         return [line for line in self.lines if not set(line.ir_ops) <= _PLUMBING_OPS] or self.lines
 
     def render(self) -> str:
+        searched = [self.build] if self.build else []
         if not self.found:
             if not self.checked and self.note:
-                return f"no buffer compared: {self.note}"
-            return f"no diverging buffer: all {len(self.checked)} compared buffers match eager" + (
-                f" ({self.note})" if self.note else "")
+                return "\n".join([*searched, f"no buffer compared: {self.note}"])
+            return "\n".join([*searched, f"no diverging buffer: all {len(self.checked)} compared buffers match eager"
+                               + (f" ({self.note})" if self.note else "")])
         first = next(c for c in self.checked if not c.passed)
         out = [
+            *searched,
             f"first diverging buffer: {self.diverging_node} (Dynamo node {first.dynamo_node}) in graph {self.graph}, "
             f"max abs err {first.max_abs_error:.3g} at {first.first_bad_index}; "
             f"{sum(c.passed for c in self.checked)} buffer(s) before it match eager"
@@ -564,6 +567,12 @@ def collect_buffers(graph: GraphCapture, args: list[Any], seed: int = 0) -> dict
     return buffers
 
 
+def has_cpp_wrapper(graph: GraphCapture) -> bool:
+    """Whether ``graph`` was built with a C++ wrapper (``cpp_wrapper=True``), whose buffers the
+    search cannot read."""
+    return bool(graph.output_code) and is_cpp_wrapper(graph.output_code.splitlines())
+
+
 @judged_as_written
 def find_first_divergence(fn: Callable[..., Any], *inputs: Any, options: Optional[dict[str, Any]] = None,
                           tol: Optional[float] = None, seed: int = 0, narrow: bool = True) -> DivergenceReport:
@@ -572,11 +581,27 @@ def find_first_divergence(fn: Callable[..., Any], *inputs: Any, options: Optiona
     Runs under ``torch.no_grad()`` (inference graphs), each graph replayed on the arguments of
     its first compiled call (module attributes AOTAutograd lifts included). ``narrow`` compiles
     the nodes of the diverging kernel one by one to name the culprit node and its kernel lines.
+    Graphs built with a C++ wrapper (``cpp_wrapper=True``) are searched in their Python-wrapper
+    build, whose kernels are generated alike (``report.build`` says so).
     """
+    compile_options = {"fallback_random": True, **(options or {})}
+    report, graphs = _first_divergence(fn, inputs, compile_options, tol, seed, narrow)
+    wrapped = list(dict.fromkeys(g.label for g in graphs if has_cpp_wrapper(g)))
+    if report.found or not wrapped:
+        return report
+    report, graphs = _first_divergence(fn, inputs, {**compile_options, "cpp_wrapper": False}, tol, seed, narrow)
+    report.build = (f"searched in the Python-wrapper build (cpp_wrapper=False) of the graphs built with a C++ wrapper "
+                    f"({', '.join(wrapped)}): the search reads buffers through a Python wrapper, and both builds "
+                    "generate the same kernels")
+    return report
+
+
+def _first_divergence(fn: Callable[..., Any], inputs: tuple[Any, ...], compile_options: dict[str, Any],
+                      tol: Optional[float], seed: int, narrow: bool) -> tuple[DivergenceReport, list[GraphCapture]]:
+    """:func:`find_first_divergence` for one build: (the report, every graph it compiled)."""
     from ..capture.backend import instrumented, keep_call_args
     from ..capture.registry import capture
 
-    compile_options = {"fallback_random": True, **(options or {})}
     calls: list[tuple[list[GraphCapture], list[Any]]] = []
 
     def backend(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Callable[..., Any]:
@@ -602,10 +627,11 @@ def find_first_divergence(fn: Callable[..., Any], *inputs: Any, options: Optiona
         if graph is not None and divergence_in_graph(graph, graph.call_args if graph.call_args is not None else args,
                                                      report, seed=seed, tol=tol,
                                                      narrow_options=compile_options if narrow else None):
-            return report
-    if not report.checked and not report.note:
-        report.note = "no buffer could be compared"
-    return report
+            break
+    else:
+        if not report.checked and not report.note:
+            report.note = "no buffer could be compared"
+    return report, [g for graph_captures, _ in calls for g in graph_captures]
 
 
 def divergence_in_graph(graph: GraphCapture, args: list[Any], report: DivergenceReport, *, seed: int = 0,
@@ -621,7 +647,7 @@ def divergence_in_graph(graph: GraphCapture, args: list[Any], report: Divergence
     if graph.post_grad_graph is None:
         report.note = f"graph {graph.label}: its post-grad graph is not kept"
         return False
-    if is_cpp_wrapper(graph.output_code.splitlines()):
+    if has_cpp_wrapper(graph):
         report.graph = graph.label
         report.note = (f"graph {graph.label} has a C++ wrapper (cpp_wrapper=True or AOTInductor): the search reads "
                        "buffers through the Python wrapper; compile without cpp_wrapper to search it")
