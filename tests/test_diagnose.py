@@ -1151,6 +1151,29 @@ def test_a_bug_in_a_graph_only_a_later_call_compiles_is_found_on_that_call(tmp_p
     assert "captures" not in recompiled.to_dict()
 
 
+def test_a_bug_only_the_second_recompile_compiles_is_found_after_the_calls_before_it(tmp_path):
+    """Three widths: the second call recompiles with the width symbolic (still the sigmoid path,
+    right), the third takes the tanh path (a third graph, wrong). Judging only the first recompile
+    said "no bug found"; each kept recompile is judged in turn, after the calls that compiled before it."""
+    from instrumented_backend.diagnosis.diagnose import diagnose_script
+
+    script = tmp_path / "act.py"
+    script.write_text(_RECOMPILING_SCRIPT.replace("for width in (32, 128):", "for width in (32, 48, 128):"))
+    said: list[str] = []
+    with ib.faults.scaled("tanh", 1.05):
+        results = diagnose_script(script, out_dir=tmp_path / "out", minify=False, progress=False, echo=said.append)
+    assert [r.verdict for r in results] == ["passed", "passed", "inaccurate"], [r.render() for r in results]
+    second, third = results[1:]
+    assert (second.replayed_call, second.replayed_recompile, second.replayed_before) == (2, 1, [1])
+    assert (third.replayed_call, third.replayed_recompile, third.replayed_before) == (3, 2, [1, 2])
+    assert any("act, its call 3: the second call that compiled a new graph (a recompile), replayed after calls 1 and 2"
+               in line for line in said), said
+    assert third.divergence.culprit == "tanh" and third.divergence.graph.endswith("0/2 inference")
+    text = (tmp_path / "out" / "diagnosis.txt").read_text()
+    assert "replayed its call 3, the second call that compiled a new graph in the script (a recompile), after " \
+           "calls 1 and 2, on which it passed" in text
+
+
 def test_calls_before_make_the_judged_call_recompile_with_symbolic_sizes_as_the_script_did(tmp_path):
     """A second width makes Dynamo recompile with the width symbolic; judged alone, the same call
     compiles with static sizes, other code. ``calls_before`` replays the first call first."""

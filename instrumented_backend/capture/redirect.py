@@ -18,8 +18,9 @@ from typing import Any, Callable, Iterator, Optional, Sequence
 
 import torch
 
-__all__ = ["redirect_torch_compile", "run_as_main", "CompiledCall", "record_compiled_calls", "state_at_first_call",
-           "autocast_now", "autocast_at_first_call", "target_name", "COMPILE_SETTINGS"]
+__all__ = ["redirect_torch_compile", "run_as_main", "CompiledCall", "LaterCall", "record_compiled_calls",
+           "state_at_first_call", "autocast_now", "autocast_at_first_call", "target_name", "COMPILE_SETTINGS",
+           "MAX_RECOMPILES_KEPT"]
 
 # The torch.compile arguments that change what is compiled: a replay of a recorded call repeats them.
 COMPILE_SETTINGS = ("dynamic", "mode", "options", "fullgraph")
@@ -91,6 +92,20 @@ def redirect_torch_compile(on_compiled: Optional[OnCompiled] = None) -> Callable
     return undo
 
 
+# How many later calls that compiled a graph (recompiles) a record keeps, the first ones: each is
+# judged in turn after the calls before it, so a bug only a later recompile's graph has is found.
+MAX_RECOMPILES_KEPT = 3
+
+
+@dataclass
+class LaterCall:
+    """A later call of a compiled target: its number (2, 3, ...) and its arguments, copied before it ran."""
+
+    number: int
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any]
+
+
 @dataclass
 class CompiledCall:
     """The first call of one function or module the script compiled."""
@@ -120,11 +135,10 @@ class CompiledCall:
     raising_call: int = 0
     raising_args: tuple[Any, ...] = ()
     raising_kwargs: dict[str, Any] = field(default_factory=dict)
-    # The first later call that compiled a graph (a recompile: a new shape, another branch) and
-    # returned: its number and its arguments, copied before it ran; diagnosed after the first.
-    recompiled_call: int = 0
-    recompiled_args: tuple[Any, ...] = ()
-    recompiled_kwargs: dict[str, Any] = field(default_factory=dict)
+    # The first later calls that compiled a graph (recompiles: a new shape, another branch) and
+    # returned, up to MAX_RECOMPILES_KEPT, in order: diagnosed after the first call, each after the
+    # ones before it.
+    recompiles: list[LaterCall] = field(default_factory=list)
     # A function (not a module) naming an optimizer: the state it names as it was at its first
     # call (weights, gradients, buffers, optimizer state; a ``StepState.save``), which the script
     # moves on afterwards (``optimizer.zero_grad()`` leaves a replayed optimizer step nothing to do).
@@ -137,6 +151,19 @@ class CompiledCall:
     def options(self) -> dict[str, Any]:
         """The ``options`` it was compiled with."""
         return dict(self.compile_kwargs.get("options") or {})
+
+    @property
+    def recompiled_call(self) -> int:
+        """The number of the first later call that compiled a graph; 0 when none did."""
+        return self.recompiles[0].number if self.recompiles else 0
+
+    @property
+    def recompiled_args(self) -> tuple[Any, ...]:
+        return self.recompiles[0].args if self.recompiles else ()
+
+    @property
+    def recompiled_kwargs(self) -> dict[str, Any]:
+        return self.recompiles[0].kwargs if self.recompiles else {}
 
 
 @contextlib.contextmanager
@@ -271,10 +298,10 @@ def record_compiled_calls(calls: list[CompiledCall]) -> Callable[[], None]:
             if made:
                 record = made[0]
                 record.calls += 1
-                # Until a later call has compiled a graph, each call's arguments are copied first:
-                # kept if it compiles one (a recompile: a new shape, another branch).
+                # Until enough later calls have compiled a graph, each call's arguments are copied
+                # first: kept if it compiles one (a recompile: a new shape, another branch).
                 compiled_before = compiles_so_far()
-                copied = _copied_call(args, kwargs) if not record.recompiled_call else None
+                copied = _copied_call(args, kwargs) if len(record.recompiles) < MAX_RECOMPILES_KEPT else None
                 try:
                     result = call(*args, **kwargs)
                 except Exception:
@@ -282,8 +309,7 @@ def record_compiled_calls(calls: list[CompiledCall]) -> Callable[[], None]:
                         _keep_raising_call(record, args, kwargs, copied)
                     raise
                 if copied is not None and compiles_so_far() != compiled_before:
-                    record.recompiled_call = record.calls
-                    record.recompiled_args, record.recompiled_kwargs = copied
+                    record.recompiles.append(LaterCall(record.calls, *copied))
                 if not record.backward:  # a warm-up call first, the training loop after it
                     _watch_backward(result, record)
                 return result

@@ -49,6 +49,18 @@ if TYPE_CHECKING:
 
 __all__ = ["Diagnosis", "DiagnosisStep", "diagnose", "diagnose_script", "keyword_call", "KeywordCall", "VERDICTS"]
 
+_ORDINALS = {2: "second", 3: "third", 4: "fourth", 5: "fifth"}
+
+
+def _which_recompile(which: int, before: Sequence[int]) -> tuple[str, str]:
+    """("the first" or "the second call", "its first call" or "calls 1 and 2"): the ``which``-th
+    later call that compiled a graph, replayed after the script's calls ``before``."""
+    nth = "the first" if which == 1 else f"the {_ORDINALS.get(which, f'{which}th')} call"
+    after = ("its first call" if list(before) in ([], [1])
+             else f"calls {', '.join(map(str, before[:-1]))} and {before[-1]}")
+    return nth, after
+
+
 VERDICTS = ("passed", "nondeterministic", "compile_error", "runtime_error", "inaccurate", "wrong_gradient",
             "eager_error")
 _TRAINING_LAYERS = ("eager", "aot_eager", "aot_eager_decomp_partition", "inductor")
@@ -88,8 +100,10 @@ class Diagnosis:
     # in effect at the target's first call, off when the script ended, and on again for this diagnosis
     reapplied: list[str] = field(default_factory=list)
     replayed_call: int = 0  # the script's call replayed when not its first: the first later call that raised
-    # ... or, when the first call passed, the first later call that compiled a graph (a recompile)
-    replayed_recompile: bool = False
+    # ... or, when the first call passed, a later call that compiled a graph (a recompile): which
+    # one (1: the first), replayed after the first call and the recompiling calls before it
+    replayed_recompile: int = 0
+    replayed_before: list[int] = field(default_factory=list)  # the script's calls replayed before it, in order
     as_written: list[str] = field(default_factory=list)  # the torch.compile already on the target, taken off
     eager_error_at: str = ""  # verdict eager_error: the line that raised ("file:line: code")
     effects: str = ""  # the tensors the call updates in place, judged with its outputs (an optimizer step's)
@@ -133,8 +147,9 @@ class Diagnosis:
             out.append("nothing was compiled: the call ran eagerly, so no compiled code was judged")
             out += self.nothing_compiled.lines() if self.nothing_compiled is not None else []
         if self.replayed_call and self.replayed_recompile:
-            out.append(f"replayed its call {self.replayed_call}, the first that compiled a new graph in the script (a "
-                       "recompile), after its first call, on which it passed, as the script made them")
+            which, before = _which_recompile(self.replayed_recompile, self.replayed_before)
+            out.append(f"replayed its call {self.replayed_call}, {which} that compiled a new graph in the script (a "
+                       f"recompile), after {before}, on which it passed, as the script made them")
         elif self.replayed_call:
             out.append(f"replayed its call {self.replayed_call}, the first that raised in the script "
                        "(the calls before it ran through)")
@@ -868,7 +883,7 @@ def diagnose_script(script: "str | Path", argv: Sequence[str] = (), *, out_dir: 
     fails (``train`` when it was called with gradients on and something to differentiate).
     Returns the diagnoses made, the failing one last. An exception the compile raised inside the
     script is not re-raised: it is what the diagnosis explains."""
-    from ..capture.redirect import CompiledCall, record_compiled_calls, run_as_main, state_at_first_call
+    from ..capture.redirect import CompiledCall, LaterCall, record_compiled_calls, run_as_main, state_at_first_call
 
     say = echo or (lambda line: print(line, file=sys.stderr))
     script = Path(script)
@@ -910,19 +925,26 @@ def diagnose_script(script: "str | Path", argv: Sequence[str] = (), *, out_dir: 
             results.append(result)
             if result.found:
                 break
-            if not call.raising_call and call.recompiled_call and result.verdict == "passed":
-                say(f"instrumented_backend diagnose: [{index}] {call.name}, its call {call.recompiled_call}: the first "
-                    "that compiled a new graph (a recompile), replayed after its first call")
+            # each later call that compiled a graph (a recompile), after the calls that compiled before it
+            replayed: list[LaterCall] = [LaterCall(1, call.args, call.kwargs)]
+            for which, later in enumerate(call.recompiles if not call.raising_call else [], 1):
+                if result.found or result.verdict != "passed":
+                    break
+                nth, after = _which_recompile(which, [c.number for c in replayed])
+                say(f"instrumented_backend diagnose: [{index}] {call.name}, its call {later.number}: {nth} that "
+                    f"compiled a new graph (a recompile), replayed after {after}")
                 with _as_at_first_call(call) as restored, state_at_first_call(call):
-                    result = diagnose(call.target, *call.recompiled_args, kwargs=call.recompiled_kwargs, train=train,
+                    result = diagnose(call.target, *later.args, kwargs=later.kwargs, train=train,
                                       compile_kwargs=call.compile_kwargs, out_dir=target_out, minify=minify,
-                                      progress=progress, name=call.name, calls_before=[(call.args, call.kwargs)])
-                result.reapplied, result.replayed_call, result.replayed_recompile = (
-                    restored, call.recompiled_call, True)
+                                      progress=progress, name=call.name,
+                                      calls_before=[(c.args, c.kwargs) for c in replayed])
+                result.reapplied, result.replayed_call, result.replayed_recompile = restored, later.number, which
+                result.replayed_before = [c.number for c in replayed]
                 write_reports(result, target_out)
                 results.append(result)
-                if result.found:
-                    break
+                replayed.append(later)
+            if result.found:
+                break
     if not calls:
         say(f"instrumented_backend diagnose: {script} compiled nothing with torch.compile; nothing to diagnose")
     elif raised and not any(result.found for result in results):
