@@ -253,6 +253,25 @@ def test_compare_meets_eager_linear_and_compiled_addmm_on_one_line(tiny):
     assert "extern_kernels.addmm" in line.kernels  # nn.Linear's forward line, on both sides
 
 
+def test_under_cpp_wrapper_the_gemm_called_through_the_c_shim_is_a_gemm_joined_to_its_line():
+    """Under ``cpp_wrapper`` the GEMM is the shim call ``aoti_torch_cpu_addmm_out``, its event named
+    so: it read "other", and the comparison said the compiled side ran no GEMM (0.0 us) while eager's
+    linear counted as one."""
+    torch.manual_seed(0)
+    report = ib.profile(Tiny(), torch.randn(4, 16), warmup=2, iters=5, active=2, options={"cpp_wrapper": True})
+    [gemm] = [r for r in report.kernels if r.kind == "extern"]
+    assert gemm.event == "aoti_torch_cpu_addmm_out" and gemm.category == "gemm"
+    assert "addmm" in gemm.fx_nodes and gemm.source_lines
+    categories = {c.category: c for c in report.compare().categories}
+    assert categories["gemm"].kernels == ["aoti_torch_cpu_addmm_out"] and categories["gemm"].compiled_us > 0
+    from instrumented_backend.profiling.join import category_of_op
+
+    for shim in ("aoti_torch_cpu_mm_out", "aoti_torch_cpu_convolution", "aoti_torch_cuda_bmm_out",
+                 "aoti_torch_cpu__scaled_dot_product_flash_attention_for_cpu"):
+        assert category_of_op(shim) == "gemm", shim
+    assert category_of_op("aoti_torch_cpu_index_put_") == category_of_op("aoti_torch_cpu_cat_out") == "other"
+
+
 def test_a_tiny_graph_is_diagnosed_overhead_bound(tiny):
     finding = next(f for f in tiny.findings if f.kind in ("overhead-bound", "compute-bound"))
     assert finding.kind == "overhead-bound", finding.message

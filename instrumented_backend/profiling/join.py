@@ -47,7 +47,16 @@ GEMM_OPS = frozenset({
 _GEMM_WORD = re.compile(r"(?:^|_)(?:mm|bmm|gemm|matmul|linear|conv\w*)(?:_|$)")
 
 
+# An ATen op called through the C shim of a C++ wrapper or an AOTInductor package
+# (``aoti_torch_cpu_addmm_out``, ``aoti_torch_cpu__scaled_dot_product_flash_attention_for_cpu``):
+# its event is the shim function's name.
+_SHIM_CALL = re.compile(r"^aoti_torch_(?:cpu|cuda|xpu|mps)_(?P<op>\w+?)(?:_out)?$")
+
+
 def _op_base(event: str) -> str:
+    shim = _SHIM_CALL.match(event)
+    if shim is not None:
+        return shim.group("op")
     return event.split("::", 1)[-1].split(".")[0]
 
 
