@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import sys
 import time
 import types
@@ -39,6 +40,7 @@ from ..seams.dynamo_skips import skipped_frames
 from .accuracy import AccuracyReport, clone_inputs, compare_outputs, eager_is_nondeterministic, to_fp64
 from .auto_minify import prewarm_worker, release_worker
 from .compile_error import CompileErrorReport, find_cpp_compile_error
+from .custom_ops import CustomOpCheck, check_custom_ops, render_custom_op_checks
 from .divergence import DivergenceReport, divergence_in_graph, find_first_divergence, has_cpp_wrapper
 from .faults import active_faults, lowering_uses
 from .layers import LayerReport, LayerResult, find_failing_layer, judge_layers, run_calls_before, same_random_numbers
@@ -106,6 +108,11 @@ class Diagnosis:
     replayed_before: list[int] = field(default_factory=list)  # the script's calls replayed before it, in order
     as_written: list[str] = field(default_factory=list)  # the torch.compile already on the target, taken off
     eager_error_at: str = ""  # verdict eager_error: the line that raised ("file:line: code")
+    # An error Dynamo raised while tracing: its explanation, and the user's line it traced then
+    error_detail: str = ""
+    error_at: str = ""
+    # The custom ops the target calls, checked with torch.library.opcheck when a bug was found
+    custom_ops: list[CustomOpCheck] = field(default_factory=list)
     effects: str = ""  # the tensors the call updates in place, judged with its outputs (an optimizer step's)
     nothing_compiled: Optional[NothingCompiled] = None  # verdict passed, no graph: the frames Dynamo skipped
     # in memory only: the captures the HTML report was drawn from, to draw it again (write_reports)
@@ -166,6 +173,13 @@ class Diagnosis:
             out.append(f"error: {self.error}")
         if self.eager_error_at:
             out.append(f"  raised at: {self.eager_error_at}")
+        if self.error_detail:
+            out.append(f"  {self.error_detail}")
+        if self.error_at:
+            out.append(f"  while tracing: {self.error_at}")
+        if self.custom_ops:
+            out += ["", "== custom ops it calls, checked with torch.library.opcheck ==",
+                    render_custom_op_checks(self.custom_ops)]
         if self.compile_error is not None:
             out += ["", "== the compile error, explained ==", self.compile_error.render()]
         for title, report in (("outputs", self.outputs), ("gradients", self.gradients)):
@@ -335,6 +349,27 @@ def _error_text(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}".split("\n")[0][:300]
 
 
+_TRACED_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+), in \S+\s*$')
+
+
+def _traced_error(exc: BaseException) -> tuple[str, str]:
+    """(Dynamo's explanation, "file:line: code" of the innermost user frame it was tracing) of an
+    error Dynamo raised while tracing ("from user code:" in its message); ("", "") for others."""
+    lines = str(exc).splitlines()
+    explanation = next((line.strip().removeprefix("Explanation:").strip() for line in lines
+                        if line.strip().startswith("Explanation:")), "")
+    at = ""
+    if "from user code:" in lines:
+        for number, line in enumerate(lines[lines.index("from user code:") + 1:], lines.index("from user code:") + 1):
+            frame = _TRACED_FRAME.match(line)
+            if frame is None:
+                continue
+            following = lines[number + 1].strip() if number + 1 < len(lines) else ""
+            code = "" if _TRACED_FRAME.match(following) or not following else f": {following}"
+            at = f"{frame['file']}:{frame['line']}{code}"
+    return explanation[:600], at
+
+
 def _raising_line(exc: BaseException) -> str:
     """``file:line: code`` of the innermost frame of ``exc``'s traceback outside torch and this
     package (the user's or a model library's line), or "" when every frame is inside them."""
@@ -438,6 +473,8 @@ class _Judged:
     gradients: Optional[AccuracyReport] = None
     error: str = ""
     compile_error: Optional[CompileErrorReport] = None
+    error_detail: str = ""
+    error_at: str = ""
 
 
 def _compile_and_judge(fn: Callable[..., Any], inputs: Sequence[Any], *, options: dict[str, Any],
@@ -465,7 +502,7 @@ def _compile_and_judge(fn: Callable[..., Any], inputs: Sequence[Any], *, options
         return run
 
     outputs = gradients = compile_error = None
-    error, verdict = "", "passed"
+    error, verdict, error_detail, error_at = "", "passed", "", ""
     torch.compiler.reset()
     with capture() as session, keep_call_args(), skipped_frames() as skipped:
         compiled_fn = torch.compile(fn, backend=backend, **dynamo_kwargs)
@@ -480,6 +517,7 @@ def _compile_and_judge(fn: Callable[..., Any], inputs: Sequence[Any], *, options
                                           fp64_reference(fn, inputs, seed), tol=tol)
         except Exception as exc:  # noqa: BLE001 - a finding
             error = _error_text(exc)
+            error_detail, error_at = _traced_error(exc)
             compile_error = _compile_error_report(exc)
             verdict = "compile_error" if compile_error is not None or not session.graphs or any(
                 g.failed for g in session) else "runtime_error"
@@ -488,7 +526,8 @@ def _compile_and_judge(fn: Callable[..., Any], inputs: Sequence[Any], *, options
             verdict = "inaccurate"
         elif gradients is not None and gradients.passed is False:
             verdict = "wrong_gradient"
-    return _Judged(list(session), calls, skipped, verdict, outputs, gradients, error, compile_error)
+    return _Judged(list(session), calls, skipped, verdict, outputs, gradients, error, compile_error, error_detail,
+                   error_at)
 
 
 
@@ -672,6 +711,7 @@ def _diagnose(fn: Callable[..., Any], *inputs: Any, kwargs: Optional[dict[str, A
     graphs, calls = judged.graphs, judged.calls
     result.outputs, result.gradients, result.verdict = judged.outputs, judged.gradients, judged.verdict
     result.error, result.compile_error = judged.error, judged.compile_error
+    result.error_detail, result.error_at = judged.error_detail, judged.error_at
     result.graphs = [g.label for g in graphs]
     if not graphs and result.verdict == "passed":
         result.nothing_compiled = explain_nothing_compiled(target, judged.skipped)
@@ -681,6 +721,11 @@ def _diagnose(fn: Callable[..., Any], *inputs: Any, kwargs: Optional[dict[str, A
         release_worker(worker)
         result.fault_notes = _unfound_faults(faults_before)
         return _finish(result, out, graphs, started, say)
+    # torch.compile trusts a custom op's schema and fake implementation: a wrong one is the bug
+    began = time.perf_counter()
+    result.custom_ops = check_custom_ops(fn, inputs, train=train, seed=seed)
+    if result.custom_ops:
+        step("custom ops", began, ", ".join(c.op for c in result.custom_ops if not c.passed))
     began = time.perf_counter()
     say(f"{result.verdict}: finding the failing layer")
     dynamic, fullgraph = dynamo_kwargs.get("dynamic"), bool(dynamo_kwargs.get("fullgraph"))
