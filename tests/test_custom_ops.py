@@ -111,3 +111,8 @@ def test_the_traced_error_is_read_off_dynamos_message():
     assert _traced_error(RuntimeError(message)) == ("Dynamo failed to run FX node: got RuntimeError('bad')",
                                                     "/m/block.py:12: y = op(x) + x")
     assert _traced_error(RuntimeError("plain")) == ("", "")
+    # a custom op without a fake: Dynamo's innermost frame is the op's __call__, in torch
+    torch_frame = f'   File "{torch.__file__.rsplit("/", 1)[0]}/_library/custom_ops.py", line 863, in __call__\n' \
+                  "    return self._opoverload(*args, **kwargs)\n"
+    message = f"E\nfrom user code:\n   File \"/m/f.py\", line 6, in f\n    return torch.sin(op(x))\n{torch_frame}"
+    assert _traced_error(RuntimeError(message))[1] == "/m/f.py:6: return torch.sin(op(x))"

@@ -358,7 +358,7 @@ def _traced_error(exc: BaseException) -> tuple[str, str]:
     lines = str(exc).splitlines()
     explanation = next((line.strip().removeprefix("Explanation:").strip() for line in lines
                         if line.strip().startswith("Explanation:")), "")
-    at = ""
+    frames: list[tuple[str, str]] = []  # (file, "file:line[: code]"), outermost first
     if "from user code:" in lines:
         for number, line in enumerate(lines[lines.index("from user code:") + 1:], lines.index("from user code:") + 1):
             frame = _TRACED_FRAME.match(line)
@@ -366,8 +366,11 @@ def _traced_error(exc: BaseException) -> tuple[str, str]:
                 continue
             following = lines[number + 1].strip() if number + 1 < len(lines) else ""
             code = "" if _TRACED_FRAME.match(following) or not following else f": {following}"
-            at = f"{frame['file']}:{frame['line']}{code}"
-    return explanation[:600], at
+            frames.append((frame["file"], f"{frame['file']}:{frame['line']}{code}"))
+    torch_home = str(Path(torch.__file__).parent)
+    # the innermost frame outside torch (a custom op's __call__ is torch's): the user's line
+    outside = [at for file, at in frames if not file.startswith(torch_home)]
+    return explanation[:600], (outside or [at for _, at in frames] or [""])[-1]
 
 
 def _raising_line(exc: BaseException) -> str:
