@@ -80,6 +80,43 @@ def test_a_wrong_fake_is_named_beside_the_error_dynamo_raises_and_the_line_it_tr
     assert "while tracing: " in text and (tmp_path / "diagnosis.json").read_text().count("test_faketensor") == 1
 
 
+_WRONG_FAKE_SCRIPT = """\
+import torch
+
+
+@torch.library.custom_op("script_tests::rowsum", mutates_args=())
+def rowsum(x: torch.Tensor) -> torch.Tensor:
+    return x.sum(-1, keepdim=True)
+
+
+@rowsum.register_fake
+def _(x):
+    return x.new_empty(x.shape[:-1])
+
+
+def f(x):
+    return (rowsum(torch.sin(x)) * 2 + x).relu()
+
+
+torch.compile(f)(torch.randn(8, 16))
+"""
+
+
+def test_the_fake_tensor_tracebacks_of_its_replays_are_left_out(tmp_path):
+    """Each compile whose fake raises logs a forty-line traceback: the diagnosis compiles the
+    target again at each step, and printed it three times more after the script's own run."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "wrong_fake.py"
+    script.write_text(_WRONG_FAKE_SCRIPT)
+    run = subprocess.run([sys.executable, "-m", "instrumented_backend", "diagnose", "--no-minify", "--out",
+                          str(tmp_path / "out"), str(script)], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 1, run.stderr[-2000:]
+    assert "script_tests::rowsum (1 call): FAIL" in run.stdout
+    assert run.stderr.count("failed while attempting to run meta") == 1, run.stderr[-3000:]  # the script's own
+
+
 def test_an_undeclared_mutation_is_named_where_inductor_alone_would_be_blamed(tmp_path):
     """Functionalization trusts the schema: the compiled code reads the input as the op left it
     unchanged, so the outputs are wrong and the Inductor layer fails with every buffer matching."""
