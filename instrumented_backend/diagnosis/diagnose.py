@@ -534,6 +534,39 @@ def _compile_and_judge(fn: Callable[..., Any], inputs: Sequence[Any], *, options
                    error_at)
 
 
+@dataclass
+class _SearchScope:
+    """The graphs the first-divergence search reads: those judged, or their Python-wrapper build."""
+
+    graphs: list["GraphCapture"]
+    calls: list[_GraphCall]
+    options: dict[str, Any]  # the Inductor options the culprit probes compile with
+    build: str = ""  # which build is searched, when not the one judged
+    extra_graphs: list["GraphCapture"] = field(default_factory=list)  # compiled for the search, reported too
+    wrapper_only: Optional[DivergenceReport] = None  # only the C++ wrapper's build fails: nothing to search
+
+
+def _python_wrapper_scope(verdict: str, graphs: list["GraphCapture"], calls: list[_GraphCall],
+                          judge: Callable[[dict[str, Any]], _Judged], options: dict[str, Any]) -> _SearchScope:
+    """The search reads buffers through a Python wrapper: graphs built with ``cpp_wrapper`` are
+    searched in their Python-wrapper build (``judge`` run with ``cpp_wrapper=False``; its kernels
+    are generated alike) when it fails alike (the same ``verdict``); when it does not, the bug is
+    in what ``cpp_wrapper`` changes, and there is nothing to search."""
+    python_options = {**options, "cpp_wrapper": False}  # the culprit probes too: faster builds
+    twin = judge(python_options)
+    if twin.verdict == verdict:
+        return _SearchScope(twin.graphs, twin.calls, python_options, extra_graphs=twin.graphs, build=(
+            f"searched in the Python-wrapper build (cpp_wrapper=False) of the same graphs "
+            f"({', '.join(g.label for g in twin.graphs)}), which fails alike: the search reads buffers through a "
+            "Python wrapper, and both builds generate the same kernels"))
+    outcome = "matches eager" if twin.verdict == "passed" else f"fails otherwise ({twin.verdict})"
+    wrapped = next(g for g in graphs if has_cpp_wrapper(g))
+    return _SearchScope([], calls, options, extra_graphs=twin.graphs, wrapper_only=DivergenceReport(
+        graph=wrapped.label, note=(
+            f"only the C++ wrapper's build fails: the Python-wrapper build (cpp_wrapper=False) of the same graphs "
+            f"{outcome}, so the bug is in what cpp_wrapper changes (the C++ wrapper's code, inductor_entry_impl in "
+            "the output code, or code generated only for it), not in a kernel both builds share")))
+
 
 def _first_call(graph: "GraphCapture", calls: Sequence[_GraphCall]) -> list[Any]:
     """The arguments of the first call of ``graph``'s Dynamo graph, found by its code: Dynamo can
@@ -766,36 +799,22 @@ def _diagnose(fn: Callable[..., Any], *inputs: Any, kwargs: Optional[dict[str, A
     target_graph: Optional[Any] = None
     args: list[Any] = []
     instead: Optional[tuple[Any, list[Any], list[str]]] = None  # the post-AOT graph, if the Dynamo one cannot ship
-    # The search reads buffers through a Python wrapper: graphs built with a C++ wrapper are
-    # searched in their Python-wrapper build, whose kernels are generated alike, when it fails alike.
-    searched, searched_calls, python_wrapper_build, search_options = graphs, calls, "", inductor_options
-    twin_graphs: list["GraphCapture"] = []
-    wrapped = [g for g in graphs if result.verdict in ("inaccurate", "wrong_gradient") and has_cpp_wrapper(g)]
-    if wrapped:
+    scope = _SearchScope(graphs, calls, inductor_options)
+    if result.verdict in ("inaccurate", "wrong_gradient") and any(has_cpp_wrapper(g) for g in graphs):
         say("its graphs have a C++ wrapper, whose buffers cannot be read: judging their Python-wrapper build")
-        twin = _compile_and_judge(fn, inputs, options={**inductor_options, "cpp_wrapper": False},
-                                  dynamo_kwargs=dynamo_kwargs, train=train, eager=eager, seed=seed, tol=tol,
-                                  before=before)
-        twin_graphs = twin.graphs
-        if twin.verdict == result.verdict:
-            searched, searched_calls = twin.graphs, twin.calls
-            search_options = {**inductor_options, "cpp_wrapper": False}  # its culprit probes too: faster builds
-            python_wrapper_build = (f"searched in the Python-wrapper build (cpp_wrapper=False) of the same graphs "
-                                    f"({', '.join(g.label for g in twin.graphs)}), which fails alike: the search "
-                                    "reads buffers through a Python wrapper, and both builds generate the same kernels")
-        else:
-            outcome = "matches eager" if twin.verdict == "passed" else f"fails otherwise ({twin.verdict})"
-            result.divergence = DivergenceReport(graph=wrapped[0].label, note=(
-                f"only the C++ wrapper's build fails: the Python-wrapper build (cpp_wrapper=False) of the same graphs "
-                f"{outcome}, so the bug is in what cpp_wrapper changes (the C++ wrapper's code, inductor_entry_impl "
-                "in the output code, or code generated only for it), not in a kernel both builds share"))
-            first_call = _first_call(wrapped[0], calls)
+        scope = _python_wrapper_scope(result.verdict, graphs, calls, lambda options: _compile_and_judge(
+            fn, inputs, options=options, dynamo_kwargs=dynamo_kwargs, train=train, eager=eager, seed=seed, tol=tol,
+            before=before), inductor_options)
+        if scope.wrapper_only is not None:  # nothing to search: the C++ wrapper's build alone fails
+            result.divergence = scope.wrapper_only
+            wrapped = next(g for g in graphs if has_cpp_wrapper(g))
+            first_call = _first_call(wrapped, calls)
             if result.verdict == "inaccurate" and first_call and not autocast_now():
-                target_graph, args = wrapped[0].dynamo_graph, first_call
-            searched = []
+                target_graph, args = wrapped.dynamo_graph, first_call
+    searched, searched_calls, search_options = scope.graphs, scope.calls, scope.options
     if result.verdict == "inaccurate" and searched:
         say("finding the first diverging buffer (forward, replayed on the compiled graph's own arguments)")
-        result.divergence = DivergenceReport(build=python_wrapper_build)
+        result.divergence = DivergenceReport(build=scope.build)
         replayable = [g for g in searched if g.kind in ("inference", "forward") and g.call_args is not None]
         for graph in replayable:
             if divergence_in_graph(graph, graph.call_args, result.divergence, seed=seed, tol=tol,
@@ -827,7 +846,7 @@ def _diagnose(fn: Callable[..., Any], *inputs: Any, kwargs: Optional[dict[str, A
         # behind a 1e-6 layer scale) leaves the outputs within tolerance and makes a right backward,
         # replayed on that same saved tensor, compute wrong gradients with every buffer matching.
         say("finding the first diverging buffer (the forward's saved tensors, then the backward's buffers)")
-        result.divergence = DivergenceReport(build=python_wrapper_build)
+        result.divergence = DivergenceReport(build=scope.build)
         replayed = [g for g in searched if g.kind == "forward"] + [g for g in searched if g.kind == "backward"]
         for graph in (g for g in replayed if g.call_args is not None):
             if divergence_in_graph(graph, graph.call_args, result.divergence, seed=seed, tol=tol,
@@ -860,7 +879,7 @@ def _diagnose(fn: Callable[..., Any], *inputs: Any, kwargs: Optional[dict[str, A
         result.repro_path, result.minifier = _minify(target_graph, args, check, hints, out / "repros", patches,
                                                      instead)
         step("minify", began, result.minifier)
-    return _finish(result, out, graphs + twin_graphs, started, say)
+    return _finish(result, out, graphs + scope.extra_graphs, started, say)
 
 
 def _unfound_faults(before: Sequence[tuple[Any, int]]) -> list[str]:
