@@ -430,3 +430,14 @@ def test_compile_settings_kept_elsewhere_are_reported(monkeypatch):
     monkeypatch.setattr(torch._TorchCompileInductorWrapper, "__init__", keeps_them_elsewhere)
     with pytest.raises(SeamMoved, match="no longer keeps its settings where compile_settings reads them"):
         compile_wrappers.check()
+
+
+def test_a_moved_fake_tensor_meta_failure_log_is_reported(monkeypatch):
+    import inspect
+
+    from instrumented_backend.seams import fake_tensor_log
+
+    fake_tensor_log.check()
+    monkeypatch.setattr(inspect, "getsource", lambda obj: "")
+    with pytest.raises(SeamMoved, match="no longer logs 'failed while attempting to run meta'"):
+        fake_tensor_log.check()

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import logging
 import re
 import sys
 import time
@@ -38,6 +37,7 @@ from ..capture.redirect import autocast_now, target_name
 from ..capture.skipped_frames import NothingCompiled, explain_nothing_compiled
 from ..records import KernelLine, to_plain
 from ..seams.dynamo_skips import skipped_frames
+from ..seams.fake_tensor_log import meta_failures_unlogged
 from .accuracy import AccuracyReport, clone_inputs, compare_outputs, eager_is_nondeterministic, to_fp64
 from .auto_minify import prewarm_worker, release_worker
 from .compile_error import CompileErrorReport, find_cpp_compile_error
@@ -683,29 +683,12 @@ def diagnose(fn: Callable[..., Any], *inputs: Any, kwargs: Optional[dict[str, An
     settings_notes: list[str] = []
     if compile_kwargs is None:  # what it was compiled with, when it was: read off its wrapper
         compile_kwargs, settings_notes = settings_as_written(fn)
-    with as_written(fn) as (plain, notes), _meta_failures_unlogged():
+    # the fake-tensor traceback each compile of a target whose fake raises would log again
+    with as_written(fn) as (plain, notes), meta_failures_unlogged():
         return _diagnose(plain, *inputs, kwargs=kwargs, train=train, compile_kwargs=compile_kwargs, out_dir=out_dir,
                          minify=minify, bisect=bisect, tol=tol, seed=seed, progress=progress,
                          name=name or target_name(plain), calls_before=calls_before,
                          as_written_notes=[*notes, *settings_notes])
-
-
-class _MetaFailureFilter(logging.Filter):
-    def filter(self, record: logging.LogRecord) -> bool:
-        return not str(record.msg).startswith("failed while attempting to run meta")
-
-
-@contextlib.contextmanager
-def _meta_failures_unlogged() -> Iterator[None]:
-    """Leave out the traceback the fake-tensor layer logs each time an op's fake implementation
-    raises (about forty lines): the diagnosis compiles the target again at every step, and reports
-    the error itself; the script's own run has printed it once."""
-    logger, quiet = logging.getLogger("torch._subclasses.fake_tensor"), _MetaFailureFilter()
-    logger.addFilter(quiet)
-    try:
-        yield
-    finally:
-        logger.removeFilter(quiet)
 
 
 def _diagnose(fn: Callable[..., Any], *inputs: Any, kwargs: Optional[dict[str, Any]] = None, train: bool = False,

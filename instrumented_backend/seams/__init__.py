@@ -138,6 +138,7 @@ SEAMS: dict[str, bool] = {
     "ddp_buckets": False,  # installed when the backend module loads: DDPOptimizer calls it mid-run
     "errors": False,
     "fake_mode": False,
+    "fake_tensor_log": False,  # used by diagnose
     "inductor_options": False,
     "intermediate_hooks": False,
     "kernel_profile": False,
