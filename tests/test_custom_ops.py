@@ -153,3 +153,29 @@ def test_the_traced_error_is_read_off_dynamos_message():
                   "    return self._opoverload(*args, **kwargs)\n"
     message = f"E\nfrom user code:\n   File \"/m/f.py\", line 6, in f\n    return torch.sin(op(x))\n{torch_frame}"
     assert _traced_error(RuntimeError(message))[1] == "/m/f.py:6: return torch.sin(op(x))"
+
+
+_LIBRARY = torch.library.Library("ib_registration_tests_lib", "DEF")  # a TORCH_LIBRARY-style op: no autograd
+_LIBRARY.define("halve(Tensor x) -> Tensor")
+_LIBRARY.impl("halve", lambda x: x * 0.5, "CPU")
+torch.library.register_fake("ib_registration_tests_lib::halve", lambda x: torch.empty_like(x), lib=_LIBRARY)
+
+
+def test_a_training_step_checks_autograd_only_where_the_op_is_on_the_gradient_path():
+    """An op without an autograd kernel fails the check where its input requires grad; used on a
+    constant in the same training step it needs none (every floating argument was made to
+    require grad before: a false failure)."""
+    fc = torch.nn.Linear(16, 16)
+    constant = torch.randn(16)
+
+    def on_the_gradient_path(x):
+        return torch.ops.ib_registration_tests_lib.halve(fc(x)).sum()
+
+    def on_a_constant(x):
+        return (fc(x) + torch.ops.ib_registration_tests_lib.halve(constant)).sum()
+
+    [failing] = check_custom_ops(on_the_gradient_path, [torch.randn(4, 16)], train=True)
+    assert list(failing.failures) == ["test_autograd_registration"]
+    [passing] = check_custom_ops(on_a_constant, [torch.randn(4, 16)], train=True)
+    assert passing.op == "ib_registration_tests_lib::halve" and passing.passed
+    assert check_custom_ops(on_the_gradient_path, [torch.randn(4, 16)])[0].passed  # inference: no autograd

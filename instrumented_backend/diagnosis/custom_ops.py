@@ -80,8 +80,9 @@ class _CustomOpCalls(TorchDispatchMode):
         namespace = getattr(func, "namespace", "aten")
         if namespace not in BUILTIN_NAMESPACES:
             self.counts[func] = self.counts.get(func, 0) + 1
-            if func not in self.first:
-                self.first[func] = pytree.tree_map_only(torch.Tensor, lambda t: t.detach().clone(), (args, kwargs))
+            if func not in self.first:  # copies that require grad where the arguments did
+                self.first[func] = pytree.tree_map_only(
+                    torch.Tensor, lambda t: t.detach().clone().requires_grad_(t.requires_grad), (args, kwargs))
         return func(*args, **kwargs)
 
 
@@ -107,23 +108,20 @@ def _described_outputs(op: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -
 def check_custom_ops(fn: Callable[..., Any], inputs: Sequence[Any], *, train: bool = False,
                      seed: int = 0) -> list[CustomOpCheck]:
     """The custom ops ``fn(*inputs)`` calls (run once eagerly on copies of ``inputs``, seeded,
-    under ``no_grad``), each checked with ``torch.library.opcheck`` on the arguments of its first
-    call: the schema's mutations, the fake implementation, and with ``train`` the autograd
-    registration (its floating arguments then require grad). Failures first; an empty list when
-    it calls none."""
+    under ``no_grad`` unless ``train``), each checked with ``torch.library.opcheck`` on the
+    arguments of its first call: the schema's mutations, the fake implementation, and with
+    ``train`` the autograd registration (where an argument required grad). Failures first; an
+    empty list when it calls none."""
     recorder = _CustomOpCalls()
     torch.manual_seed(seed)
     try:
-        with running_eagerly(), torch.no_grad(), recorder:
+        with running_eagerly(), torch.set_grad_enabled(train), recorder:
             fn(*clone_inputs(inputs))
     except Exception:  # noqa: BLE001 - the ops called before it raised are checked still
         pass
     tests = ["test_schema", "test_faketensor"] + (["test_autograd_registration"] if train else [])
     checks = []
     for op, (args, kwargs) in recorder.first.items():
-        if train:
-            args, kwargs = pytree.tree_map_only(
-                torch.Tensor, lambda t: t.requires_grad_(True) if t.is_floating_point() else t, (args, kwargs))
         check = CustomOpCheck(op.name(), recorder.counts[op])
         try:
             outcome = torch.library.opcheck(op, args, kwargs, test_utils=tests, raise_exception=False)
