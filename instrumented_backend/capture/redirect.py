@@ -152,19 +152,6 @@ class CompiledCall:
         """The ``options`` it was compiled with."""
         return dict(self.compile_kwargs.get("options") or {})
 
-    @property
-    def recompiled_call(self) -> int:
-        """The number of the first later call that compiled a graph; 0 when none did."""
-        return self.recompiles[0].number if self.recompiles else 0
-
-    @property
-    def recompiled_args(self) -> tuple[Any, ...]:
-        return self.recompiles[0].args if self.recompiles else ()
-
-    @property
-    def recompiled_kwargs(self) -> dict[str, Any]:
-        return self.recompiles[0].kwargs if self.recompiles else {}
-
 
 @contextlib.contextmanager
 def state_at_first_call(call: CompiledCall) -> Iterator[None]:

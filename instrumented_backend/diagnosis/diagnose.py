@@ -42,7 +42,13 @@ from .accuracy import AccuracyReport, clone_inputs, compare_outputs, eager_is_no
 from .auto_minify import prewarm_worker, release_worker
 from .compile_error import CompileErrorReport, find_cpp_compile_error
 from .custom_ops import CustomOpCheck, check_custom_ops, render_custom_op_checks
-from .divergence import DivergenceReport, divergence_in_graph, find_first_divergence, has_cpp_wrapper
+from .divergence import (
+    DivergenceReport,
+    divergence_in_graph,
+    find_first_divergence,
+    has_cpp_wrapper,
+    python_wrapper_note,
+)
 from .faults import active_faults, lowering_uses
 from .layers import LayerReport, LayerResult, find_failing_layer, judge_layers, run_calls_before, same_random_numbers
 from .step_state import StepState
@@ -368,10 +374,16 @@ def _traced_error(exc: BaseException) -> tuple[str, str]:
             following = lines[number + 1].strip() if number + 1 < len(lines) else ""
             code = "" if _TRACED_FRAME.match(following) or not following else f": {following}"
             frames.append((frame["file"], f"{frame['file']}:{frame['line']}{code}"))
-    torch_home = str(Path(torch.__file__).parent)
     # the innermost frame outside torch (a custom op's __call__ is torch's): the user's line
-    outside = [at for file, at in frames if not file.startswith(torch_home)]
+    outside = [at for file, at in frames if not _inside_torch_or_here(file)]
     return explanation[:600], (outside or [at for _, at in frames] or [""])[-1]
+
+
+def _inside_torch_or_here(filename: str) -> bool:
+    """Whether ``filename`` is torch's, this package's or the minifier's (not a user's or a model library's)."""
+    package = Path(__file__).parents[1]
+    return any(filename.startswith(d) for d in (str(Path(torch.__file__).parent), str(package),
+                                                 str(package.parent / "minifier")))
 
 
 def _raising_line(exc: BaseException) -> str:
@@ -379,9 +391,7 @@ def _raising_line(exc: BaseException) -> str:
     package (the user's or a model library's line), or "" when every frame is inside them."""
     import traceback
 
-    package = Path(__file__).parents[1]
-    inside = [str(Path(torch.__file__).parent), str(package), str(package.parent / "minifier")]
-    frames = [f for f in traceback.extract_tb(exc.__traceback__) if not any(f.filename.startswith(d) for d in inside)]
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if not _inside_torch_or_here(f.filename)]
     return f"{frames[-1].filename}:{frames[-1].lineno}: {(frames[-1].line or '').strip()}" if frames else ""
 
 
@@ -546,21 +556,19 @@ class _SearchScope:
     wrapper_only: Optional[DivergenceReport] = None  # only the C++ wrapper's build fails: nothing to search
 
 
-def _python_wrapper_scope(verdict: str, graphs: list["GraphCapture"], calls: list[_GraphCall],
+def _python_wrapper_scope(verdict: str, wrapped: "GraphCapture", calls: list[_GraphCall],
                           judge: Callable[[dict[str, Any]], _Judged], options: dict[str, Any]) -> _SearchScope:
-    """The search reads buffers through a Python wrapper: graphs built with ``cpp_wrapper`` are
+    """The search reads buffers through a Python wrapper: graphs built with ``cpp_wrapper`` (the
+    first of them ``wrapped``) are
     searched in their Python-wrapper build (``judge`` run with ``cpp_wrapper=False``; its kernels
     are generated alike) when it fails alike (the same ``verdict``); when it does not, the bug is
     in what ``cpp_wrapper`` changes, and there is nothing to search."""
     python_options = {**options, "cpp_wrapper": False}  # the culprit probes too: faster builds
     twin = judge(python_options)
     if twin.verdict == verdict:
-        return _SearchScope(twin.graphs, twin.calls, python_options, extra_graphs=twin.graphs, build=(
-            f"searched in the Python-wrapper build (cpp_wrapper=False) of the same graphs "
-            f"({', '.join(g.label for g in twin.graphs)}), which fails alike: the search reads buffers through a "
-            "Python wrapper, and both builds generate the same kernels"))
+        return _SearchScope(twin.graphs, twin.calls, python_options, extra_graphs=twin.graphs,
+                            build=python_wrapper_note([g.label for g in twin.graphs], fails_alike=True))
     outcome = "matches eager" if twin.verdict == "passed" else f"fails otherwise ({twin.verdict})"
-    wrapped = next(g for g in graphs if has_cpp_wrapper(g))
     return _SearchScope([], calls, options, extra_graphs=twin.graphs, wrapper_only=DivergenceReport(
         graph=wrapped.label, note=(
             f"only the C++ wrapper's build fails: the Python-wrapper build (cpp_wrapper=False) of the same graphs "
@@ -783,14 +791,14 @@ def _diagnose(fn: Callable[..., Any], *inputs: Any, kwargs: Optional[dict[str, A
     args: list[Any] = []
     instead: Optional[tuple[Any, list[Any], list[str]]] = None  # the post-AOT graph, if the Dynamo one cannot ship
     scope = _SearchScope(graphs, calls, inductor_options)
-    if result.verdict in ("inaccurate", "wrong_gradient") and any(has_cpp_wrapper(g) for g in graphs):
+    wrapped = next((g for g in graphs if has_cpp_wrapper(g)), None)
+    if result.verdict in ("inaccurate", "wrong_gradient") and wrapped is not None:
         say("its graphs have a C++ wrapper, whose buffers cannot be read: judging their Python-wrapper build")
-        scope = _python_wrapper_scope(result.verdict, graphs, calls, lambda options: _compile_and_judge(
+        scope = _python_wrapper_scope(result.verdict, wrapped, calls, lambda options: _compile_and_judge(
             fn, inputs, options=options, dynamo_kwargs=dynamo_kwargs, train=train, eager=eager, seed=seed, tol=tol,
             before=before), inductor_options)
         if scope.wrapper_only is not None:  # nothing to search: the C++ wrapper's build alone fails
             result.divergence = scope.wrapper_only
-            wrapped = next(g for g in graphs if has_cpp_wrapper(g))
             first_call = _first_call(wrapped, calls)
             if result.verdict == "inaccurate" and first_call and not autocast_now():
                 target_graph, args = wrapped.dynamo_graph, first_call

@@ -41,7 +41,7 @@ from ..seams.intermediate_hooks import IMPORT_LINE, intermediate_hook
 from .accuracy import clone_inputs, compare_outputs, run_seeded
 
 __all__ = ["BufferCheck", "DivergenceReport", "find_first_divergence", "divergence_in_graph", "hooked_output_code",
-           "collect_buffers", "has_cpp_wrapper"]
+           "collect_buffers", "has_cpp_wrapper", "python_wrapper_note"]
 
 _PLUMBING_OPS = {"ops.load", "ops.store", "ops.index_expr", "ops.constant", "ops.indirect_indexing"}
 
@@ -590,10 +590,16 @@ def find_first_divergence(fn: Callable[..., Any], *inputs: Any, options: Optiona
     if report.found or not wrapped:
         return report
     report, graphs = _first_divergence(fn, inputs, {**compile_options, "cpp_wrapper": False}, tol, seed, narrow)
-    report.build = (f"searched in the Python-wrapper build (cpp_wrapper=False) of the graphs built with a C++ wrapper "
-                    f"({', '.join(wrapped)}): the search reads buffers through a Python wrapper, and both builds "
-                    "generate the same kernels")
+    report.build = python_wrapper_note(wrapped)
     return report
+
+
+def python_wrapper_note(labels: "list[str]", *, fails_alike: bool = False) -> str:
+    """What a report says when it searched the Python-wrapper build of the graphs ``labels``
+    (``fails_alike``: that build was judged first and fails as the C++ wrapper's did)."""
+    alike = ", which fails alike" if fails_alike else ""
+    return (f"searched in the Python-wrapper build (cpp_wrapper=False) of the same graphs ({', '.join(labels)})"
+            f"{alike}: the search reads buffers through a Python wrapper, and both builds generate the same kernels")
 
 
 def _first_divergence(fn: Callable[..., Any], inputs: tuple[Any, ...], compile_options: dict[str, Any],

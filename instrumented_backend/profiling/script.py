@@ -73,13 +73,13 @@ def profile_script(script: "str | Path", argv: Sequence[str] = (), *, warmup: in
                 reports.append(profile(call.target, *call.args, warmup=warmup, iters=iters, active=active,
                                        no_grad=not call.grad_enabled, backward=backward, options=call.options or None,
                                        **call.kwargs))
-                if call.recompiled_call:  # a generate loop's decode step, say: what most of the time goes to
-                    say(f"instrumented_backend profile: [{index}] {call.name}, its call {call.recompiled_call}: the "
+                for later in call.recompiles[:1]:  # a generate loop's decode step, say: where the time goes
+                    say(f"instrumented_backend profile: [{index}] {call.name}, its call {later.number}: the "
                         "first that compiled a new graph (a recompile), after its first call")
-                    reports.append(profile(call.target, *call.recompiled_args, warmup=warmup, iters=iters,
+                    reports.append(profile(call.target, *later.args, warmup=warmup, iters=iters,
                                            active=active, no_grad=not call.grad_enabled, backward=backward,
                                            options=call.options or None, calls_before=[(call.args, call.kwargs)],
-                                           **call.recompiled_kwargs))
+                                           **later.kwargs))
     return reports
 
 
@@ -110,4 +110,4 @@ def _program_of(call: CompiledCall) -> tuple[Any, ...]:
     leaves = tuple(kind(v) for v in pytree.tree_leaves([list(call.args), call.kwargs]))
     structure = str(pytree.tree_structure([list(call.args), call.kwargs]))
     return (code, leaves, structure, call.grad_enabled, call.backward, call.own_backward,
-            repr(sorted(call.compile_kwargs.items())), tuple(call.autocast), call.recompiled_call > 0, id(call.state))
+            repr(sorted(call.compile_kwargs.items())), tuple(call.autocast), bool(call.recompiles), id(call.state))
