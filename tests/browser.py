@@ -46,7 +46,10 @@ def require_browser() -> tuple[str, str]:
 
 
 def start_browser() -> Any:
-    """A headless Chromium with its console log kept (``driver.get_log("browser")``)."""
+    """A headless Chromium with its console log kept (``driver.get_log("browser")``).
+
+    Its profile is a fresh temporary folder, removed by the driver's ``quit()``.
+    """
     browser, driver_path = require_browser()
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
@@ -59,7 +62,20 @@ def start_browser() -> Any:
                  "--disable-quic", "--window-size=1400,1800", f"--user-data-dir={profile}"):
         options.add_argument(flag)
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    driver = webdriver.Chrome(service=Service(executable_path=driver_path), options=options)
+    try:
+        driver = webdriver.Chrome(service=Service(executable_path=driver_path), options=options)
+    except BaseException:
+        shutil.rmtree(profile, ignore_errors=True)
+        raise
+    quit_browser = driver.quit
+
+    def quit_and_remove_profile() -> None:
+        try:
+            quit_browser()
+        finally:
+            shutil.rmtree(profile, ignore_errors=True)
+
+    driver.quit = quit_and_remove_profile
     driver.set_page_load_timeout(60)
     driver.implicitly_wait(0)
     return driver

@@ -283,3 +283,11 @@ def test_the_index_says_why_each_graph_was_compiled(tmp_path):
     summaries = {g["summary"]["compile_id"]: g["summary"] for g in data["graphs"]}
     assert summaries["0/1"]["recompile"] == by_id["0/1"].recompile_reason
     assert summaries["0/0"]["graph_break"] == by_id["0/0"].graph_break_reason
+
+
+def test_the_browser_leaves_no_profile_folder_behind():
+    driver = start_browser()
+    profile = Path(driver.capabilities["chrome"]["userDataDir"])
+    assert profile.is_dir() and profile.name.startswith("ib-chromium-")
+    driver.quit()
+    assert not profile.exists()
