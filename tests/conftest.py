@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import shutil
 import sys
 import tempfile
 import warnings
@@ -24,6 +25,11 @@ import torch  # noqa: E402
 from instrumented_backend.fail_soft import reset_warnings  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """The run's Inductor cache folder goes when the run (or this xdist worker) ends."""
+    shutil.rmtree(_CACHE_ROOT, ignore_errors=True)
 
 
 def reset_aot_counter(start: int = 1000) -> None:

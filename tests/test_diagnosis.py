@@ -219,6 +219,26 @@ def test_first_divergence_points_at_the_neg_line():
     assert again.culprit == "neg", again.render()
 
 
+
+def test_the_buffer_replay_leaves_no_file_behind_and_its_lines_reach_tracebacks(tmp_path, monkeypatch):
+    import tempfile
+    import traceback
+
+    from instrumented_backend.diagnosis.divergence import collect_buffers
+
+    x = tutorial_inputs(torch.float32)
+    torch._dynamo.reset()
+    torch.compile(foo1, backend="instrumented")(*x)
+    graph = ib.last_capture()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    buffers = collect_buffers(graph, list(x))
+    assert "maximum" in buffers and list(tmp_path.iterdir()) == []  # a search replays many graphs
+    with pytest.raises(AssertionError) as raised:  # the compiled code checks its inputs' sizes
+        collect_buffers(graph, [t[:1] for t in x])
+    hooked = [frame for frame in traceback.extract_tb(raised.value.__traceback__)
+              if frame.filename.startswith("<ib_hooked")]
+    assert hooked and all(frame.line for frame in hooked), hooked
+
 def block(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
     h = torch.relu(x @ w + bias)
     n = F.layer_norm(h, (h.shape[-1],))

@@ -20,10 +20,9 @@
 
 from __future__ import annotations
 
+import linecache
 import operator
-import os
 import re
-import tempfile
 import types
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
@@ -533,10 +532,11 @@ def hooked_output_code(graph: GraphCapture) -> str:
 
 
 def _load_module(source: str, name: str) -> types.ModuleType:
+    """``source`` run as a module; its lines reach tracebacks through ``linecache``, not through a
+    file (a search runs many of them, and a file per run would be left behind)."""
     module = types.ModuleType(name)
-    path = os.path.join(tempfile.mkdtemp(prefix="ib-hooked-"), f"{name}.py")
-    with open(path, "w", encoding="utf-8") as handle:
-        handle.write(source)
+    path = f"<{name}>"
+    linecache.cache[path] = (len(source), None, source.splitlines(keepends=True), path)
     module.__file__ = path
     exec(compile(source, path, "exec"), module.__dict__)  # noqa: S102 - Inductor's own generated code
     return module

@@ -23,11 +23,13 @@ __all__ = ["CaseResult", "run_backend", "compare", "run_and_compare", "RUNNER"]
 
 def run_backend(backend: str, cases: Iterable[str], out: Path, *, cache_dir: Optional[Path] = None,
                 timeout: int = 1800) -> None:
-    """Run ``cases`` under ``backend`` in one fresh interpreter (caches off), results in ``out``."""
-    env = {**os.environ, "TORCHINDUCTOR_FX_GRAPH_CACHE": "0", "TORCHINDUCTOR_AUTOGRAD_CACHE": "0",
-           "TORCHINDUCTOR_CACHE_DIR": str(cache_dir or tempfile.mkdtemp(prefix="ib-corpus-cache-"))}
-    proc = subprocess.run([sys.executable, str(RUNNER), "--backend", backend, "--out", str(out), *cases],
-                          capture_output=True, text=True, env=env, timeout=timeout, cwd=str(REPO))
+    """Run ``cases`` under ``backend`` in one fresh interpreter (caches off), results in ``out``;
+    without ``cache_dir``, Inductor's cache is a fresh folder removed afterwards."""
+    with tempfile.TemporaryDirectory(prefix="ib-corpus-cache-") as fresh_cache:
+        env = {**os.environ, "TORCHINDUCTOR_FX_GRAPH_CACHE": "0", "TORCHINDUCTOR_AUTOGRAD_CACHE": "0",
+               "TORCHINDUCTOR_CACHE_DIR": str(cache_dir or fresh_cache)}
+        proc = subprocess.run([sys.executable, str(RUNNER), "--backend", backend, "--out", str(out), *cases],
+                              capture_output=True, text=True, env=env, timeout=timeout, cwd=str(REPO))
     if proc.returncode != 0:
         raise RuntimeError(f"corpus run ({backend}: {' '.join(cases)}) failed with {proc.returncode}:\n"
                            f"{proc.stdout[-4000:]}\n{proc.stderr[-8000:]}")
@@ -143,7 +145,7 @@ def run_and_compare(cases: list[str], workdir: Path, *, per_case_processes: bool
 
     from cases import NONDETERMINISTIC
 
-    shared_cache = None if cold else Path(tempfile.mkdtemp(prefix="ib-corpus-cache-"))
+    shared_cache = None if cold else workdir / "inductor-cache"
     groups = [[case] for case in cases] if per_case_processes else [cases]
     for group in groups:
         with ThreadPoolExecutor(max_workers=2 if side_by_side else 1) as runner:
