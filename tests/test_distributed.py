@@ -7,6 +7,7 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -28,9 +29,10 @@ def torchrun(*argv: str, cwd: Path = REPO) -> subprocess.CompletedProcess:
     """Run ``torchrun --nproc-per-node 2`` on 127.0.0.1 (a free port), bounded by TIMEOUT."""
     command = [sys.executable, "-m", "torch.distributed.run", "--nnodes", "1", "--nproc-per-node", "2",
                "--master-addr", "127.0.0.1", "--master-port", str(_free_port()), "--max-restarts", "0", *argv]
-    env = {**os.environ, "GLOO_SOCKET_IFNAME": "lo", "OMP_NUM_THREADS": "1",
-           "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
-    proc = subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=TIMEOUT, env=env)
+    with tempfile.TemporaryDirectory(prefix="ib-torchrun-") as scratch:  # torchrun leaves its logs' folder
+        env = {**os.environ, "GLOO_SOCKET_IFNAME": "lo", "OMP_NUM_THREADS": "1", "TMPDIR": scratch,
+               "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+        proc = subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=TIMEOUT, env=env)
     assert proc.returncode == 0, f"torchrun failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}"
     assert "rank 0 ok" in proc.stdout and "rank 1 ok" in proc.stdout, proc.stdout
     return proc

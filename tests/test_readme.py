@@ -16,6 +16,7 @@ import re
 import shlex
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -109,8 +110,10 @@ def _run(command: str, cwd: Path, timeout: int = 600) -> subprocess.CompletedPro
         argv[0] = sys.executable
     elif argv[0] == "torchrun":  # the launcher torch installs, as the venv's python runs it
         argv[:1] = [sys.executable, "-m", "torch.distributed.run"]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
-    return subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env)
+    with tempfile.TemporaryDirectory(prefix="ib-readme-") as scratch:  # e.g. torchrun's logs' folder
+        env = {**os.environ, "TMPDIR": scratch,
+               "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+        return subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env)
 
 
 COMMANDS = BASH_LINES + INLINE_COMMANDS
