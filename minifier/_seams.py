@@ -15,6 +15,7 @@ from typing import Any, Optional
 import torch
 
 __all__ = ["changed_inductor_config", "module_source", "inside_compile", "start_cpu_isa_probe", "is_aten_op",
+           "decomposes_when_traced",
            "symbolic_hint", "import_compiler", "op_defining_module", "subgraph_calls",
            "keep_fork_safe", "compile_without_threads", "idle_compile_pool_threads", "forget_compile_pool",
            "propagate_symbolic_sizes", "check_seams",
@@ -162,6 +163,14 @@ class SeamMoved(RuntimeError):
 def is_aten_op(target: Any) -> bool:
     """An op overload or higher-order operator: what a post-AOT (ATen-level) graph calls."""
     return isinstance(target, (torch._ops.OpOverload, torch._ops.HigherOrderOperator))
+
+
+def decomposes_when_traced(target: Any) -> bool:
+    """An op overload AOT autograd's trace always decomposes (a CompositeImplicitAutograd kernel, as
+    ``aten.linear`` has): a graph calling one has not been through AOT (a Dynamo graph of an exported
+    program's module calls ATen ops directly), and Inductor cannot lower it as it is."""
+    return isinstance(target, torch._ops.OpOverload) and target.has_kernel_for_dispatch_key(
+        torch._C.DispatchKey.CompositeImplicitAutograd)
 
 
 def symbolic_hint(value: Any) -> Any:
@@ -322,6 +331,10 @@ def check_seams() -> None:
                         "graph's custom ops are no longer found") from exc
     if not is_aten_op(torch.ops.aten.neg.default) or is_aten_op(torch.neg):
         raise SeamMoved("torch._ops.OpOverload no longer marks ATen op overloads")
+    aten = torch.ops.aten
+    if not decomposes_when_traced(aten.linear.default) or decomposes_when_traced(aten.addmm.default):
+        raise SeamMoved("OpOverload.has_kernel_for_dispatch_key(CompositeImplicitAutograd) no longer tells the ops "
+                        "AOT autograd decomposes (aten.linear) from those it keeps (aten.addmm)")
     if symbolic_hint(torch.fx.experimental.symbolic_shapes.ShapeEnv().create_unbacked_symint()) is not None:
         raise SeamMoved("SymInt.node.hint no longer says None for a size without a hint")
     if "class Repro" not in module_source(torch.fx.symbolic_trace(torch.nn.ReLU())):

@@ -15,7 +15,7 @@ from typing import Any, Callable, Iterable, Optional, Sequence
 import torch
 import torch.fx
 
-from ._seams import inside_compile, is_aten_op, op_defining_module, propagate_symbolic_sizes
+from ._seams import decomposes_when_traced, inside_compile, is_aten_op, op_defining_module, propagate_symbolic_sizes
 from .checks import AccuracyFailure, Failure
 from .context import CarriedContext, current_context
 from .graph import Candidate, GraphSlicer, InvalidCandidate, attribute, inline_subgraph_calls, record_values
@@ -114,11 +114,12 @@ def default_workers() -> int:
 
 
 def detect_level(module: torch.fx.GraphModule) -> str:
-    """``"aten"`` for a post-AOT graph (ATen op overloads only), else ``"torch"``."""
+    """``"aten"`` for a post-AOT graph (ATen op overloads only, none that AOT would have
+    decomposed), else ``"torch"``."""
     for node in module.graph.nodes:
         if node.op == "call_function":
             target = node.target
-            if is_aten_op(target) or target is operator.getitem:
+            if (is_aten_op(target) and not decomposes_when_traced(target)) or target is operator.getitem:
                 continue
             return "torch"
         if node.op in ("call_module", "call_method"):

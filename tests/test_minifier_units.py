@@ -89,6 +89,13 @@ def test_levels_are_told_apart(sliced):
     gm, _, _ = sliced
     assert detect_level(gm) == "aten"
     assert detect_level(torch.fx.symbolic_trace(torch.nn.Linear(2, 2))) == "torch"
+    # ATen ops AOT autograd would have decomposed: a Dynamo graph of an exported program's module,
+    # which Inductor cannot lower without that trace
+    graph = torch.fx.Graph()
+    x, w = graph.placeholder("x"), graph.placeholder("w")
+    graph.output(graph.call_function(torch.ops.aten.relu.default, (graph.call_function(
+        torch.ops.aten.linear.default, (x, w)),)))
+    assert detect_level(torch.fx.GraphModule({}, graph)) == "torch"
 
 
 def test_error_messages_are_normalised_so_the_same_bug_keeps_one_signature():
