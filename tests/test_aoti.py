@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import zipfile
 from pathlib import Path
 
@@ -78,3 +79,92 @@ def test_the_aot_graph_is_captured_with_kernels_and_source_lines(packages):
     assert weight.fx_nodes[0] == "addmm", weight
     assert coverage.wrapper_statements_tagged_percent >= 90.0, \
         [line.text.strip() for line in capture.wrapper_lines if not line.tagged]
+
+
+# ---------------------------------------------------------------- diagnose(exported_program)
+
+class _GeluBlock(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc1, self.fc2 = torch.nn.Linear(16, 32), torch.nn.Linear(32, 16)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x + torch.tanh(self.fc2(torch.nn.functional.gelu(self.fc1(x), approximate="tanh")))
+
+
+@pytest.fixture(scope="module")
+def gelu_block():
+    torch.manual_seed(0)
+    model, x = _GeluBlock().eval(), torch.randn(4, 16)
+    return torch.export.export(model, (x,)), x
+
+
+def test_diagnose_judges_the_package_and_searches_its_python_wrapper_build(gelu_block, tmp_path):
+    exported, x = gelu_block
+    with ib.faults.scaled("tanh", 1.05):
+        result = ib.diagnose(exported, x, out_dir=tmp_path, progress=False)
+    package = result.package
+    assert result.verdict == "inaccurate" and package.verdict == "inaccurate", result.render()
+    assert Path(package.path).is_file() and package.outputs.passed is False
+    assert "fails alike (inaccurate)" in package.python_wrapper and not package.cpp_wrapper
+    # the package's graph is reported beside the Python-wrapper build's, whose buffers were searched
+    assert result.graphs[0] == package.graphs[0] and len(result.graphs) == 2
+    assert result.steps[0].name == "AOTInductor package"
+    divergence = result.divergence
+    assert divergence.found and divergence.culprit.startswith("tanh"), divergence.render()
+    assert all(line.source.code.startswith("return x + torch.tanh") for line in divergence.key_lines)
+    # the minifier reads the Dynamo graph of exported.module() (ATen ops, aten.linear among them)
+    # as a torch-level graph: at the ATen level Inductor could not lower aten.linear
+    assert "-> 1 nodes" in result.minifier and Path(result.repro_path).is_file(), result.minifier
+    text = (tmp_path / "diagnosis.txt").read_text()
+    assert f"AOTInductor package {package.path}: its outputs are wrong" in text
+
+
+@contextlib.contextmanager
+def _tanh_wrong_in_cpp_wrapper_builds():
+    """A bug only builds with a C++ wrapper have (AOTInductor's, and cpp_wrapper=True): tanh scaled."""
+    import torch._inductor.config as inductor_config
+    from torch._inductor.codegen.cpp import CppOverrides, CppVecOverrides
+
+    from instrumented_backend.seams.caches import compile_caches_disabled
+
+    originals = {kind: kind.tanh for kind in (CppOverrides, CppVecOverrides)}
+
+    def scaled(original):
+        def tanh(x):
+            text = original(x)
+            return f"decltype({text})(1.05) * {text}" if inductor_config.cpp_wrapper else text
+        return staticmethod(tanh)
+
+    torch.compiler.reset()
+    with compile_caches_disabled():
+        for kind, original in originals.items():
+            kind.tanh = scaled(original)
+        try:
+            yield
+        finally:
+            for kind, original in originals.items():
+                kind.tanh = staticmethod(original)
+            torch.compiler.reset()
+
+
+def test_a_bug_only_the_c_wrapper_builds_have_is_blamed_on_the_wrapper_not_a_kernel(gelu_block, tmp_path):
+    exported, x = gelu_block
+    with _tanh_wrong_in_cpp_wrapper_builds():
+        result = ib.diagnose(exported, x, out_dir=tmp_path, minify=False, progress=False)
+    package = result.package
+    assert result.verdict == package.verdict == "inaccurate", result.render()
+    assert "matches eager, so the bug is in what AOTInductor changes" in package.python_wrapper
+    assert "cpp_wrapper=True, it fails alike (inaccurate): the C++ wrapper's code" in package.cpp_wrapper
+    assert not result.divergence.found and "only the AOTInductor package fails" in result.divergence.note
+    assert [step.name for step in result.steps] == ["AOTInductor package", "Python-wrapper build",
+                                                   "cpp_wrapper build"]
+    assert [step.summary for step in result.steps] == ["inaccurate", "passed", "inaccurate"]
+
+
+def test_an_exported_program_is_diagnosed_for_inference_with_its_package_settings_only(gelu_block):
+    exported, x = gelu_block
+    with pytest.raises(ValueError, match="runs inference only"):
+        ib.diagnose(exported, x, train=True)
+    with pytest.raises(ValueError, match=r"not \['dynamic'\]: export fixed them"):
+        ib.diagnose(exported, x, compile_kwargs={"dynamic": True})

@@ -74,6 +74,10 @@ def test_python_block_runs_as_written(index, foo1_capture, tmp_path, monkeypatch
         exec(code, namespace)
     if "cap.explain" in block:
         assert "torch.neg" in namespace["cap"].explain("a")
+    if "ib.diagnose(exported" in block:  # what its comments say it prints
+        result = namespace["result"]
+        assert result.package.verdict == "inaccurate" and "fails alike" in result.package.python_wrapper
+        assert result.divergence.culprit.startswith("tanh"), result.render()
 
 
 @pytest.fixture(scope="module")

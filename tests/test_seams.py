@@ -69,6 +69,18 @@ def test_a_changed_aoti_compile_entry_is_reported(monkeypatch):
         wrapper_buffers.check()
 
 
+
+def test_a_moved_aoti_package_loader_is_reported(monkeypatch):
+    """The AOTInductor diagnosis builds and loads a package through torch._inductor's two entries."""
+    import torch._inductor
+
+    from instrumented_backend.seams import aot_compile
+
+    aot_compile.check()
+    monkeypatch.delattr(torch._inductor, "aoti_load_package")
+    with pytest.raises(SeamMoved, match="torch._inductor.aoti_load_package is gone"):
+        aot_compile.check()
+
 def test_a_changed_cpp_lowering_is_reported(monkeypatch):
     from torch._inductor.codegen.cpp import CppVecOverrides
 

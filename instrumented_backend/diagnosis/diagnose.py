@@ -39,6 +39,7 @@ from ..records import KernelLine, to_plain
 from ..seams.dynamo_skips import skipped_frames
 from ..seams.fake_tensor_log import meta_failures_unlogged
 from .accuracy import AccuracyReport, clone_inputs, compare_outputs, eager_is_nondeterministic, to_fp64
+from .aoti_package import PackageJudgement, diagnose_exported, is_exported_program
 from .auto_minify import prewarm_worker, release_worker
 from .compile_error import CompileErrorReport, find_cpp_compile_error
 from .custom_ops import CustomOpCheck, check_custom_ops, render_custom_op_checks
@@ -122,6 +123,9 @@ class Diagnosis:
     custom_ops: list[CustomOpCheck] = field(default_factory=list)
     effects: str = ""  # the tensors the call updates in place, judged with its outputs (an optimizer step's)
     nothing_compiled: Optional[NothingCompiled] = None  # verdict passed, no graph: the frames Dynamo skipped
+    # An exported program's AOTInductor package, judged first (the steps after it ran on its
+    # Python-wrapper build when that fails alike)
+    package: Optional[PackageJudgement] = None
     # in memory only: the captures the HTML report was drawn from, to draw it again (write_reports)
     captures: list["GraphCapture"] = field(default_factory=list, repr=False, compare=False)
 
@@ -167,6 +171,8 @@ class Diagnosis:
         elif self.replayed_call:
             out.append(f"replayed its call {self.replayed_call}, the first that raised in the script "
                        "(the calls before it ran through)")
+        if self.package is not None:
+            out.append(self.package.render())
         out += [f"note: {note}" for note in self.as_written]
         if self.reapplied:
             out.append(f"re-applied as at its first call (off when the script ended): {'; '.join(self.reapplied)}")
@@ -682,11 +688,21 @@ def diagnose(fn: Callable[..., Any], *inputs: Any, kwargs: Optional[dict[str, An
     inside it) is judged as written: eager runs it without that compile, which stays as it was;
     without ``compile_kwargs``, it is compiled with the ``dynamic``, ``fullgraph``, mode and options
     its own ``torch.compile`` was given.
+    A ``torch.export.ExportedProgram`` is judged as its AOTInductor package (``compile_kwargs``:
+    ``mode`` and ``options``, the package's ``inductor_configs``); when the package fails, the
+    steps after it run on the Python-wrapper build of the same graph once it fails alike
+    (:mod:`.aoti_package`).
     """
-    if not callable(fn):
-        raise TypeError(f"diagnose needs a function or module, got {type(fn).__name__}")
     if kwargs is not None and not isinstance(kwargs, dict):
         raise TypeError(f"diagnose: kwargs must be a dict of keyword arguments, got {type(kwargs).__name__}")
+    if is_exported_program(fn):  # its AOTInductor package is what ships: judged first
+        if calls_before:
+            raise ValueError("diagnose: an exported program has no earlier calls to replay (calls_before)")
+        return diagnose_exported(fn, *inputs, kwargs=kwargs, train=train, compile_kwargs=compile_kwargs,
+                                 out_dir=out_dir, minify=minify, bisect=bisect, tol=tol, seed=seed,
+                                 progress=progress, name=name)
+    if not callable(fn):
+        raise TypeError(f"diagnose needs a function or module, got {type(fn).__name__}")
 
     settings_notes: list[str] = []
     if compile_kwargs is None:  # what it was compiled with, when it was: read off its wrapper

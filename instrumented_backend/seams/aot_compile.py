@@ -15,7 +15,7 @@ from typing import Any, Callable, Iterator
 
 from . import SeamMoved
 
-__all__ = ["routed", "compile_and_package", "check"]
+__all__ = ["routed", "compile_and_package", "load_package", "check"]
 
 _lock = threading.Lock()
 InnerFor = Callable[[Any], Callable[..., Any]]  # the graph compile_fx_aot got -> the inner_compile to use
@@ -47,6 +47,13 @@ def compile_and_package(exported_program: Any, *args: Any, **kwargs: Any) -> Any
     return torch._inductor.aoti_compile_and_package(exported_program, *args, **kwargs)
 
 
+def load_package(path: str) -> Any:
+    """PyTorch's loader of an AOTInductor package, ``torch._inductor.aoti_load_package``: a callable model."""
+    import torch._inductor
+
+    return torch._inductor.aoti_load_package(path)
+
+
 def check() -> None:
     """Raise SeamMoved unless aot_compile still looks compile_fx_aot up on the module, with inner_compile."""
     import inspect
@@ -58,5 +65,8 @@ def check() -> None:
     if params[:4] != ["model_", "example_inputs_", "inner_compile", "config_patches"]:
         raise SeamMoved(f"aot_compile: compile_fx_aot no longer takes (model_, example_inputs_, inner_compile, "
                         f"config_patches): {params}")
+    for entry in ("aoti_compile_and_package", "aoti_load_package"):
+        if not callable(getattr(torch._inductor, entry, None)):
+            raise SeamMoved(f"aot_compile: torch._inductor.{entry} is gone")
     if "from .compile_fx import" not in inspect.getsource(torch._inductor.aot_compile):
         raise SeamMoved("aot_compile: torch._inductor.aot_compile no longer imports compile_fx_aot when it runs")
