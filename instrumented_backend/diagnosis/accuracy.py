@@ -164,6 +164,11 @@ def compare_outputs(compiled: Any, eager: Any, fp64: Any = None, *, tol: Optiona
     return AccuracyReport(passed=all(o.passed for o in outputs), outputs=outputs, backend=backend)
 
 
+def error_line(exc: BaseException) -> str:
+    """``Type: message``, its first line, at most 300 characters."""
+    return f"{type(exc).__name__}: {exc}".split("\n")[0][:300]
+
+
 def run_seeded(fn: Callable[..., Any], inputs: Sequence[Any], seed: int) -> Any:
     """``fn`` on copies of ``inputs``, under ``no_grad``, with the RNG seeded to ``seed``."""
     torch.manual_seed(seed)
@@ -219,7 +224,7 @@ def check_accuracy(fn: Callable[..., Any], *inputs: Any, backend: str = "instrum
     try:
         compiled = run_seeded(compiled_fn, inputs, seed)
     except Exception as exc:  # noqa: BLE001 - reported, not raised
-        return AccuracyReport(passed=False, backend=backend, error=f"{type(exc).__name__}: {exc}".split("\n")[0])
+        return AccuracyReport(passed=False, backend=backend, error=error_line(exc))
     return compare_outputs(compiled, eager, fp64, tol=tol, backend=backend)
 
 

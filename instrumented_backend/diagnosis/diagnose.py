@@ -23,7 +23,6 @@ import json
 import re
 import sys
 import time
-import types
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator, NamedTuple, Optional, Sequence
@@ -32,14 +31,20 @@ import torch
 import torch.utils._pytree as pytree
 
 from ..capture.as_written import as_written, running_eagerly, settings_as_written
-from ..capture.object_arguments import is_object_argument
 from ..capture.redirect import autocast_now, target_name
 from ..capture.skipped_frames import NothingCompiled, explain_nothing_compiled
 from ..records import KernelLine, to_plain
 from ..seams.dynamo_skips import skipped_frames
 from ..seams.fake_tensor_log import meta_failures_unlogged
 from .accuracy import AccuracyReport, clone_inputs, compare_outputs, eager_is_nondeterministic, to_fp64
-from .aoti_package import PackageJudgement, diagnose_exported, is_exported_program
+from .accuracy import error_line as _error_text
+from .aoti_package import (
+    PackageJudgement,
+    cpp_wrapper_verdict,
+    is_exported_program,
+    judge_package,
+    package_settings,
+)
 from .auto_minify import prewarm_worker, release_worker
 from .compile_error import CompileErrorReport, find_cpp_compile_error
 from .custom_ops import CustomOpCheck, check_custom_ops, render_custom_op_checks
@@ -51,6 +56,7 @@ from .divergence import (
     python_wrapper_note,
 )
 from .faults import active_faults, lowering_uses
+from .keyword_call import KeywordCall, keyword_call
 from .layers import LayerReport, LayerResult, find_failing_layer, judge_layers, run_calls_before, same_random_numbers
 from .step_state import StepState
 
@@ -358,8 +364,6 @@ def _named_as(grads: dict[str, Any], names: dict[str, Any]) -> dict[str, Any]:
     return dict(zip(names, grads.values())) if len(grads) == len(names) else grads
 
 
-def _error_text(exc: BaseException) -> str:
-    return f"{type(exc).__name__}: {exc}".split("\n")[0][:300]
 
 
 _TRACED_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+), in \S+\s*$')
@@ -606,45 +610,6 @@ def _inputs_like_placeholders(graph: torch.fx.GraphModule) -> Optional[list[Any]
     return real_inputs(values)
 
 
-class KeywordCall(torch.nn.Module):
-    """``target(*args, **kwargs)`` as a call with positional arguments only.
-
-    Keyword arguments that hold tensors (a model's cache too) become trailing positional inputs
-    (cloned, compared, made float64 for the referee and differentiated like every input); the
-    others are passed as given.
-    A module ``target`` is a submodule, so its parameters are this module's."""
-
-    def __init__(self, target: Callable[..., Any], positional: int, tensor_keys: Sequence[str],
-                 constants: dict[str, Any]) -> None:
-        super().__init__()
-        owner = getattr(target, "__self__", None)
-        if isinstance(target, types.MethodType) and isinstance(owner, torch.nn.Module):
-            # ``model.forward = torch.compile(model.forward)``: the model is a submodule too, so the
-            # float64 referee's ``.double()`` reaches its parameters (a deep copy of this module
-            # binds the copied method to the copied model).
-            self.owner = owner
-        self.target = target
-        self.positional = positional
-        self.tensor_keys = tuple(tensor_keys)
-        self.constants = dict(constants)
-
-    def forward(self, *args: Any) -> Any:
-        keyword = dict(zip(self.tensor_keys, args[self.positional:]))
-        return self.target(*args[:self.positional], **self.constants, **keyword)
-
-
-def keyword_call(fn: Callable[..., Any], inputs: Sequence[Any],
-                 kwargs: dict[str, Any]) -> tuple[Callable[..., Any], tuple[Any, ...]]:
-    """``(callable, positional inputs)`` that make the call ``fn(*inputs, **kwargs)``."""
-    if not kwargs:
-        return fn, tuple(inputs)
-    tensor_keys = [k for k, v in kwargs.items()
-                   if any(isinstance(leaf, torch.Tensor) or is_object_argument(leaf) for leaf in pytree.tree_leaves(v))]
-    constants = {k: v for k, v in kwargs.items() if k not in tensor_keys}
-    wrapped = KeywordCall(fn, len(inputs), tensor_keys, constants)
-    return wrapped, (*inputs, *(kwargs[k] for k in tensor_keys))
-
-
 def _laid_out(fn: Callable[..., Any], calls: Sequence[tuple[Sequence[Any], dict[str, Any]]],
               kwargs: dict[str, Any]) -> list[tuple[Any, ...]]:
     """Each call's inputs laid out as ``fn`` takes the judged call's (a :class:`KeywordCall`'s
@@ -698,9 +663,9 @@ def diagnose(fn: Callable[..., Any], *inputs: Any, kwargs: Optional[dict[str, An
     if is_exported_program(fn):  # its AOTInductor package is what ships: judged first
         if calls_before:
             raise ValueError("diagnose: an exported program has no earlier calls to replay (calls_before)")
-        return diagnose_exported(fn, *inputs, kwargs=kwargs, train=train, compile_kwargs=compile_kwargs,
-                                 out_dir=out_dir, minify=minify, bisect=bisect, tol=tol, seed=seed,
-                                 progress=progress, name=name)
+        return _diagnose_exported(fn, *inputs, kwargs=kwargs, train=train, compile_kwargs=compile_kwargs,
+                                  out_dir=out_dir, minify=minify, bisect=bisect, tol=tol, seed=seed,
+                                  progress=progress, name=name)
     if not callable(fn):
         raise TypeError(f"diagnose needs a function or module, got {type(fn).__name__}")
 
@@ -713,6 +678,70 @@ def diagnose(fn: Callable[..., Any], *inputs: Any, kwargs: Optional[dict[str, An
                          minify=minify, bisect=bisect, tol=tol, seed=seed, progress=progress,
                          name=name or target_name(plain), calls_before=calls_before,
                          as_written_notes=[*notes, *settings_notes])
+
+
+def _diagnose_exported(exported: Any, *inputs: Any, kwargs: Optional[dict[str, Any]], train: bool,
+                       compile_kwargs: Optional[dict[str, Any]], out_dir: "str | Path", minify: bool, bisect: bool,
+                       tol: Optional[float], seed: int, progress: Optional[bool], name: str) -> Diagnosis:
+    """:func:`diagnose` of an exported program: its AOTInductor package is judged; when it fails,
+    the diagnosis goes on in the Python-wrapper build of the same graph (:mod:`.aoti_package`)."""
+    if train:
+        raise ValueError("diagnose: an AOTInductor package runs inference only, so an exported program is judged "
+                         "without train=True (diagnose exported.module() with train=True for a training step)")
+    options = package_settings(compile_kwargs)
+    kwargs = dict(kwargs or {})
+    name = name or "exported program"
+    out = Path(out_dir)
+    started = time.perf_counter()
+    say = _Progress(progress, started)
+    module = exported.module()
+
+    def the_python_wrapper_build() -> Diagnosis:
+        return diagnose(module, *inputs, kwargs=kwargs, compile_kwargs={"options": options} if options else {},
+                        out_dir=out, minify=minify, bisect=bisect, tol=tol, seed=seed, progress=progress, name=name)
+
+    call, args = keyword_call(module, inputs, kwargs)
+    try:
+        eager, nondeterministic = eager_is_nondeterministic(call, args, seed, tol)
+    except Exception:  # noqa: BLE001 - eager's own error: the Python-wrapper diagnosis reports it
+        return the_python_wrapper_build()
+    if nondeterministic:
+        return the_python_wrapper_build()
+    say("building its AOTInductor package and judging it against eager (fp64 referee)")
+    package, graphs = judge_package(exported, inputs, kwargs, inductor_configs={**options, "fallback_random": True},
+                                    package_path=out / "package" / "model.pt2", eager=eager, seed=seed, tol=tol)
+    step = DiagnosisStep("AOTInductor package", package.seconds, package.verdict)
+    compiled_with = {"options": options} if options else {}
+    if package.verdict == "passed":
+        result = Diagnosis(target=name, outputs=package.outputs, graphs=package.graphs, package=package,
+                           compiled_with=compiled_with, steps=[step])
+        return _finish(result, out, graphs, started, say)
+
+    say(f"the package: {package.verdict}; judging the Python-wrapper build of the same graph")
+    result = the_python_wrapper_build()
+    if result.verdict == package.verdict:
+        package.record_builds(result.verdict)
+    else:
+        say(f"its Python-wrapper build: {result.verdict}; judging a build with cpp_wrapper=True")
+        began = time.perf_counter()
+        wrapper_verdict = cpp_wrapper_verdict(call, args, options, seed, tol)
+        builds = [DiagnosisStep("Python-wrapper build", result.seconds, result.verdict),
+                  DiagnosisStep("cpp_wrapper build", time.perf_counter() - began, wrapper_verdict)]
+        package.record_builds(result.verdict, wrapper_verdict)
+        twin_graphs = result.captures
+        result = Diagnosis(target=name, verdict=package.verdict, outputs=package.outputs, error=package.error,
+                           compile_error=package.compile_error, compiled_with=compiled_with, steps=builds,
+                           divergence=DivergenceReport(graph=(package.graphs or [""])[0], note=(
+                               "only the AOTInductor package fails: nothing to search in the build whose buffers "
+                               "can be read")))
+        result.captures = twin_graphs
+    result.package = package
+    result.graphs = package.graphs + [label for label in result.graphs if label not in package.graphs]
+    result.steps.insert(0, step)
+    result.captures = graphs + [g for g in result.captures if g not in graphs]
+    result.seconds = time.perf_counter() - started
+    write_reports(result, out)
+    return result
 
 
 def _diagnose(fn: Callable[..., Any], *inputs: Any, kwargs: Optional[dict[str, Any]] = None, train: bool = False,

@@ -1,0 +1,52 @@
+"""A call with keyword arguments as a call with positional arguments only (what the judges take)."""
+
+from __future__ import annotations
+
+import types
+from typing import Any, Callable, Sequence
+
+import torch
+import torch.utils._pytree as pytree
+
+from ..capture.object_arguments import is_object_argument
+
+__all__ = ["KeywordCall", "keyword_call"]
+
+
+class KeywordCall(torch.nn.Module):
+    """``target(*args, **kwargs)`` as a call with positional arguments only.
+
+    Keyword arguments that hold tensors (a model's cache too) become trailing positional inputs
+    (cloned, compared, made float64 for the referee and differentiated like every input); the
+    others are passed as given.
+    A module ``target`` is a submodule, so its parameters are this module's."""
+
+    def __init__(self, target: Callable[..., Any], positional: int, tensor_keys: Sequence[str],
+                 constants: dict[str, Any]) -> None:
+        super().__init__()
+        owner = getattr(target, "__self__", None)
+        if isinstance(target, types.MethodType) and isinstance(owner, torch.nn.Module):
+            # ``model.forward = torch.compile(model.forward)``: the model is a submodule too, so the
+            # float64 referee's ``.double()`` reaches its parameters (a deep copy of this module
+            # binds the copied method to the copied model).
+            self.owner = owner
+        self.target = target
+        self.positional = positional
+        self.tensor_keys = tuple(tensor_keys)
+        self.constants = dict(constants)
+
+    def forward(self, *args: Any) -> Any:
+        keyword = dict(zip(self.tensor_keys, args[self.positional:]))
+        return self.target(*args[:self.positional], **self.constants, **keyword)
+
+
+def keyword_call(fn: Callable[..., Any], inputs: Sequence[Any],
+                 kwargs: dict[str, Any]) -> tuple[Callable[..., Any], tuple[Any, ...]]:
+    """``(callable, positional inputs)`` that make the call ``fn(*inputs, **kwargs)``."""
+    if not kwargs:
+        return fn, tuple(inputs)
+    tensor_keys = [k for k, v in kwargs.items()
+                   if any(isinstance(leaf, torch.Tensor) or is_object_argument(leaf) for leaf in pytree.tree_leaves(v))]
+    constants = {k: v for k, v in kwargs.items() if k not in tensor_keys}
+    wrapped = KeywordCall(fn, len(inputs), tensor_keys, constants)
+    return wrapped, (*inputs, *(kwargs[k] for k in tensor_keys))
