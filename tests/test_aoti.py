@@ -99,27 +99,6 @@ def gelu_block():
     return torch.export.export(model, (x,)), x
 
 
-def test_diagnose_judges_the_package_and_searches_its_python_wrapper_build(gelu_block, tmp_path):
-    exported, x = gelu_block
-    with ib.faults.scaled("tanh", 1.05):
-        result = ib.diagnose(exported, x, out_dir=tmp_path, progress=False)
-    package = result.package
-    assert result.verdict == "inaccurate" and package.verdict == "inaccurate", result.render()
-    assert Path(package.path).is_file() and package.outputs.passed is False
-    assert "fails alike (inaccurate)" in package.python_wrapper and not package.cpp_wrapper
-    # the package's graph is reported beside the Python-wrapper build's, whose buffers were searched
-    assert result.graphs[0] == package.graphs[0] and len(result.graphs) == 2
-    assert result.steps[0].name == "AOTInductor package"
-    divergence = result.divergence
-    assert divergence.found and divergence.culprit.startswith("tanh"), divergence.render()
-    assert all(line.source.code.startswith("return x + torch.tanh") for line in divergence.key_lines)
-    # the minifier reads the Dynamo graph of exported.module() (ATen ops, aten.linear among them)
-    # as a torch-level graph: at the ATen level Inductor could not lower aten.linear
-    assert "-> 1 nodes" in result.minifier and Path(result.repro_path).is_file(), result.minifier
-    text = (tmp_path / "diagnosis.txt").read_text()
-    assert f"AOTInductor package {package.path}: its outputs are wrong" in text
-
-
 @contextlib.contextmanager
 def _tanh_wrong_in_cpp_wrapper_builds():
     """A bug only builds with a C++ wrapper have (AOTInductor's, and cpp_wrapper=True): tanh scaled."""
@@ -168,3 +147,58 @@ def test_an_exported_program_is_diagnosed_for_inference_with_its_package_setting
         ib.diagnose(exported, x, train=True)
     with pytest.raises(ValueError, match=r"not \['dynamic'\]: export fixed them"):
         ib.diagnose(exported, x, compile_kwargs={"dynamic": True})
+
+
+_PACKAGING_SCRIPT = '''
+import sys
+import torch
+
+
+class GeluBlock(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1, self.fc2 = torch.nn.Linear(16, 32), torch.nn.Linear(32, 16)
+
+    def forward(self, x):
+        return x + torch.tanh(self.fc2(torch.nn.functional.gelu(self.fc1(x), approximate="tanh")))
+
+
+torch.manual_seed(0)
+model, x = GeluBlock().eval(), torch.randn(4, 16)
+exported = torch.export.export(model, (x,))
+path = torch._inductor.aoti_compile_and_package(exported, package_path=sys.argv[1])
+runner = torch._inductor.aoti_load_package(path)
+print("max difference from eager:", (runner(x) - model(x)).abs().max().item())
+'''
+
+
+def test_a_package_a_script_builds_is_diagnosed_on_its_example_inputs(tmp_path):
+    import warnings
+
+    from instrumented_backend.diagnosis.diagnose import diagnose_script
+
+    script = tmp_path / "package_it.py"
+    script.write_text(_PACKAGING_SCRIPT)
+    with ib.faults.scaled("tanh", 1.05), warnings.catch_warnings():
+        warnings.simplefilter("error", ib.InstrumentationWarning)  # its compile is not a graph to call
+        [result] = diagnose_script(script, [str(tmp_path / "user.pt2")], out_dir=tmp_path / "diagnosis",
+                                   progress=False, echo=lambda line: None)
+    assert (tmp_path / "user.pt2").is_file()  # the script's own package, built as it asked
+    assert result.target == "exported program (AOTInductor package)"
+    package = result.package
+    assert result.verdict == "inaccurate" and package.verdict == "inaccurate", result.render()
+    assert Path(package.path).is_file() and package.outputs.passed is False
+    assert "fails alike (inaccurate)" in package.python_wrapper and not package.cpp_wrapper
+    # the package's graph is reported beside the Python-wrapper build's, whose buffers were searched
+    assert result.graphs[0] == package.graphs[0] and len(result.graphs) == 2
+    assert result.steps[0].name == "AOTInductor package"
+    divergence = result.divergence
+    assert divergence.found and divergence.culprit.startswith("tanh"), divergence.render()
+    assert {line.source.code for line in divergence.key_lines} == {
+        'return x + torch.tanh(self.fc2(torch.nn.functional.gelu(self.fc1(x), approximate="tanh")))'}
+    assert {Path(line.source.file).name for line in divergence.key_lines} == {"package_it.py"}
+    # the minifier reads the Dynamo graph of exported.module() (ATen ops, aten.linear among them)
+    # as a torch-level graph: at the ATen level Inductor could not lower aten.linear
+    assert "-> 1 nodes" in result.minifier and Path(result.repro_path).is_file(), result.minifier
+    text = (tmp_path / "diagnosis" / "diagnosis.txt").read_text()
+    assert f"AOTInductor package {package.path}: its outputs are wrong" in text

@@ -26,7 +26,7 @@ def capturing_aoti() -> Iterator[None]:
     from .backend import CompileJob
 
     def inner_for(graph: Any) -> Any:
-        return CompileJob(graph, parse_options({})).inner_compile
+        return CompileJob(graph, parse_options({}), ahead_of_time=True).inner_compile
 
     with compile_caches_disabled(), aot_compile.routed(inner_for):
         yield

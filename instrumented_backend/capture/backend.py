@@ -58,9 +58,11 @@ _install_ddp_buckets()
 class CompileJob:
     """State shared by the AOT graphs of one Dynamo graph (its forward and lazy backward)."""
 
-    def __init__(self, gm: torch.fx.GraphModule, options: BackendOptions) -> None:
+    def __init__(self, gm: torch.fx.GraphModule, options: BackendOptions, *, ahead_of_time: bool = False) -> None:
         install_capture_seams()
         self.options = options
+        # AOTInductor's compile: what it returns is a library's files, never called here
+        self.ahead_of_time = ahead_of_time
         self.compile_id = current_compile_id()
         try:
             self.graph_break_reason = take_graph_break_reason()  # the break that ended this graph
@@ -116,7 +118,7 @@ class CompileJob:
             raise explained from None
         graph = self._publish(builder, compiled, None)
         hooks = _call_hooks.get()
-        if graph is not None and (_keeping_call_args.get() or hooks is not None):
+        if graph is not None and not self.ahead_of_time and (_keeping_call_args.get() or hooks is not None):
             _watch_calls(compiled, graph, keep=_keeping_call_args.get(), hooks=hooks,
                          inductor_patches=self.options.inductor_patches)
         return compiled

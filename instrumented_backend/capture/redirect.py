@@ -270,8 +270,10 @@ def _copied_call(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Optional[tupl
 
 def record_compiled_calls(calls: list[CompiledCall]) -> Callable[[], None]:
     """Redirect torch.compile to the instrumented backend and record first calls into ``calls``
-    (and the first later call that raises, on its record); returns the undo."""
+    (and the first later call that raises, on its record), and each exported program an
+    AOTInductor package is built from, with its example inputs; returns the undo."""
     from ..diagnosis.faults import active_faults
+    from ..seams import aot_compile
     from ..seams.inductor_options import plain_inductor_config
     from .registry import compiles_so_far
 
@@ -325,4 +327,23 @@ def record_compiled_calls(calls: list[CompiledCall]) -> Callable[[], None]:
             return compiled
         return recording(target, compile_kwargs, compiled)
 
-    return redirect_torch_compile(on_compiled)
+    def on_packaged(exported: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        """An AOTInductor package built from ``exported``: judged on the example inputs it was exported with."""
+        example = getattr(exported, "example_inputs", None)
+        configs = kwargs.get("inductor_configs")
+        if example is None or any(exported is call.target for call in calls):
+            return
+        calls.append(CompiledCall(exported, tuple(_detached(a) for a in example[0]),
+                                  {k: _detached(v) for k, v in example[1].items()}, False,
+                                  "exported program (AOTInductor package)",
+                                  {"options": dict(configs)} if configs else {}, faults=active_faults(),
+                                  inductor_config=plain_inductor_config(), autocast=autocast_now()))
+
+    undo_compile = redirect_torch_compile(on_compiled)
+    undo_package = aot_compile.watch_compile_and_package(on_packaged)
+
+    def undo() -> None:
+        undo_package()
+        undo_compile()
+
+    return undo

@@ -10,12 +10,13 @@ duration of a block, the ``inner_compile`` of every such call for one built from
 from __future__ import annotations
 
 import contextlib
+import functools
 import threading
 from typing import Any, Callable, Iterator
 
 from . import SeamMoved
 
-__all__ = ["routed", "compile_and_package", "load_package", "check"]
+__all__ = ["routed", "compile_and_package", "watch_compile_and_package", "load_package", "check"]
 
 _lock = threading.Lock()
 InnerFor = Callable[[Any], Callable[..., Any]]  # the graph compile_fx_aot got -> the inner_compile to use
@@ -47,6 +48,26 @@ def compile_and_package(exported_program: Any, *args: Any, **kwargs: Any) -> Any
     return torch._inductor.aoti_compile_and_package(exported_program, *args, **kwargs)
 
 
+def watch_compile_and_package(on_call: Callable[[Any, tuple[Any, ...], dict[str, Any]], None]) -> Callable[[], None]:
+    """Until the returned undo runs, ``on_call(exported_program, args, kwargs)`` is told of each call
+    of ``torch._inductor.aoti_compile_and_package`` before PyTorch's own runs, unchanged."""
+    import torch._inductor
+
+    original = torch._inductor.aoti_compile_and_package
+
+    @functools.wraps(original)
+    def aoti_compile_and_package(exported_program: Any, *args: Any, **kwargs: Any) -> Any:
+        on_call(exported_program, args, kwargs)
+        return original(exported_program, *args, **kwargs)
+
+    torch._inductor.aoti_compile_and_package = aoti_compile_and_package
+
+    def undo() -> None:
+        torch._inductor.aoti_compile_and_package = original
+
+    return undo
+
+
 def load_package(path: str) -> Any:
     """PyTorch's loader of an AOTInductor package, ``torch._inductor.aoti_load_package``: a callable model."""
     import torch._inductor
@@ -68,5 +89,9 @@ def check() -> None:
     for entry in ("aoti_compile_and_package", "aoti_load_package"):
         if not callable(getattr(torch._inductor, entry, None)):
             raise SeamMoved(f"aot_compile: torch._inductor.{entry} is gone")
+    package_params = inspect.signature(torch._inductor.aoti_compile_and_package).parameters
+    if "inductor_configs" not in package_params:
+        raise SeamMoved("aot_compile: aoti_compile_and_package no longer takes inductor_configs (a script's "
+                        "package is diagnosed with the configs it was built with)")
     if "from .compile_fx import" not in inspect.getsource(torch._inductor.aot_compile):
         raise SeamMoved("aot_compile: torch._inductor.aot_compile no longer imports compile_fx_aot when it runs")
