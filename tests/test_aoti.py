@@ -202,3 +202,21 @@ def test_a_package_a_script_builds_is_diagnosed_on_its_example_inputs(tmp_path):
     assert "-> 1 nodes" in result.minifier and Path(result.repro_path).is_file(), result.minifier
     text = (tmp_path / "diagnosis" / "diagnosis.txt").read_text()
     assert f"AOTInductor package {package.path}: its outputs are wrong" in text
+
+
+def test_what_each_build_of_a_failing_package_says():
+    from instrumented_backend.diagnosis.aoti_package import PackageJudgement
+
+    alike = PackageJudgement("m.pt2", verdict="compile_error")
+    alike.record_builds("compile_error")
+    assert "fails alike (compile_error): the steps below ran on it" in alike.python_wrapper and not alike.cpp_wrapper
+    only = PackageJudgement("m.pt2", verdict="runtime_error", symbolic_sizes=["s0"])
+    only.record_builds("passed", "error")  # the cpp_wrapper build raised too: alike
+    assert "matches eager, so the bug is in what AOTInductor changes" in only.python_wrapper
+    assert "symbolic sizes, s0" in only.python_wrapper
+    assert "fails alike (runtime_error): the C++ wrapper's code" in only.cpp_wrapper
+    own = PackageJudgement("m.pt2", verdict="inaccurate")
+    own.record_builds("passed", "passed")
+    assert "symbolic" not in own.python_wrapper and "what only AOTInductor does" in own.cpp_wrapper
+    assert own.render().splitlines() == ["AOTInductor package m.pt2: its outputs are wrong",
+                                         f"  {own.python_wrapper}", f"  {own.cpp_wrapper}"]

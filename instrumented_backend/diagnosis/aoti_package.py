@@ -49,6 +49,7 @@ class PackageJudgement:
     compile_error: Optional[CompileErrorReport] = None
     graphs: list[str] = field(default_factory=list)  # the captured graph(s) of the package's compile
     seconds: float = 0.0
+    symbolic_sizes: list[str] = field(default_factory=list)  # the sizes export left symbolic (its range constraints)
     # how the other builds of the same graph fared, when the package failed
     python_wrapper: str = ""  # torch.compile(exported.module()): the build the search reads
     cpp_wrapper: str = ""  # the same with cpp_wrapper=True, when the Python-wrapper build did not fail alike
@@ -63,6 +64,11 @@ class PackageJudgement:
         self.python_wrapper = (f"its Python-wrapper build (torch.compile of exported.module()) "
                                f"{outcome(python_verdict, self.verdict)}, so the bug is in what AOTInductor changes, "
                                "not in a kernel both builds share")
+        if self.symbolic_sizes:
+            sizes = ", ".join(self.symbolic_sizes)
+            self.python_wrapper += (f" (but the package's kernels take symbolic sizes, {sizes}, where the builds "
+                                    "judged beside it are specialised to these inputs' sizes: a bug only symbolic "
+                                    "sizes show looks like this too)")
         if cpp_verdict is not None:
             self.cpp_wrapper = (f"built just in time with cpp_wrapper=True, it {outcome(cpp_verdict, self.verdict)}"
                                 + (": the C++ wrapper's code, which both share, is enough to show it"
@@ -101,7 +107,8 @@ def judge_package(exported: Any, inputs: Sequence[Any], kwargs: dict[str, Any], 
     from ..seams import aot_compile
 
     started = time.perf_counter()
-    judgement = PackageJudgement(path=str(package_path))
+    judgement = PackageJudgement(path=str(package_path),
+                                 symbolic_sizes=sorted(str(size) for size in exported.range_constraints))
     package_path.parent.mkdir(parents=True, exist_ok=True)
     with capture() as session:
         try:
