@@ -54,6 +54,7 @@ def test_the_package_is_pytorchs_and_runs(packages):
 def test_the_aot_graph_is_captured_with_kernels_and_source_lines(packages):
     capture = packages[4]
     assert capture.complete and capture.kind == "inference", capture.problems
+    assert capture.label.endswith(" aoti inference")  # no Dynamo frame id: named for what compiled it
     assert "AOTInductorModel::run_impl" in capture.output_code
     generated = [k for k in capture.kernels if k.kind == "cpp"]
     externs = [k for k in capture.kernels if k.kind == "extern"]
