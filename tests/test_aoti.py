@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import inspect
 import zipfile
 from pathlib import Path
 
@@ -221,3 +222,18 @@ def test_what_each_build_of_a_failing_package_says():
     assert "symbolic" not in own.python_wrapper and "what only AOTInductor does" in own.cpp_wrapper
     assert own.render().splitlines() == ["AOTInductor package m.pt2: its outputs are wrong",
                                          f"  {own.python_wrapper}", f"  {own.cpp_wrapper}"]
+
+
+def test_profile_of_an_exported_program_times_its_packages_kernels_by_source_line():
+    torch.manual_seed(0)
+    model, x = _MLP().eval(), torch.randn(64, 16)
+    report = ib.profile(torch.export.export(model, (x,)), x, warmup=2, iters=4, active=2, bandwidth=False)
+    assert report.graphs and report.graphs[0].endswith(" aoti inference") and not report.unmatched_events
+    kinds = {row.kernel: row.kind for row in report.kernels}
+    assert "extern" in kinds.values() and "cpp" in kinds.values(), kinds  # the shim's GEMMs and a fused kernel
+    [fused] = [row for row in report.kernels if "neg" in row.fx_nodes and row.kind == "cpp"]
+    neg_line = inspect.getsourcelines(_MLP.forward)[1] + 1  # h = torch.neg(torch.relu(self.fc1(x)))
+    assert fused.calls == 1 and fused.time_us > 0, fused
+    assert any(line.endswith(f"test_aoti.py:{neg_line}") for line in fused.source_lines), fused.source_lines
+    with pytest.raises(ValueError, match="runs inference only"):
+        ib.profile(torch.export.export(model, (x,)), x, no_grad=False, backward=True)

@@ -14,7 +14,7 @@ from ..capture.as_written import as_written, running_eagerly, settings_as_writte
 from ..capture.object_arguments import copy_object_arguments, is_object_argument
 from ..capture.skipped_frames import explain_nothing_compiled
 from ..seams.dynamo_skips import skipped_frames
-from ..seams.kernel_profile import KERNEL_PROFILE_OPTION
+from ..seams.kernel_profile import KERNEL_PROFILE_OPTION, call_event_name
 from .backward import BackwardStep
 from .collect import run_profiled
 from .diagnose import diagnose
@@ -95,6 +95,11 @@ def profile(model: Callable[..., Any], *args: Any, warmup: int = 10, iters: int 
     without that compile, which stays as it was; without ``options``, the compiled side takes the
     mode and options its ``torch.compile`` was given. Returns a :class:`ProfileReport`.
     """
+    from ..diagnosis.aoti_package import is_exported_program
+
+    if is_exported_program(model):  # its AOTInductor package is the compiled side
+        return _profile_package(model, args, kwargs, warmup=warmup, iters=iters, active=active, no_grad=no_grad,
+                                backward=backward, options=options, bandwidth=bandwidth, calls_before=calls_before)
     if not callable(model):
         raise TypeError(f"ib.profile: model must be callable (an nn.Module or a function), got {type(model).__name__}")
     settings_notes: list[str] = []
@@ -108,9 +113,44 @@ def profile(model: Callable[..., Any], *args: Any, warmup: int = 10, iters: int 
     return report
 
 
+def _profile_package(exported: Any, args: tuple[Any, ...], kwargs: dict[str, Any], *, warmup: int, iters: int,
+                     active: int, no_grad: bool, backward: bool, options: Optional[Mapping[str, Any]],
+                     bandwidth: bool, calls_before: Sequence[Any]) -> ProfileReport:
+    """:func:`profile` of an exported program: its AOTInductor package (built with per-kernel
+    profiling, captured, loaded) against ``exported.module()`` run eagerly."""
+    import tempfile
+    from pathlib import Path
+
+    from ..capture.aoti import aoti_compile_and_package
+    from ..capture.registry import capture
+    from ..seams import aot_compile
+
+    if backward or not no_grad or calls_before:
+        raise ValueError("ib.profile: an AOTInductor package runs inference only: profile an exported program "
+                         "without backward, no_grad=False or calls_before")
+    if options is not None and not isinstance(options, Mapping):
+        raise ValueError(f"ib.profile: options must be a dict, got {type(options).__name__}")
+    with tempfile.TemporaryDirectory(prefix="ib-profile-package-") as folder, capture() as session:
+        path = aoti_compile_and_package(exported, package_path=str(Path(folder) / "model.pt2"),
+                                        inductor_configs={KERNEL_PROFILE_OPTION: True, **(options or {})})
+        loaded = aot_compile.load_package(path)
+    graphs = list(session)
+    event = call_event_name(graphs[0].label if graphs else "aoti")
+
+    def package_call(*call_args: Any, **call_kwargs: Any) -> Any:  # its kernels' events, under one call's
+        with torch.profiler.record_function(event):
+            return loaded(*call_args, **call_kwargs)
+
+    return _profile(exported.module(), args, kwargs, warmup=warmup, iters=iters, active=active, no_grad=True,
+                    backward=False, options=options, bandwidth=bandwidth, calls_before=(),
+                    built=(package_call, graphs))
+
+
 def _profile(model: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], *, warmup: int, iters: int,
              active: int, no_grad: bool, backward: bool, options: Optional[Mapping[str, Any]], bandwidth: bool,
-             calls_before: Sequence[tuple[Sequence[Any], Mapping[str, Any]]]) -> ProfileReport:
+             calls_before: Sequence[tuple[Sequence[Any], Mapping[str, Any]]],
+             built: Optional[tuple[Callable[..., Any], list[Any]]] = None) -> ProfileReport:
+    """``built``: the compiled side already built (a loaded AOTInductor package) and its captures."""
     from ..capture.registry import capture
 
     _check("warmup", warmup, 0)
@@ -128,8 +168,9 @@ def _profile(model: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str,
     grad = torch.no_grad if no_grad else contextlib.nullcontext
     # its own backend and recompile region: it compiles its own graphs, and as often as it is
     # called, without spending the recompiles torch.compile allows the script's own calls
-    compiled = torch.compile(model, backend=_own_backend(), options={KERNEL_PROFILE_OPTION: True, **(options or {})},
-                             isolate_recompiles=True)
+    compiled = built[0] if built is not None else torch.compile(
+        model, backend=_own_backend(), options={KERNEL_PROFILE_OPTION: True, **(options or {})},
+        isolate_recompiles=True)
 
     eager_backward, compiled_backward = BackwardStep("eager"), BackwardStep("compiled")
     arguments = _Arguments(args, kwargs)
@@ -187,7 +228,7 @@ def _profile(model: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str,
             eager_run = run_profiled(eager_call, active=active, device=device, sync=sync)
             arguments.reserve(2)
             tagged_run = run_profiled(tagged_call, active=1, wait=0, warmup=1, device=device, sync=sync)
-    graphs = list(session)
+    graphs = (built[1] if built is not None else []) + list(session)
     kernels, unmatched = join_compiled(compiled_run, graphs)
     known_sources = {str(n.source) for g in graphs for n in g.nodes.values() if n.source is not None}
     eager_ops = join_eager(eager_run, eager_op_sources(tagged_run), known_sources)

@@ -19,10 +19,16 @@ import re
 
 from . import SeamMoved
 
-__all__ = ["CALL_EVENT", "KERNEL_PROFILE_OPTION", "cpp_event_name", "check"]
+__all__ = ["CALL_EVENT", "KERNEL_PROFILE_OPTION", "call_event_name", "cpp_event_name", "check"]
 
 CALL_EVENT = re.compile(r"^## Call CompiledFxGraph .* ##$")
 KERNEL_PROFILE_OPTION = "cpp.enable_kernel_profile"
+
+
+def call_event_name(label: str) -> str:
+    """A profiler event named as Inductor names a compiled graph's call (:data:`CALL_EVENT`): for a
+    call no Python wrapper makes (a loaded AOTInductor package's), recorded around it."""
+    return f"## Call CompiledFxGraph {label} ##"
 
 
 def cpp_event_name(kernel_name: str, graph_id: "int | None") -> str:
