@@ -29,7 +29,13 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--layers", type=int, default=24)
     parser.add_argument("--loads", type=int, default=5, help="page loads to time (default 5)")
+    parser.add_argument("--out", type=Path, help="keep the report at this path (default: a temporary file, removed)")
     args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="ib-html-benchmark-") as folder:
+        return _measure(args, args.out or Path(folder) / "mobilebert.html")
+
+
+def _measure(args: argparse.Namespace, report_path: Path) -> int:
 
     from browser import start_browser
     from profile_mobilebert import build
@@ -41,7 +47,7 @@ def main(argv: list[str]) -> int:
     with ib.capture() as session, torch.no_grad():
         torch.compile(model, backend="instrumented")(input_ids)
     started = time.perf_counter()
-    path = ib.report.html(session, Path(tempfile.mkdtemp()) / "mobilebert.html")
+    path = ib.report.html(session, report_path)
     write_s = time.perf_counter() - started
     lines = sum(len(g.output_code.splitlines()) for g in session)
     driver = start_browser()
