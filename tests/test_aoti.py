@@ -235,5 +235,8 @@ def test_profile_of_an_exported_program_times_its_packages_kernels_by_source_lin
     neg_line = inspect.getsourcelines(_MLP.forward)[1] + 1  # h = torch.neg(torch.relu(self.fc1(x)))
     assert fused.calls == 1 and fused.time_us > 0, fused
     assert any(line.endswith(f"test_aoti.py:{neg_line}") for line in fused.source_lines), fused.source_lines
+    # eager's ops meet the kernels on the user's line, though eager runs the module's generated code
+    [row] = [r for r in report.by_source_line() if r.source.endswith(f"test_aoti.py:{neg_line}")]
+    assert row.compiled_us > 0 and row.eager_us > 0 and "aten::neg" in row.eager_ops, row
     with pytest.raises(ValueError, match="runs inference only"):
         ib.profile(torch.export.export(model, (x,)), x, no_grad=False, backward=True)

@@ -21,7 +21,7 @@ from .diagnose import diagnose
 from .join import eager_op_sources, join_compiled, join_eager, source_code
 from .report import ProfileReport
 from .roofline import apply_roofline, measure_copy_bandwidth
-from .sources import SourceTagging
+from .sources import SourceTagging, interpreted_with_node_sources
 from .timing import time_side_by_side
 
 __all__ = ["profile", "KERNEL_PROFILE_OPTION"]
@@ -141,16 +141,21 @@ def _profile_package(exported: Any, args: tuple[Any, ...], kwargs: dict[str, Any
         with torch.profiler.record_function(event):
             return loaded(*call_args, **call_kwargs)
 
-    return _profile(exported.module(), args, kwargs, warmup=warmup, iters=iters, active=active, no_grad=True,
+    module = exported.module()
+    return _profile(module, args, kwargs, warmup=warmup, iters=iters, active=active, no_grad=True,
                     backward=False, options=options, bandwidth=bandwidth, calls_before=(),
-                    built=(package_call, graphs))
+                    built=(package_call, graphs),
+                    # its eager ops are tagged with the lines its nodes were traced from
+                    tagged_model=None if kwargs else interpreted_with_node_sources(module))
 
 
 def _profile(model: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], *, warmup: int, iters: int,
              active: int, no_grad: bool, backward: bool, options: Optional[Mapping[str, Any]], bandwidth: bool,
              calls_before: Sequence[tuple[Sequence[Any], Mapping[str, Any]]],
-             built: Optional[tuple[Callable[..., Any], list[Any]]] = None) -> ProfileReport:
-    """``built``: the compiled side already built (a loaded AOTInductor package) and its captures."""
+             built: Optional[tuple[Callable[..., Any], list[Any]]] = None,
+             tagged_model: Optional[Callable[..., Any]] = None) -> ProfileReport:
+    """``built``: the compiled side already built (a loaded AOTInductor package) and its captures;
+    ``tagged_model``: what the untimed source-tagging run calls instead of ``model``."""
     from ..capture.registry import capture
 
     _check("warmup", warmup, 0)
@@ -194,7 +199,7 @@ def _profile(model: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str,
     def tagged_call() -> Any:
         call_args, call_kwargs = arguments.take()
         with grad(), SourceTagging():
-            out = model(*call_args, **call_kwargs)
+            out = (tagged_model or model)(*call_args, **call_kwargs)
         if backward:
             with grad():
                 eager_backward(out)

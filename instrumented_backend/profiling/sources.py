@@ -13,13 +13,16 @@ too, so the eager op meets it there.
 from __future__ import annotations
 
 import os
+import re
 import sys
 from typing import Any, Callable
 
 import torch
+import torch.fx
+import torch.fx.traceback as fx_traceback
 from torch.overrides import TorchFunctionMode
 
-__all__ = ["SOURCE_PREFIX", "DEFINITION", "SourceTagging", "parse_source_label"]
+__all__ = ["SOURCE_PREFIX", "DEFINITION", "SourceTagging", "parse_source_label", "interpreted_with_node_sources"]
 
 SOURCE_PREFIX = "ib.source|"
 DEFINITION = "~"  # marks a frame's function's first line in a label
@@ -30,8 +33,33 @@ _SKIPPED_FILES = tuple(os.path.join(os.path.dirname(torch.__file__), name) for n
 ))
 
 
+_TRACED_FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+)')
+
+
+def _interpreted_node_frames() -> list[str]:
+    """``file:line`` of each frame (innermost first) of the stack trace the FX node being
+    interpreted was traced with, when a graph runs under :func:`interpreted_with_node_sources`:
+    its code (an exported program's module) stands in for the user's lines, which are no frame."""
+    meta = fx_traceback.get_current_meta() if fx_traceback.has_preserved_node_meta() else None
+    trace = (meta or {}).get("stack_trace") or ""
+    return [f"{m['file']}:{m['line']}" for m in _TRACED_FRAME.finditer(trace)][::-1]
+
+
+def interpreted_with_node_sources(module: torch.fx.GraphModule) -> Callable[..., Any]:
+    """``module`` run node by node (``torch.fx.Interpreter``), each op tagged under
+    :class:`SourceTagging` with the source lines its node was traced from: for the one untimed
+    tagging run of a graph module (an exported program's), whose eager ops otherwise name only
+    the module's generated code."""
+
+    def run(*args: Any) -> Any:
+        with fx_traceback.preserve_node_meta():
+            return torch.fx.Interpreter(module).run(*args)
+
+    return run
+
+
 def _stack_label() -> str:
-    frames = []
+    frames = _interpreted_node_frames()
     frame = sys._getframe(2)
     while frame is not None and len(frames) < 2 * _MAX_FRAMES:
         code = frame.f_code
