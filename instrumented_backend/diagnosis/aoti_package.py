@@ -91,6 +91,7 @@ def alike(verdict: str, like: str) -> bool:
 
 
 def outcome(verdict: str, like: str) -> str:
+    """How a build with ``verdict`` fared beside the package's ``like``, in words."""
     if alike(verdict, like):
         return f"fails alike ({like})"
     return "matches eager" if verdict == "passed" else f"fails otherwise ({verdict})"
