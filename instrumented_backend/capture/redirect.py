@@ -273,6 +273,7 @@ def record_compiled_calls(calls: list[CompiledCall]) -> Callable[[], None]:
     (and the first later call that raises, on its record), and each exported program an
     AOTInductor package is built from, with its example inputs; returns the undo."""
     from ..diagnosis.faults import active_faults
+    from ..fail_soft import warn_once
     from ..seams import aot_compile
     from ..seams.inductor_options import plain_inductor_config
     from .registry import compiles_so_far
@@ -329,15 +330,19 @@ def record_compiled_calls(calls: list[CompiledCall]) -> Callable[[], None]:
 
     def on_packaged(exported: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         """An AOTInductor package built from ``exported``: judged on the example inputs it was exported with."""
-        example = getattr(exported, "example_inputs", None)
-        configs = kwargs.get("inductor_configs")
-        if example is None or any(exported is call.target for call in calls):
-            return
-        calls.append(CompiledCall(exported, tuple(_detached(a) for a in example[0]),
-                                  {k: _detached(v) for k, v in example[1].items()}, False,
-                                  "exported program (AOTInductor package)",
-                                  {"options": dict(configs)} if configs else {}, faults=active_faults(),
-                                  inductor_config=plain_inductor_config(), autocast=autocast_now()))
+        try:
+            example = getattr(exported, "example_inputs", None)
+            configs = kwargs.get("inductor_configs")
+            if example is None or any(exported is call.target for call in calls):
+                return
+            calls.append(CompiledCall(exported, tuple(_detached(a) for a in example[0]),
+                                      {k: _detached(v) for k, v in example[1].items()}, False,
+                                      "exported program (AOTInductor package)",
+                                      {"options": dict(configs)} if configs else {}, faults=active_faults(),
+                                      inductor_config=plain_inductor_config(), autocast=autocast_now()))
+        except Exception as exc:  # noqa: BLE001 - the script's own call goes on untouched
+            warn_once("aoti_record", f"could not record the exported program an AOTInductor package is built "
+                                     f"from: {exc!r}")
 
     undo_compile = redirect_torch_compile(on_compiled)
     undo_package = aot_compile.watch_compile_and_package(on_packaged)
