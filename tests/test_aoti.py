@@ -240,3 +240,26 @@ def test_profile_of_an_exported_program_times_its_packages_kernels_by_source_lin
     assert row.compiled_us > 0 and row.eager_us > 0 and "aten::neg" in row.eager_ops, row
     with pytest.raises(ValueError, match="runs inference only"):
         ib.profile(torch.export.export(model, (x,)), x, no_grad=False, backward=True)
+
+
+def test_recording_a_scripts_package_never_fails_the_scripts_own_call(monkeypatch):
+    import warnings
+
+    from instrumented_backend.capture.redirect import record_compiled_calls
+
+    class Unreadable:
+        @property
+        def example_inputs(self):
+            raise RuntimeError("no example inputs here")
+
+    monkeypatch.setattr(torch._inductor, "aoti_compile_and_package", lambda ep, **kwargs: "package.pt2")
+    calls = []
+    undo = record_compiled_calls(calls)
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            assert torch._inductor.aoti_compile_and_package(Unreadable(), package_path="x.pt2") == "package.pt2"
+    finally:
+        undo()
+    assert calls == [] and any("could not record the exported program" in str(w.message) for w in caught)
+    assert torch._inductor.aoti_compile_and_package(Unreadable()) == "package.pt2"  # undone: not watched
