@@ -61,8 +61,10 @@ def _measure(args: argparse.Namespace, report_path: Path) -> int:
         driver.quit()
     size_mb = path.stat().st_size / 1e6
     kernels = sum(len(g.kernels) for g in session)
-    print(f"MobileBERT ({args.layers} layers): {len(session)} graph(s), {kernels} kernels, {lines} output-code lines")
-    print(f"report: {path} {size_mb:.2f} MB, written in {write_s:.2f} s")
+    layers = f"{args.layers} layer{'s' if args.layers != 1 else ''}"
+    print(f"MobileBERT ({layers}): {len(session)} graph(s), {kernels} kernels, {lines} output-code lines")
+    where = path if args.out else "a temporary file (--out keeps it)"
+    print(f"report: {where}, {size_mb:.2f} MB, written in {write_s:.2f} s")
     print(f"time to interactive (median of {len(ready)} loads): {statistics.median(ready):.0f} ms "
           f"(min {min(ready):.0f}, max {max(ready):.0f}); console errors: {len(errors)}")
     return 1 if errors else 0

@@ -29,7 +29,7 @@ SMOKE_RUNS = {
     "memory.py": ("--smoke",),
     "provenance_coverage.py": ("--smoke",),
     "minify_option.py": ("--smoke",),
-    "html_report.py": ("--layers", "2", "--loads", "2"),
+    "html_report.py": ("--layers", "1", "--loads", "2"),
     "overhead.py": ("--smoke",),
     "overhead.py --chunk-cache": ("--smoke", "--chunk-cache"),
     "time_to_root_cause.py": ("--smoke",),
@@ -58,7 +58,7 @@ def test_html_report_benchmark_smoke_prints_size_and_time_to_interactive(smoke):
 
     require_browser()
     stdout = smoke("html_report.py")
-    assert "MobileBERT (2 layers)" in stdout and "time to interactive" in stdout
+    assert "MobileBERT (1 layer)" in stdout and "time to interactive" in stdout
     assert "console errors: 0" in stdout
 
 

@@ -16,6 +16,7 @@ shapes, ...); the Hugging Face and remaining models are marked slow (`make test-
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -27,6 +28,10 @@ from compare import CaseResult, run_and_compare  # noqa: E402
 
 SLOW_CASES = tuple(name for name in CASES if name not in DEFAULT_CASES)
 MAPPED_TARGET, SOURCED_TARGET = 99.0, 97.0
+# Both backends' processes build their C++ in this test run's own Inductor cache (fresh per run,
+# set by conftest): its precompiled header is built once per run, not again here. Their caches of
+# generated code are off, so each process generates its own code.
+RUN_CACHE = Path(os.environ["TORCHINDUCTOR_CACHE_DIR"])
 
 
 def _needs_transformers(cases: tuple[str, ...]) -> None:
@@ -38,14 +43,16 @@ def _needs_transformers(cases: tuple[str, ...]) -> None:
 @pytest.fixture(scope="module")
 def default_results(tmp_path_factory) -> dict[str, CaseResult]:
     _needs_transformers(DEFAULT_CASES)
-    results = run_and_compare(list(DEFAULT_CASES), tmp_path_factory.mktemp("corpus"), side_by_side=True)
+    results = run_and_compare(list(DEFAULT_CASES), tmp_path_factory.mktemp("corpus"), side_by_side=True,
+                              cache_dir=RUN_CACHE)
     return {r.case: r for r in results}
 
 
 @pytest.fixture(scope="module")
 def slow_results(tmp_path_factory) -> dict[str, CaseResult]:
     _needs_transformers(SLOW_CASES)
-    results = run_and_compare(list(SLOW_CASES), tmp_path_factory.mktemp("corpus_slow"), side_by_side=True)
+    results = run_and_compare(list(SLOW_CASES), tmp_path_factory.mktemp("corpus_slow"), side_by_side=True,
+                              cache_dir=RUN_CACHE)
     return {r.case: r for r in results}
 
 
