@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import contextlib
 import inspect
 import zipfile
 from pathlib import Path
 
 import pytest
 import torch
+from wrapper_faults import GeluBlock, tanh_wrong_in_cpp_wrapper_builds
 
 import instrumented_backend as ib
 
@@ -85,53 +85,16 @@ def test_the_aot_graph_is_captured_with_kernels_and_source_lines(packages):
 
 # ---------------------------------------------------------------- diagnose(exported_program)
 
-class _GeluBlock(torch.nn.Module):
-    def __init__(self) -> None:
-        super().__init__()
-        self.fc1, self.fc2 = torch.nn.Linear(16, 32), torch.nn.Linear(32, 16)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return x + torch.tanh(self.fc2(torch.nn.functional.gelu(self.fc1(x), approximate="tanh")))
-
-
 @pytest.fixture(scope="module")
 def gelu_block():
     torch.manual_seed(0)
-    model, x = _GeluBlock().eval(), torch.randn(4, 16)
+    model, x = GeluBlock().eval(), torch.randn(4, 16)
     return torch.export.export(model, (x,)), x
-
-
-@contextlib.contextmanager
-def _tanh_wrong_in_cpp_wrapper_builds():
-    """A bug only builds with a C++ wrapper have (AOTInductor's, and cpp_wrapper=True): tanh scaled."""
-    import torch._inductor.config as inductor_config
-    from torch._inductor.codegen.cpp import CppOverrides, CppVecOverrides
-
-    from instrumented_backend.seams.caches import compile_caches_disabled
-
-    originals = {kind: kind.tanh for kind in (CppOverrides, CppVecOverrides)}
-
-    def scaled(original):
-        def tanh(x):
-            text = original(x)
-            return f"decltype({text})(1.05) * {text}" if inductor_config.cpp_wrapper else text
-        return staticmethod(tanh)
-
-    torch.compiler.reset()
-    with compile_caches_disabled():
-        for kind, original in originals.items():
-            kind.tanh = scaled(original)
-        try:
-            yield
-        finally:
-            for kind, original in originals.items():
-                kind.tanh = staticmethod(original)
-            torch.compiler.reset()
 
 
 def test_a_bug_only_the_c_wrapper_builds_have_is_blamed_on_the_wrapper_not_a_kernel(gelu_block, tmp_path):
     exported, x = gelu_block
-    with _tanh_wrong_in_cpp_wrapper_builds():
+    with tanh_wrong_in_cpp_wrapper_builds():
         result = ib.diagnose(exported, x, out_dir=tmp_path, minify=False, progress=False)
     package = result.package
     assert result.verdict == package.verdict == "inaccurate", result.render()

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import contextlib
 from pathlib import Path
 
 import pytest
 import torch
 from conftest import compile_and_run, foo1, tutorial_inputs
+from wrapper_faults import GeluBlock, tanh_wrong_in_cpp_wrapper_builds
 
 import instrumented_backend as ib
 
@@ -123,18 +123,9 @@ def test_the_first_divergence_search_reads_a_cpp_wrapper_graph_through_its_pytho
     assert rendered.startswith("searched in the Python-wrapper build") and "a = torch.neg(x1)" in rendered
 
 
-class _GeluBlock(torch.nn.Module):
-    def __init__(self) -> None:
-        super().__init__()
-        self.fc1, self.fc2 = torch.nn.Linear(16, 32), torch.nn.Linear(32, 16)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return x + torch.tanh(self.fc2(torch.nn.functional.gelu(self.fc1(x), approximate="tanh")))
-
-
 def test_diagnose_under_cpp_wrapper_names_the_culprit_and_minifies_with_the_cpp_wrapper(tmp_path):
     torch.manual_seed(0)
-    model = _GeluBlock().eval()
+    model = GeluBlock().eval()
     with ib.faults.scaled("tanh", 1.05), torch.no_grad():
         result = ib.diagnose(torch.compile(model, options=CPP_WRAPPER), torch.randn(4, 16), out_dir=tmp_path,
                              progress=False)
@@ -149,35 +140,10 @@ def test_diagnose_under_cpp_wrapper_names_the_culprit_and_minifies_with_the_cpp_
     assert any(g.label.endswith("0/0 inference") and "cpp_wrapper_src" in g.output_code for g in result.captures)
 
 
-@contextlib.contextmanager
-def _tanh_wrong_only_in_cpp_wrapper_builds():
-    """A bug only the C++ wrapper's build has: tanh's scalar lowering scaled when cpp_wrapper is on
-    (kernels scalar, caches off: the patch is not in their keys)."""
-    import torch._inductor.config as inductor_config
-    from torch._inductor.codegen.cpp import CppOverrides
-
-    from instrumented_backend.seams.caches import compile_caches_disabled
-
-    original = CppOverrides.tanh
-
-    def tanh(x):
-        text = original(x)
-        return f"decltype({text})(1.05) * {text}" if inductor_config.cpp_wrapper else text
-
-    torch.compiler.reset()
-    with compile_caches_disabled(), inductor_config.patch({"cpp.simdlen": 1}):
-        CppOverrides.tanh = staticmethod(tanh)
-        try:
-            yield
-        finally:
-            CppOverrides.tanh = staticmethod(original)
-            torch.compiler.reset()
-
-
 def test_a_bug_only_the_cpp_wrapper_build_has_is_blamed_on_what_cpp_wrapper_changes(tmp_path):
     torch.manual_seed(0)
-    model = _GeluBlock().eval()
-    with _tanh_wrong_only_in_cpp_wrapper_builds(), torch.no_grad():
+    model = GeluBlock().eval()
+    with tanh_wrong_in_cpp_wrapper_builds(), torch.no_grad():
         result = ib.diagnose(model, torch.randn(4, 16), compile_kwargs={"options": CPP_WRAPPER}, out_dir=tmp_path,
                              minify=False, progress=False)
     assert result.verdict == "inaccurate", result.render()
