@@ -17,7 +17,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
 
 import torch
 
@@ -98,11 +98,12 @@ def outcome(verdict: str, like: str) -> str:
 
 
 def judge_package(exported: Any, inputs: Sequence[Any], kwargs: dict[str, Any], *, inductor_configs: dict[str, Any],
-                  package_path: Path, eager: Any, seed: int = 0,
+                  package_path: Path, eager_call: Callable[..., Any], eager: Any, seed: int = 0,
                   tol: Optional[float] = None) -> tuple[PackageJudgement, list["GraphCapture"]]:
     """Build ``exported``'s AOTInductor package at ``package_path`` with ``inductor_configs``
     (captured, Inductor's caches bypassed), load it, run it on ``inputs``/``kwargs`` and judge it
-    against ``eager`` (the exported module's outputs), fp64 as referee."""
+    against ``eager`` (the outputs of ``eager_call``, the exported module as :func:`keyword_call`
+    lays it out), ``eager_call`` run in float64 as referee."""
     from ..capture.aoti import capturing_aoti
     from ..capture.registry import capture
     from ..seams import aot_compile
@@ -122,9 +123,8 @@ def judge_package(exported: Any, inputs: Sequence[Any], kwargs: dict[str, Any], 
     if judgement.verdict == "passed":
         try:
             loaded, args = keyword_call(aot_compile.load_package(str(written)), inputs, kwargs)
-            module, _ = keyword_call(exported.module(), inputs, kwargs)
             judgement.outputs = compare_outputs(run_seeded(loaded, args, seed), eager,
-                                                fp64_reference(module, args, seed), tol=tol)
+                                                fp64_reference(eager_call, args, seed), tol=tol)
         except Exception as exc:  # noqa: BLE001 - a finding
             judgement.verdict, judgement.error = "runtime_error", error_line(exc)
         else:

@@ -43,6 +43,7 @@ from .aoti_package import (
     cpp_wrapper_verdict,
     is_exported_program,
     judge_package,
+    outcome,
     package_settings,
 )
 from .auto_minify import prewarm_worker, release_worker
@@ -578,11 +579,11 @@ def _python_wrapper_scope(verdict: str, wrapped: "GraphCapture", calls: list[_Gr
     if twin.verdict == verdict:
         return _SearchScope(twin.graphs, twin.calls, python_options, extra_graphs=twin.graphs,
                             build=python_wrapper_note([g.label for g in twin.graphs], fails_alike=True))
-    outcome = "matches eager" if twin.verdict == "passed" else f"fails otherwise ({twin.verdict})"
+    fared = outcome(twin.verdict, verdict)  # not alike here: "matches eager" or "fails otherwise (...)"
     return _SearchScope([], calls, options, extra_graphs=twin.graphs, wrapper_only=DivergenceReport(
         graph=wrapped.label, note=(
             f"only the C++ wrapper's build fails: the Python-wrapper build (cpp_wrapper=False) of the same graphs "
-            f"{outcome}, so the bug is in what cpp_wrapper changes (the C++ wrapper's code, inductor_entry_impl in "
+            f"{fared}, so the bug is in what cpp_wrapper changes (the C++ wrapper's code, inductor_entry_impl in "
             "the output code, or code generated only for it), not in a kernel both builds share")))
 
 
@@ -709,7 +710,8 @@ def _diagnose_exported(exported: Any, *inputs: Any, kwargs: Optional[dict[str, A
         return the_python_wrapper_build()
     say("building its AOTInductor package and judging it against eager (fp64 referee)")
     package, graphs = judge_package(exported, inputs, kwargs, inductor_configs={**options, "fallback_random": True},
-                                    package_path=out / "package" / "model.pt2", eager=eager, seed=seed, tol=tol)
+                                    package_path=out / "package" / "model.pt2", eager_call=call, eager=eager,
+                                    seed=seed, tol=tol)
     step = DiagnosisStep("AOTInductor package", package.seconds, package.verdict)
     compiled_with = {"options": options} if options else {}
     if package.verdict == "passed":
