@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 import torch
+import torch.utils._pytree as pytree
 from wrapper_faults import GeluBlock, tanh_wrong_in_cpp_wrapper_builds
 
 import instrumented_backend as ib
@@ -129,30 +130,35 @@ class GeluBlock(torch.nn.Module):
 
 
 torch.manual_seed(0)
-model, x = GeluBlock().eval(), torch.randn(4, 16)
-exported = torch.export.export(model, (x,))
+model = GeluBlock().eval()
+exported = torch.export.export(model, (torch.randn(4, 16),), dynamic_shapes={"x": {0: torch.export.Dim("batch")}})
 path = torch._inductor.aoti_compile_and_package(exported, package_path=sys.argv[1])
 runner = torch._inductor.aoti_load_package(path)
+x = torch.randn(3, 16) * 4  # the real inputs: not the example's batch, nor its values
 print("max difference from eager:", (runner(x) - model(x)).abs().max().item())
 '''
 
 
-def test_a_package_a_script_builds_is_diagnosed_on_its_example_inputs(tmp_path):
+def test_a_package_a_script_builds_is_diagnosed_on_its_loaded_packages_first_call(tmp_path):
     import warnings
 
     from instrumented_backend.diagnosis.diagnose import diagnose_script
 
     script = tmp_path / "package_it.py"
     script.write_text(_PACKAGING_SCRIPT)
+    said: list[str] = []
     with ib.faults.scaled("tanh", 1.05), warnings.catch_warnings():
         warnings.simplefilter("error", ib.InstrumentationWarning)  # its compile is not a graph to call
         [result] = diagnose_script(script, [str(tmp_path / "user.pt2")], out_dir=tmp_path / "diagnosis",
-                                   progress=False, echo=lambda line: None)
+                                   progress=False, echo=said.append)
     assert (tmp_path / "user.pt2").is_file()  # the script's own package, built as it asked
+    assert "(1 args, inference, on its loaded package's first call)" in said[0], said
     assert result.target == "exported program (AOTInductor package)"
     package = result.package
     assert result.verdict == "inaccurate" and package.verdict == "inaccurate", result.render()
     assert Path(package.path).is_file() and package.outputs.passed is False
+    # judged on the script's own call of its loaded package (batch 3), not on the export's example (batch 4)
+    assert [output.shape for output in package.outputs.outputs] == [[3, 16]]
     assert "fails alike (inaccurate)" in package.python_wrapper and not package.cpp_wrapper
     # the package's graph is reported beside the Python-wrapper build's, whose buffers were searched
     assert result.graphs[0] == package.graphs[0] and len(result.graphs) == 2
@@ -226,3 +232,55 @@ def test_recording_a_scripts_package_never_fails_the_scripts_own_call(monkeypatc
         undo()
     assert calls == [] and any("could not record the exported program" in str(w.message) for w in caught)
     assert torch._inductor.aoti_compile_and_package(Unreadable()) == "package.pt2"  # undone: not watched
+
+
+class _FakeLoader:
+    """What ``AOTICompiledModel`` calls of PyTorch's C++ package loader: doubles its one input, and
+    raises on a 3-row input (a call the package cannot run)."""
+
+    def get_call_spec(self):
+        x = torch.zeros(1)
+        return [pytree.treespec_dumps(pytree.tree_flatten(((x,), {}))[1]),
+                pytree.treespec_dumps(pytree.tree_flatten(x)[1])]
+
+    def boxed_run(self, flat):
+        if flat[0].shape[0] == 3:
+            raise RuntimeError("the package cannot run 3 rows")
+        return [flat[0] * 2]
+
+
+def test_a_scripts_loaded_package_is_recorded_at_its_first_call_and_its_first_raising_call(monkeypatch, tmp_path):
+    import torch._inductor.package as package
+
+    from instrumented_backend.capture.redirect import record_compiled_calls
+
+    class Exported:
+        example_inputs = ((torch.ones(4, 2),), {})
+
+    exported, path = Exported(), str(tmp_path / "model.pt2")
+    monkeypatch.setattr(torch._inductor, "aoti_compile_and_package", lambda ep, **kwargs: path)
+    monkeypatch.setattr(package, "load_package", lambda p, *a, **k: package.AOTICompiledModel(_FakeLoader()))
+    original_call = package.AOTICompiledModel.__call__
+    calls = []
+    undo = record_compiled_calls(calls)
+    try:
+        built = torch._inductor.aoti_compile_and_package(exported, package_path=path)
+        [record] = calls
+        assert record.arguments_from == "its example inputs" and record.args[0].shape == (4, 2)
+        other = torch._inductor.aoti_load_package(tmp_path / "elsewhere.pt2")  # not the script's package
+        runner = torch._inductor.aoti_load_package(built)
+        first = torch.full((5, 2), 3.0)
+        assert torch.equal(runner(first), first * 2) and torch.equal(other(first), first * 2)
+        first.zero_()  # the script changes it afterwards: the copy made before the call is kept
+        assert record.arguments_from == "its loaded package's first call"
+        assert torch.equal(record.args[0], torch.full((5, 2), 3.0)) and record.raising_call == 0
+        runner(torch.ones(6, 2))
+        with pytest.raises(RuntimeError, match="cannot run 3 rows"):
+            runner(torch.ones(3, 2))
+        assert record.raising_call == 3 and record.raising_args[0].shape == (3, 2) and not record.arguments_from
+    finally:
+        undo()
+    assert package.AOTICompiledModel.__call__ is original_call  # undone: PyTorch's own call again
+    with pytest.raises(RuntimeError, match="cannot run 3 rows"):
+        runner(torch.ones(3, 2))
+    assert record.raising_call == 3

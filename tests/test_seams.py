@@ -80,6 +80,15 @@ def test_a_moved_aoti_package_loader_is_reported(monkeypatch):
     monkeypatch.delattr(torch._inductor, "aoti_load_package")
     with pytest.raises(SeamMoved, match="torch._inductor.aoti_load_package is gone"):
         aot_compile.check()
+    monkeypatch.undo()
+
+    def aoti_load_package(path):  # a loader that no longer goes through torch._inductor.package.load_package
+        return path
+
+    monkeypatch.setattr(torch._inductor, "aoti_load_package", aoti_load_package)
+    with pytest.raises(SeamMoved, match="no longer imports torch._inductor.package.load_package"):
+        aot_compile.check()
+
 
 def test_a_changed_cpp_lowering_is_reported(monkeypatch):
     from torch._inductor.codegen.cpp import CppVecOverrides

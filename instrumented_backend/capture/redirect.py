@@ -10,6 +10,7 @@ from __future__ import annotations
 import builtins
 import contextlib
 import functools
+import os
 import sys
 import types
 from dataclasses import dataclass, field
@@ -146,6 +147,9 @@ class CompiledCall:
     # The autocast in effect at the first call: (device type, dtype) of each device it was on for
     # (a training loop under ``torch.autocast("cpu", dtype=torch.bfloat16)``); replayed with it.
     autocast: list[tuple[str, torch.dtype]] = field(default_factory=list)
+    # Whose arguments ``args`` and ``kwargs`` are, when not the first call's (an exported program's
+    # package: its example inputs, until the script calls the package it loaded).
+    arguments_from: str = ""
 
     @property
     def options(self) -> dict[str, Any]:
@@ -329,7 +333,8 @@ def record_compiled_calls(calls: list[CompiledCall]) -> Callable[[], None]:
         return recording(target, compile_kwargs, compiled)
 
     def on_packaged(exported: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-        """An AOTInductor package built from ``exported``: judged on the example inputs it was exported with."""
+        """An AOTInductor package built from ``exported``: judged on the example inputs it was
+        exported with, until the script calls the package it loaded (:func:`on_package_call`)."""
         try:
             example = getattr(exported, "example_inputs", None)
             configs = kwargs.get("inductor_configs")
@@ -339,15 +344,50 @@ def record_compiled_calls(calls: list[CompiledCall]) -> Callable[[], None]:
                                       {k: _detached(v) for k, v in example[1].items()}, False,
                                       "exported program (AOTInductor package)",
                                       {"options": dict(configs)} if configs else {}, faults=active_faults(),
-                                      inductor_config=plain_inductor_config(), autocast=autocast_now()))
+                                      inductor_config=plain_inductor_config(), autocast=autocast_now(),
+                                      arguments_from="its example inputs"))
         except Exception as exc:  # noqa: BLE001 - the script's own call goes on untouched
             warn_once("aoti_record", f"could not record the exported program an AOTInductor package is built "
                                      f"from: {exc!r}")
 
+    built: dict[str, CompiledCall] = {}  # a package's real path -> the record of its exported program
+    package_calls: dict[int, int] = {}  # id(record) -> calls of its loaded package so far
+
+    def on_built(exported: Any, path: Any) -> None:
+        try:
+            record = next((call for call in calls if call.target is exported), None)
+            if record is not None and isinstance(path, (str, os.PathLike)):
+                built[os.path.realpath(path)] = record
+        except Exception as exc:  # noqa: BLE001
+            warn_once("aoti_record", f"could not record where an AOTInductor package was written: {exc!r}")
+
+    def on_package_call(path: str, args: tuple[Any, ...], kwargs: dict[str, Any], run: Callable[[], Any]) -> Any:
+        """A call of a loaded package the script built: its first call's arguments replace the
+        example inputs, and the first call that raises is kept as a compiled target's is."""
+        record = built.get(path)
+        if record is None or record.raising_call:
+            return run()
+        number = package_calls[id(record)] = package_calls.get(id(record), 0) + 1
+        copied = _copied_call(args, kwargs) if number == 1 else None
+        try:
+            result = run()
+        except Exception:
+            record.calls = number
+            _keep_raising_call(record, args, kwargs, copied)
+            if record.raising_call:
+                record.arguments_from = ""
+            raise
+        if copied is not None:
+            record.args, record.kwargs = copied
+            record.arguments_from = "its loaded package's first call"
+        return result
+
     undo_compile = redirect_torch_compile(on_compiled)
-    undo_package = aot_compile.watch_compile_and_package(on_packaged)
+    undo_package = aot_compile.watch_compile_and_package(on_packaged, on_built)
+    undo_package_calls = aot_compile.watch_loaded_packages(on_package_call)
 
     def undo() -> None:
+        undo_package_calls()
         undo_package()
         undo_compile()
 

@@ -1030,7 +1030,8 @@ def diagnose_script(script: "str | Path", argv: Sequence[str] = (), *, out_dir: 
             train = _trains(call, script_finished=not raised)
             args, kwargs = (call.raising_args, call.raising_kwargs) if call.raising_call else (call.args, call.kwargs)
             keywords = f", keyword arguments {', '.join(kwargs)}" if kwargs else ""
-            which = f", its call {call.raising_call}: the first that raised" if call.raising_call else ""
+            which = (f", its call {call.raising_call}: the first that raised" if call.raising_call
+                     else f", on {call.arguments_from}" if call.arguments_from else "")
             if not train and _trains(call):  # only because the script ended without a backward through it
                 which += ": grad was on, but no backward reached its outputs"
             say(f"instrumented_backend diagnose: [{index}] {call.name} ({len(args)} args{keywords}, "

@@ -68,6 +68,7 @@ def profile_script(script: "str | Path", argv: Sequence[str] = (), *, warmup: in
             # an optimizer step: the gradients it had, not zero_grad()'s None; autocast as at the call
             with state_at_first_call(call), autocast_at_first_call(call) as autocast:
                 under = f", under {', '.join(autocast)}" if autocast else ""
+                under += f", on {call.arguments_from}" if call.arguments_from else ""
                 say(f"instrumented_backend profile: [{index}] {call.name} ({len(call.args)} args, "
                     f"{'grad' if call.grad_enabled else 'no_grad'}{shape}{under})")
                 reports.append(profile(call.target, *call.args, warmup=warmup, iters=iters, active=active,
