@@ -3,8 +3,8 @@
 A snapshot of an FX graph (see :mod:`..capture.graph_copy`) keeps each node's ``_args`` and
 ``_kwargs`` (FX keeps them as immutable containers and replaces them on every change, so holding
 them is a copy; a node that reads others, ``_input_nodes``, has them rewritten with positions for
-nodes), and the graph's ``_codegen`` and ``_tracer_cls``, which
-``copy.deepcopy(graph)`` carries over. :func:`rebuild` makes a new graph from them, as
+nodes), and the graph's ``_codegen`` (copied, its immutable pytree specs shared) and
+``_tracer_cls``, which ``copy.deepcopy(graph)`` carries over. :func:`rebuild` makes a new graph from them, as
 ``Graph.__deepcopy__`` would have at the time of the snapshot.
 """
 
@@ -52,7 +52,20 @@ def take(graph: torch.fx.Graph) -> GraphStructure:
         meta = n.meta
         nodes.append((n.op, n.target, args, kwargs, n.name, n.type,
                       meta.copy() if type(meta) is dict else copy.copy(meta)))  # copy.copy's dispatch, inlined
-    return GraphStructure(nodes, copy.deepcopy(graph._codegen), graph._tracer_cls)
+    return GraphStructure(nodes, _codegen_copy(graph._codegen), graph._tracer_cls)
+
+
+def _codegen_copy(codegen: Any) -> Any:
+    """A copy of a graph's code generator that later changes to the graph's cannot reach: its own
+    attributes, and of a pytree code generator (an exported module's) its ``pytree_info`` with its
+    own list of argument names. The input and output specs are shared: pytree specs are immutable,
+    and deep-copying them makes PyTorch warn (a deprecated ``isinstance`` in their constructor),
+    which plain Inductor never does here."""
+    copied = copy.copy(codegen)
+    info = getattr(codegen, "pytree_info", None)
+    if info is not None and hasattr(info, "_replace") and isinstance(getattr(info, "orig_args", None), list):
+        copied.pytree_info = info._replace(orig_args=list(info.orig_args))
+    return copied
 
 
 def rebuild(structure: GraphStructure) -> torch.fx.Graph:
@@ -89,3 +102,28 @@ def check() -> None:
     rebuilt = rebuild(take(graph)).python_code("self").src
     if rebuilt != expected:
         raise SeamMoved(f"graph_structure: a rebuilt graph no longer reads like a deep copy:\n{rebuilt}\n{expected}")
+    _check_pytree_codegen()
+
+
+def _check_pytree_codegen() -> None:
+    """An exported module's graph (a pytree code generator) rebuilt reads like its deep copy, and
+    a later change to the original's argument names does not reach the snapshot."""
+    import warnings
+
+    class TwoInputs(torch.nn.Module):
+        def forward(self, x: torch.Tensor, *, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+            return x + y, x.neg()
+
+    example = torch.ones(2)
+    graph = torch.export.export(TwoInputs(), (example,), {"y": example}).module().graph
+    info = getattr(graph._codegen, "pytree_info", None)
+    if info is None or not isinstance(getattr(info, "orig_args", None), list):
+        raise SeamMoved("graph_structure: an exported module's code generator no longer keeps its argument "
+                        "names in pytree_info.orig_args (a list)")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        expected = copy.deepcopy(graph).python_code("self").src
+    structure = take(graph)
+    info.orig_args.append("later")
+    if rebuild(structure).python_code("self").src != expected:
+        raise SeamMoved("graph_structure: a rebuilt exported module's graph no longer reads like a deep copy")
