@@ -740,3 +740,24 @@ def test_identical_blocks_compiled_one_by_one_are_profiled_once(tmp_path):
     assert "[1] Block: the same program as [0]" in said[1] and "[2] Block: the same program as [0]" in said[2]
     assert "same program" not in said[3], said  # relu, not tanh
     assert {k.kernel for k in reports[1].kernels} != {k.kernel for k in reports[0].kernels}
+
+
+def test_an_exported_modules_eager_ops_are_tagged_with_their_lines_under_keyword_arguments():
+    """The eager side of an exported program's profile runs its module node by node, each op under
+    the line its node was traced from: keyword arguments too, laid out as the module lays them out."""
+    from instrumented_backend.profiling.sources import SourceTagging, interpreted_with_node_sources, parse_source_label
+
+    class Scaled(torch.nn.Module):
+        def forward(self, x, *, scale, bias):
+            return torch.neg(x) * scale + bias, x.sum()
+
+    x, scale, bias = torch.randn(4, 3), torch.randn(3), torch.randn(3)
+    module = torch.export.export(Scaled(), (x,), {"scale": scale, "bias": bias}).module()
+    run = interpreted_with_node_sources(module)
+    with torch.profiler.profile() as prof, SourceTagging():
+        out = run(x, bias=bias, scale=scale)  # not in the order they were exported in
+    expected = module(x, scale=scale, bias=bias)
+    assert all(torch.equal(a, b) for a, b in zip(out, expected)) and len(out) == 2
+    neg_line = f"{__file__}:{inspect.getsourcelines(Scaled.forward)[1] + 1}"
+    labels = [parse_source_label(e.name) for e in prof.events() if e.name.startswith("ib.source|")]
+    assert any(frames and frames[0] == neg_line for frames in labels), labels

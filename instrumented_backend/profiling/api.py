@@ -146,7 +146,7 @@ def _profile_package(exported: Any, args: tuple[Any, ...], kwargs: dict[str, Any
                     backward=False, options=options, bandwidth=bandwidth, calls_before=(),
                     built=(package_call, graphs),
                     # its eager ops are tagged with the lines its nodes were traced from
-                    tagged_model=None if kwargs else interpreted_with_node_sources(module))
+                    tagged_model=interpreted_with_node_sources(module))
 
 
 def _profile(model: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], *, warmup: int, iters: int,

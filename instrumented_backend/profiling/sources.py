@@ -19,6 +19,7 @@ from typing import Any, Callable
 
 import torch
 import torch.fx
+import torch.fx._pytree as fx_pytree
 import torch.fx.traceback as fx_traceback
 from torch.overrides import TorchFunctionMode
 
@@ -51,9 +52,17 @@ def interpreted_with_node_sources(module: torch.fx.GraphModule) -> Callable[...,
     tagging run of a graph module (an exported program's), whose eager ops otherwise name only
     the module's generated code."""
 
-    def run(*args: Any) -> Any:
+    def run(*args: Any, **kwargs: Any) -> Any:
         with fx_traceback.preserve_node_meta():
-            return torch.fx.Interpreter(module).run(*args)
+            if not kwargs:
+                return torch.fx.Interpreter(module).run(*args)
+            # keyword arguments: laid out as the module's own forward lays them out (its input spec)
+            spec = getattr(getattr(module.graph._codegen, "pytree_info", None), "in_spec", None)
+            if spec is None:
+                raise TypeError("interpreted_with_node_sources: this graph module takes no keyword arguments")
+            flat = fx_pytree.tree_flatten_spec((args, kwargs), spec)
+            result = torch.fx.Interpreter(module).run(*flat, enable_io_processing=False)
+            return module.graph.process_outputs(result)
 
     return run
 
