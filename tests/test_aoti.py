@@ -284,3 +284,36 @@ def test_a_scripts_loaded_package_is_recorded_at_its_first_call_and_its_first_ra
     with pytest.raises(RuntimeError, match="cannot run 3 rows"):
         runner(torch.ones(3, 2))
     assert record.raising_call == 3
+
+
+_FAKE_PACKAGING_SCRIPT = '''
+import sys
+import torch
+
+
+class Exported:  # what the recording reads of an exported program
+    example_inputs = ((torch.ones(4, 2),), {})
+
+
+path = torch._inductor.aoti_compile_and_package(Exported(), package_path=sys.argv[1])
+runner = torch._inductor.aoti_load_package(path)
+print(runner(torch.full((5, 2), 3.0)).sum().item())
+'''
+
+
+def test_the_profile_command_times_a_scripts_package_on_the_scripts_first_call(monkeypatch, tmp_path):
+    import torch._inductor.package as package
+
+    from instrumented_backend.profiling import script as profile_command
+
+    profiled, said = [], []
+    monkeypatch.setattr(torch._inductor, "aoti_compile_and_package", lambda ep, package_path: package_path)
+    monkeypatch.setattr(package, "load_package", lambda p, *a, **k: package.AOTICompiledModel(_FakeLoader()))
+    monkeypatch.setattr(profile_command, "profile", lambda target, *args, **kwargs: profiled.append((target, args)))
+    script = tmp_path / "package_it.py"
+    script.write_text(_FAKE_PACKAGING_SCRIPT)
+    profile_command.profile_script(script, [str(tmp_path / "m.pt2")], echo=said.append)
+    [(target, args)] = profiled
+    assert type(target).__name__ == "Exported" and torch.equal(args[0], torch.full((5, 2), 3.0))
+    assert said == ["instrumented_backend profile: [0] exported program (AOTInductor package) (1 args, no_grad, "
+                    "on its loaded package's first call)"], said
