@@ -50,6 +50,7 @@ import argparse
 import contextlib
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -168,6 +169,15 @@ def _check(name: str) -> Any:
 
 
 _TEMPLATE: list[str] = []
+_SMOKE_SEED: list[str] = []  # --smoke: the caller's Inductor cache (a test run's: its probe usually done)
+
+
+def _link_or_copy(source: str, destination: str) -> None:
+    """A hard link where the file system allows one (cache files are written once, never edited)."""
+    try:
+        os.link(source, destination)
+    except OSError:
+        shutil.copy2(source, destination)
 
 
 def _seeded_template() -> str:
@@ -175,10 +185,12 @@ def _seeded_template() -> str:
     the CPU's vector-ISA probe (four small C++ builds, about 4 s). Made once per benchmark run."""
     if not _TEMPLATE:
         import atexit
-        import shutil
 
         directory = tempfile.mkdtemp(prefix="bench-inductor-template-")
         atexit.register(shutil.rmtree, directory, ignore_errors=True)
+        if _SMOKE_SEED:  # the smoke's figures mean nothing: its probe starts from the caller's libraries
+            shutil.copytree(_SMOKE_SEED[0], directory, copy_function=_link_or_copy, dirs_exist_ok=True,
+                            ignore=shutil.ignore_patterns("fxgraph", "aotautograd", "locks"))
         # Inductor's own detection, as a worker runs it: a worker started later on this machine
         # then reads which of these test libraries load (see the module docstring).
         probe = "from minifier._seams import start_cpu_isa_probe; start_cpu_isa_probe(remember=True).join()"
@@ -192,15 +204,14 @@ def _seeded_template() -> str:
 @contextlib.contextmanager
 def fresh_cache(in_process: bool = True) -> Iterator[str]:
     """A fresh Inductor cache directory holding no kernel either minifier built before (only the
-    vector-ISA probe's builds, as on any machine that used Inductor). ``in_process``: this process
-    (and any worker started inside the block) uses it; else only its path is given."""
-    import shutil
-
+    vector-ISA probe's builds, as on any machine that used Inductor; under ``--smoke`` the caller's
+    kernels too). ``in_process``: this process (and any worker started inside the block) uses it;
+    else only its path is given."""
     from torch._inductor.runtime.cache_dir_utils import temporary_cache_dir
 
     with tempfile.TemporaryDirectory(prefix="bench-inductor-cache-") as parent:
         directory = os.path.join(parent, "cache")
-        shutil.copytree(_seeded_template(), directory)
+        shutil.copytree(_seeded_template(), directory, copy_function=_link_or_copy)
         if in_process:
             with temporary_cache_dir(directory):
                 yield directory
@@ -433,6 +444,8 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     if args.smoke:
         args.cases, args.skip_pytorch, args.workers, args.scaling_cases = ["tutorial"], True, [1, 2], ["tutorial"]
+        if os.environ.get("TORCHINDUCTOR_CACHE_DIR"):  # a test run's own cache
+            _SMOKE_SEED.append(os.environ["TORCHINDUCTOR_CACHE_DIR"])
 
     rows, scaling, failures = [], [], []
     with tempfile.TemporaryDirectory() as tmp:

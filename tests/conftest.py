@@ -62,6 +62,36 @@ def run_python(code: str, env: dict[str, str] | None = None, timeout: int = 300)
     return proc.stdout
 
 
+def scratch_tmpdir_env(scratch: "str | Path") -> dict[str, str]:
+    """``TMPDIR`` for a subprocess that would leave folders in /tmp (torchrun's logs): ``scratch``,
+    with Inductor's machine-wide folder linked into it. Inductor keeps its precompiled headers
+    there (``default_cache_dir()``, under the temp folder, whatever TORCHINDUCTOR_CACHE_DIR
+    says): without the link each such subprocess built a 150 MB header again (about 8 s)."""
+    from torch._inductor.runtime.cache_dir_utils import default_cache_dir
+
+    machine_wide = Path(default_cache_dir())
+    machine_wide.mkdir(parents=True, exist_ok=True)
+    link = Path(scratch) / machine_wide.name
+    if not link.exists():
+        link.symlink_to(machine_wide, target_is_directory=True)  # rmtree of scratch removes the link only
+    return {"TMPDIR": str(scratch)}
+
+
+def fresh_inductor_cache(destination: Path) -> Path:
+    """A new Inductor cache folder for a subprocess, with no FX-graph or AOTAutograd entry: hard
+    links to this run's other files (the vector-ISA probe's test libraries above all: a cache
+    without them spends about 16 s building ten of them on a 2-core machine; and C++ kernels,
+    keyed by their source and flags, so a link never changes what a kernel computes)."""
+    import shutil
+
+    from torch._inductor import cpu_vec_isa
+
+    cpu_vec_isa.valid_vec_isa_list()  # the probe, in this run's cache (once per test process)
+    shutil.copytree(_CACHE_ROOT, destination, copy_function=os.link,
+                    ignore=shutil.ignore_patterns("fxgraph", "aotautograd", "locks"))
+    return destination
+
+
 @pytest.fixture(autouse=True)
 def _fresh_warning_state() -> None:
     reset_warnings()

@@ -16,7 +16,7 @@ import time
 
 import pytest
 import torch
-from conftest import REPO
+from conftest import REPO, fresh_inductor_cache
 
 from minifier.workers import caller_fork
 
@@ -105,7 +105,7 @@ def _gone(pid: int, within: float) -> bool:
 def _run_script(script: str, tmp_path) -> dict:
     """Run ``script`` in a fresh process (forking allowed, a fresh Inductor cache); the JSON object
     its last line prints."""
-    env = dict(os.environ, PYTHONPATH=str(REPO), TORCHINDUCTOR_CACHE_DIR=str(tmp_path / "cache"))
+    env = dict(os.environ, PYTHONPATH=str(REPO), TORCHINDUCTOR_CACHE_DIR=str(fresh_inductor_cache(tmp_path / "cache")))
     env.pop("MINIFIER_FORK_CALLER", None)
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600,
                           cwd=tmp_path, env=env)

@@ -11,7 +11,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from conftest import REPO
+from conftest import REPO, scratch_tmpdir_env
 
 import instrumented_backend as ib
 
@@ -30,7 +30,7 @@ def torchrun(*argv: str, cwd: Path = REPO) -> subprocess.CompletedProcess:
     command = [sys.executable, "-m", "torch.distributed.run", "--nnodes", "1", "--nproc-per-node", "2",
                "--master-addr", "127.0.0.1", "--master-port", str(_free_port()), "--max-restarts", "0", *argv]
     with tempfile.TemporaryDirectory(prefix="ib-torchrun-") as scratch:  # torchrun leaves its logs' folder
-        env = {**os.environ, "GLOO_SOCKET_IFNAME": "lo", "OMP_NUM_THREADS": "1", "TMPDIR": scratch,
+        env = {**os.environ, "GLOO_SOCKET_IFNAME": "lo", "OMP_NUM_THREADS": "1", **scratch_tmpdir_env(scratch),
                "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
         proc = subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=TIMEOUT, env=env)
     assert proc.returncode == 0, f"torchrun failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}"

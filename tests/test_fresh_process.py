@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import run_python
+from conftest import fresh_inductor_cache, run_python
 
 ENTRY_POINT = r"""
 import sys, torch
@@ -18,7 +18,7 @@ print("instrumented" in torch._dynamo.list_backends(), len(ib.captures()), ib.la
 
 
 def test_backend_resolves_through_entry_point_without_import(tmp_path):
-    out = run_python(ENTRY_POINT, env={"TORCHINDUCTOR_CACHE_DIR": str(tmp_path)})
+    out = run_python(ENTRY_POINT, env={"TORCHINDUCTOR_CACHE_DIR": str(fresh_inductor_cache(tmp_path / "cache"))})
     assert out.split() == ["True", "1", "True"]
 
 
@@ -59,7 +59,7 @@ print(json.dumps({
 
 @pytest.fixture(scope="module")
 def warm_runs(tmp_path_factory):
-    cache = tmp_path_factory.mktemp("shared_cache")
+    cache = fresh_inductor_cache(tmp_path_factory.mktemp("cache") / "shared_cache")
     results = []
     for run in range(2):
         dump = tmp_path_factory.mktemp(f"env_dump{run}")

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import REPO, foo1, tutorial_inputs
+from conftest import REPO, foo1, scratch_tmpdir_env, tutorial_inputs
 
 import instrumented_backend as ib
 
@@ -115,7 +115,7 @@ def _run(command: str, cwd: Path, timeout: int = 600) -> subprocess.CompletedPro
     elif argv[0] == "torchrun":  # the launcher torch installs, as the venv's python runs it
         argv[:1] = [sys.executable, "-m", "torch.distributed.run"]
     with tempfile.TemporaryDirectory(prefix="ib-readme-") as scratch:  # e.g. torchrun's logs' folder
-        env = {**os.environ, "TMPDIR": scratch,
+        env = {**os.environ, **scratch_tmpdir_env(scratch),
                "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
         return subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env)
 
