@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import REPO, foo1, tutorial_inputs
+from conftest import foo1, tutorial_inputs
 
 import instrumented_backend as ib
 
@@ -608,16 +608,6 @@ def test_a_crash_repro_is_run_eagerly_to_tell_the_programs_error_from_the_compil
     assert _eager_failure(*_loaded(paths[0])) is None
     node, error = _eager_failure(*_loaded(paths[1]))
     assert node.startswith("embedding") and error == "IndexError: index out of range in self"
-
-
-def test_the_command_diagnoses_the_tutorial_script_unchanged(tmp_path):
-    proc = _cli("--fault", "doubling_neg", "--out", "found", str(REPO / "examples" / "tutorial_model.py"),
-                cwd=tmp_path)
-    assert proc.returncode == 1, proc.stdout + proc.stderr
-    assert "first failing layer: inductor" in proc.stdout
-    assert "culprit source line:" in proc.stdout and "a = torch.neg(x1)" in proc.stdout
-    repro = next((tmp_path / "found" / "repros").glob("repro_*.py"))
-    assert f"run it: python found/repros/{repro.name}" in proc.stdout
 
 
 _RMS_NORM_SCRIPT = """\

@@ -146,6 +146,10 @@ def test_command_line_runs_as_written(command, placeholders):
         expected = 1 if "--fault" in filled else 0
         assert proc.returncode == expected, f"{filled}\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}"
         assert ("culprit source line" in proc.stdout) == bool(expected) and "checked 1 compiled target" in proc.stdout
+        if "examples/tutorial_model.py" in filled:  # the demo's last step: the tutorial's script, unchanged
+            assert "first failing layer: inductor" in proc.stdout and "a = torch.neg(x1)" in proc.stdout, proc.stdout
+            repro = re.search(r"run it: python (diagnosis/repros/repro_\S+\.py)", proc.stdout)
+            assert repro and (REPO / repro.group(1)).is_file(), proc.stdout
         return
     repro_command = str(placeholders["repro"]) in filled
     if repro_command and "-m minifier" not in filled:
