@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 import torch.utils._pytree as pytree
-from wrapper_faults import GeluBlock, tanh_wrong_in_cpp_wrapper_builds
+from wrapper_faults import GeluBlock, tanh_wrong_in_cpp_wrapper_builds, tanh_wrong_with_symbolic_sizes
 
 import instrumented_backend as ib
 
@@ -107,6 +107,29 @@ def test_a_bug_only_the_c_wrapper_builds_have_is_blamed_on_the_wrapper_not_a_ker
     assert [step.summary for step in result.steps] == ["inaccurate", "passed", "inaccurate"]
 
 
+def test_a_bug_only_symbolic_sizes_show_is_searched_in_a_dynamic_build_of_the_same_graph(tmp_path):
+    """A package exported with a dynamic batch has kernels with symbolic sizes; the Python-wrapper
+    build judged beside it was specialised to the inputs' sizes, so a bug only symbolic sizes show
+    was put down to AOTInductor, unsearched. Built again with dynamic=True, it fails alike."""
+    torch.manual_seed(0)
+    model, x = GeluBlock().eval(), torch.randn(4, 16)
+    exported = torch.export.export(model, (x,), dynamic_shapes={"x": {0: torch.export.Dim("batch")}})
+    with tanh_wrong_with_symbolic_sizes():  # patched in this process only: a minifier worker may not have it
+        result = ib.diagnose(exported, x, out_dir=tmp_path, minify=False, progress=False)
+    package = result.package
+    assert result.verdict == package.verdict == "inaccurate", result.render()
+    assert "matches eager with sizes specialised to these inputs; built again with dynamic=True" in \
+        package.python_wrapper and "fails alike (inaccurate): the bug needs symbolic sizes" in package.python_wrapper
+    first_steps = [(step.name, step.summary) for step in result.steps][:2]
+    assert first_steps == [("AOTInductor package", "inaccurate"), ("Python-wrapper build, sizes specialised", "passed")]
+    divergence = result.divergence
+    assert divergence.found and divergence.culprit.startswith("tanh"), divergence.render()
+    assert {line.source.code for line in divergence.key_lines} == {
+        'return x + torch.tanh(self.fc2(torch.nn.functional.gelu(self.fc1(x), approximate="tanh")))'}
+    # the culprit compiled alone with symbolic sizes, as the build searched: specialised, it matched eager
+    assert ("tanh", True) in divergence.narrowed, divergence.render()
+
+
 def test_an_exported_program_is_diagnosed_for_inference_with_its_package_settings_only(gelu_block):
     exported, x = gelu_block
     with pytest.raises(ValueError, match="runs inference only"):
@@ -186,6 +209,14 @@ def test_what_each_build_of_a_failing_package_says():
     assert "matches eager, so the bug is in what AOTInductor changes" in only.python_wrapper
     assert "symbolic sizes, s0" in only.python_wrapper
     assert "fails alike (runtime_error): the C++ wrapper's code" in only.cpp_wrapper
+    needs = PackageJudgement("m.pt2", verdict="inaccurate", symbolic_sizes=["s0"])
+    needs.record_builds("passed", dynamic_verdict="inaccurate")
+    assert ("matches eager with sizes specialised to these inputs; built again with dynamic=True (symbolic sizes, as "
+            "the package's s0), it fails alike (inaccurate)") in needs.python_wrapper and not needs.cpp_wrapper
+    neither = PackageJudgement("m.pt2", verdict="inaccurate", symbolic_sizes=["s0"])
+    neither.record_builds("passed", "passed", dynamic_verdict="passed")
+    assert "(built again with dynamic=True, symbolic sizes as the package's s0, it matches eager too)" in \
+        neither.python_wrapper and "specialised" not in neither.python_wrapper
     own = PackageJudgement("m.pt2", verdict="inaccurate")
     own.record_builds("passed", "passed")
     assert "symbolic" not in own.python_wrapper and "what only AOTInductor does" in own.cpp_wrapper

@@ -1,10 +1,11 @@
-"""A small block and a bug only builds with a C++ wrapper have (``cpp_wrapper=True`` and
-AOTInductor's), shared by the C++-wrapper and AOTInductor tests."""
+"""A small block and bugs only some builds have, shared by the C++-wrapper and AOTInductor tests:
+one only builds with a C++ wrapper have (``cpp_wrapper=True`` and AOTInductor's), one only
+graphs with symbolic sizes have (a package exported with a dynamic batch, a ``dynamic=True`` build)."""
 
 from __future__ import annotations
 
 import contextlib
-from typing import Iterator
+from typing import Callable, Iterator
 
 import torch
 
@@ -21,10 +22,9 @@ class GeluBlock(torch.nn.Module):
 
 
 @contextlib.contextmanager
-def tanh_wrong_in_cpp_wrapper_builds() -> Iterator[None]:
-    """tanh's scalar and vector lowerings scaled by 1.05 when ``cpp_wrapper`` is on, and only then
-    (Inductor's caches off: the patch is not in their keys)."""
-    import torch._inductor.config as inductor_config
+def tanh_wrong_when(applies: Callable[[], bool]) -> Iterator[None]:
+    """tanh's scalar and vector lowerings scaled by 1.05 in the code generated while ``applies()``
+    is true, and only there (Inductor's caches off: the patch is not in their keys)."""
     from torch._inductor.codegen.cpp import CppOverrides, CppVecOverrides
 
     from instrumented_backend.seams.caches import compile_caches_disabled
@@ -34,7 +34,7 @@ def tanh_wrong_in_cpp_wrapper_builds() -> Iterator[None]:
     def scaled(original):
         def tanh(x):
             text = original(x)
-            return f"decltype({text})(1.05) * {text}" if inductor_config.cpp_wrapper else text
+            return f"decltype({text})(1.05) * {text}" if applies() else text
         return staticmethod(tanh)
 
     torch.compiler.reset()
@@ -47,3 +47,27 @@ def tanh_wrong_in_cpp_wrapper_builds() -> Iterator[None]:
             for kind, original in originals.items():
                 kind.tanh = staticmethod(original)
             torch.compiler.reset()
+
+
+def tanh_wrong_in_cpp_wrapper_builds() -> contextlib.AbstractContextManager[None]:
+    """tanh wrong when ``cpp_wrapper`` is on, and only then."""
+    import torch._inductor.config as inductor_config
+
+    return tanh_wrong_when(lambda: inductor_config.cpp_wrapper)
+
+
+def _kernels_take_symbolic_sizes() -> bool:
+    """Whether the graph Inductor is generating code for has an input with a symbolic size."""
+    import sympy
+    from torch._inductor.virtualized import V
+
+    for value in V.graph.graph_inputs.values():
+        sizes = [value] if isinstance(value, sympy.Expr) else value.get_size() if hasattr(value, "get_size") else []
+        if any(getattr(size, "free_symbols", None) for size in sizes):
+            return True
+    return False
+
+
+def tanh_wrong_with_symbolic_sizes() -> contextlib.AbstractContextManager[None]:
+    """tanh wrong in graphs whose inputs have symbolic sizes, and only there."""
+    return tanh_wrong_when(_kernels_take_symbolic_sizes)

@@ -54,18 +54,31 @@ class PackageJudgement:
     python_wrapper: str = ""  # torch.compile(exported.module()): the build the search reads
     cpp_wrapper: str = ""  # the same with cpp_wrapper=True, when the Python-wrapper build did not fail alike
 
-    def record_builds(self, python_verdict: str, cpp_verdict: Optional[str] = None) -> None:
-        """Say how the Python-wrapper build of the same graph fared (``python_verdict``) and, when it
-        did not fail alike, the just-in-time build with ``cpp_wrapper=True`` (``cpp_verdict``)."""
+    def record_builds(self, python_verdict: str, cpp_verdict: Optional[str] = None,
+                      dynamic_verdict: Optional[str] = None) -> None:
+        """Say how the Python-wrapper build of the same graph fared (``python_verdict``), and how it
+        fared built again with ``dynamic=True`` (``dynamic_verdict``: the package's sizes are
+        symbolic, the first build's specialised); when neither failed alike, how the just-in-time
+        build with ``cpp_wrapper=True`` fared (``cpp_verdict``)."""
         if alike(python_verdict, self.verdict):
             self.python_wrapper = ("its Python-wrapper build (torch.compile of exported.module(), the same graph "
                                    f"and kernels) {outcome(python_verdict, self.verdict)}: the steps below ran on it")
             return
+        sizes = ", ".join(self.symbolic_sizes)
+        if dynamic_verdict is not None and alike(dynamic_verdict, self.verdict):
+            self.python_wrapper = (f"its Python-wrapper build (torch.compile of exported.module()) "
+                                   f"{outcome(python_verdict, self.verdict)} with sizes specialised to these inputs; "
+                                   f"built again with dynamic=True (symbolic sizes, as the package's {sizes}), it "
+                                   f"{outcome(dynamic_verdict, self.verdict)}: the bug needs symbolic sizes, and the "
+                                   "steps below ran on that build")
+            return
         self.python_wrapper = (f"its Python-wrapper build (torch.compile of exported.module()) "
                                f"{outcome(python_verdict, self.verdict)}, so the bug is in what AOTInductor changes, "
                                "not in a kernel both builds share")
-        if self.symbolic_sizes:
-            sizes = ", ".join(self.symbolic_sizes)
+        if dynamic_verdict is not None:
+            self.python_wrapper += (f" (built again with dynamic=True, symbolic sizes as the package's {sizes}, it "
+                                    f"{outcome(dynamic_verdict, self.verdict)} too)")
+        elif self.symbolic_sizes:
             self.python_wrapper += (f" (but the package's kernels take symbolic sizes, {sizes}, where the builds "
                                     "judged beside it are specialised to these inputs' sizes: a bug only symbolic "
                                     "sizes show looks like this too)")

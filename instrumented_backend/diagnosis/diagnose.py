@@ -697,8 +697,9 @@ def _diagnose_exported(exported: Any, *inputs: Any, kwargs: Optional[dict[str, A
     say = _Progress(progress, started)
     module = exported.module()
 
-    def the_python_wrapper_build() -> Diagnosis:
-        return diagnose(module, *inputs, kwargs=kwargs, compile_kwargs={"options": options} if options else {},
+    def the_python_wrapper_build(**dynamic: bool) -> Diagnosis:
+        settings = {**dynamic, "options": options} if options else dynamic
+        return diagnose(module, *inputs, kwargs=kwargs, compile_kwargs=settings,
                         out_dir=out, minify=minify, bisect=bisect, tol=tol, seed=seed, progress=progress, name=name)
 
     call, args = keyword_call(module, inputs, kwargs)
@@ -721,15 +722,26 @@ def _diagnose_exported(exported: Any, *inputs: Any, kwargs: Optional[dict[str, A
 
     say(f"the package: {package.verdict}; judging the Python-wrapper build of the same graph")
     result = the_python_wrapper_build()
+    specialised, dynamic_verdict = result, None
+    if result.verdict != package.verdict and package.symbolic_sizes:
+        # that build's sizes are these inputs'; the package's kernels take symbolic ones
+        say(f"its Python-wrapper build: {result.verdict}; judging it built with dynamic=True (symbolic sizes)")
+        result = the_python_wrapper_build(dynamic=True)
+        dynamic_verdict = result.verdict
     if result.verdict == package.verdict:
-        package.record_builds(result.verdict)
+        package.record_builds(specialised.verdict, dynamic_verdict=dynamic_verdict)
+        if dynamic_verdict is not None:
+            result.steps.insert(0, DiagnosisStep("Python-wrapper build, sizes specialised", specialised.seconds,
+                                                 specialised.verdict))
     else:
         say(f"its Python-wrapper build: {result.verdict}; judging a build with cpp_wrapper=True")
         began = time.perf_counter()
         wrapper_verdict = cpp_wrapper_verdict(call, args, options, seed, tol)
-        builds = [DiagnosisStep("Python-wrapper build", result.seconds, result.verdict),
+        builds = [DiagnosisStep("Python-wrapper build", specialised.seconds, specialised.verdict),
                   DiagnosisStep("cpp_wrapper build", time.perf_counter() - began, wrapper_verdict)]
-        package.record_builds(result.verdict, wrapper_verdict)
+        if dynamic_verdict is not None:
+            builds.insert(1, DiagnosisStep("Python-wrapper build, dynamic=True", result.seconds, dynamic_verdict))
+        package.record_builds(specialised.verdict, wrapper_verdict, dynamic_verdict)
         twin_graphs = result.captures
         result = Diagnosis(target=name, verdict=package.verdict, outputs=package.outputs, error=package.error,
                            compile_error=package.compile_error, compiled_with=compiled_with, steps=builds,

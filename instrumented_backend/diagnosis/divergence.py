@@ -228,9 +228,31 @@ def _probe_module(nodes: list[torch.fx.Node]) -> tuple[torch.fx.GraphModule, lis
 
 def _compiled_result(module: torch.fx.GraphModule, inputs: list[torch.fx.Node], values: dict[str, Any], seed: int,
                      options: dict[str, Any]) -> Any:
+    """``module`` compiled by Inductor and run on the eager values of ``inputs``: with symbolic sizes
+    when any input had one in the graph searched (a build with dynamic shapes: a bug only its
+    symbolic sizes show must show here too), else specialised to the values' sizes, as that build
+    was. Where the symbolic compile raises, the specialised one answers (what the probe said
+    before it knew symbolic sizes: never a node blamed for a compile only this probe asked for)."""
+    arguments = [values[i.name] for i in inputs]
+    if _takes_symbolic_sizes(inputs):
+        torch.compiler.reset()
+        try:
+            return run_seeded(torch.compile(module, backend="inductor", options=options, dynamic=True), arguments,
+                              seed)
+        except Exception:  # noqa: BLE001 - the specialised compile below decides
+            pass
     torch.compiler.reset()
-    compiled = torch.compile(module, backend="inductor", options=options)
-    return run_seeded(compiled, [values[i.name] for i in inputs], seed)
+    return run_seeded(torch.compile(module, backend="inductor", options=options), arguments, seed)
+
+
+def _takes_symbolic_sizes(inputs: list[torch.fx.Node]) -> bool:
+    """Whether any of ``inputs`` had a symbolic size (or was a symbolic integer) where it was traced."""
+    for node in inputs:
+        value = node.meta.get("val")
+        if isinstance(value, torch.SymInt) or (
+                isinstance(value, torch.Tensor) and any(isinstance(size, torch.SymInt) for size in value.shape)):
+            return True
+    return False
 
 
 def _diverges_alone(node: torch.fx.Node, values: dict[str, Any], seed: int, tol: Optional[float],
