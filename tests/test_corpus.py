@@ -29,7 +29,7 @@ from compare import CaseResult, run_and_compare  # noqa: E402
 SLOW_CASES = tuple(name for name in CASES if name not in DEFAULT_CASES)
 MAPPED_TARGET, SOURCED_TARGET = 99.0, 97.0
 # Both backends' processes build their C++ in this test run's own Inductor cache (fresh per run,
-# set by conftest): its precompiled header is built once per run, not again here. Their caches of
+# set by conftest): its vector-ISA probe libraries are built once per run, not again here. Their caches of
 # generated code are off, so each process generates its own code.
 RUN_CACHE = Path(os.environ["TORCHINDUCTOR_CACHE_DIR"])
 

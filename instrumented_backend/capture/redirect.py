@@ -129,7 +129,7 @@ class CompiledCall:
     # around the script's loop): the injected faults, and Inductor's literal config values.
     faults: list[Any] = field(default_factory=list)
     inductor_config: dict[str, Any] = field(default_factory=dict)
-    calls: int = 1  # how many times the script called it
+    calls: int = 1  # how many times the script called it (an exported program: its loaded package, from 0)
     # A later call that raised (the first call that raised, after one that did not): its number
     # (2, 3, ...) and its arguments, copied before it ran (after a recompile was kept: when it
     # raised); the diagnosis replays it.
@@ -345,13 +345,12 @@ def record_compiled_calls(calls: list[CompiledCall]) -> Callable[[], None]:
                                       "exported program (AOTInductor package)",
                                       {"options": dict(configs)} if configs else {}, faults=active_faults(),
                                       inductor_config=plain_inductor_config(), autocast=autocast_now(),
-                                      arguments_from="its example inputs"))
+                                      calls=0, arguments_from="its example inputs"))
         except Exception as exc:  # noqa: BLE001 - the script's own call goes on untouched
             warn_once("aoti_record", f"could not record the exported program an AOTInductor package is built "
                                      f"from: {exc!r}")
 
     built: dict[str, CompiledCall] = {}  # a package's real path -> the record of its exported program
-    package_calls: dict[int, int] = {}  # id(record) -> calls of its loaded package so far
 
     def on_built(exported: Any, path: Any) -> None:
         try:
@@ -367,12 +366,11 @@ def record_compiled_calls(calls: list[CompiledCall]) -> Callable[[], None]:
         record = built.get(path)
         if record is None or record.raising_call:
             return run()
-        number = package_calls[id(record)] = package_calls.get(id(record), 0) + 1
-        copied = _copied_call(args, kwargs) if number == 1 else None
+        record.calls += 1  # the script's calls of its loaded package
+        copied = _copied_call(args, kwargs) if record.calls == 1 else None
         try:
             result = run()
         except Exception:
-            record.calls = number
             _keep_raising_call(record, args, kwargs, copied)
             if record.raising_call:
                 record.arguments_from = ""

@@ -140,7 +140,8 @@ def run_and_compare(cases: list[str], workdir: Path, *, per_case_processes: bool
     ``cold`` gives each process its own empty Inductor cache (C++ builds included); otherwise
     they share ``cache_dir`` (default: a new folder in ``workdir``). The FX-graph and AOT caches
     are off either way, so every process generates its own code: a shared cache only saves C++
-    builds (the precompiled header alone takes about 18 s on a 2-core machine).
+    builds (a cache's first C++ compile builds Inductor's ten vector-ISA probe libraries, about
+    16 s on a 2-core machine).
 
     ``side_by_side`` runs the two backends' processes at once (the tests: on two cores it takes
     about the time of one); their wall-time ratio (``time_ratio``) then means little. Otherwise
