@@ -317,6 +317,18 @@ def test_a_node_that_no_longer_keeps_its_arguments_is_reported_by_the_snapshot_s
         graph_structure.check()
 
 
+def test_an_input_spec_that_no_longer_lays_out_keywords_is_reported_by_the_snapshot_seam(monkeypatch):
+    """Profiling an exported program's eager side lays its keyword arguments out by that spec."""
+    import torch.fx._pytree as fx_pytree
+
+    from instrumented_backend.seams import graph_structure
+
+    original = fx_pytree.tree_flatten_spec
+    monkeypatch.setattr(fx_pytree, "tree_flatten_spec", lambda *a, **k: original(*a, **k)[::-1])
+    with pytest.raises(SeamMoved, match=r"no longer lays out \(x, \*, y\) as \[x, y\]"):
+        graph_structure.check()
+
+
 def test_the_seam_list_names_every_seam_module_once():
     import pkgutil
 

@@ -19,9 +19,10 @@ from typing import Any, Callable
 
 import torch
 import torch.fx
-import torch.fx._pytree as fx_pytree
 import torch.fx.traceback as fx_traceback
 from torch.overrides import TorchFunctionMode
+
+from ..seams import graph_structure
 
 __all__ = ["SOURCE_PREFIX", "DEFINITION", "SourceTagging", "parse_source_label", "interpreted_with_node_sources"]
 
@@ -57,10 +58,7 @@ def interpreted_with_node_sources(module: torch.fx.GraphModule) -> Callable[...,
             if not kwargs:
                 return torch.fx.Interpreter(module).run(*args)
             # keyword arguments: laid out as the module's own forward lays them out (its input spec)
-            spec = getattr(getattr(module.graph._codegen, "pytree_info", None), "in_spec", None)
-            if spec is None:
-                raise TypeError("interpreted_with_node_sources: this graph module takes no keyword arguments")
-            flat = fx_pytree.tree_flatten_spec((args, kwargs), spec)
+            flat = graph_structure.flat_inputs(module.graph, args, kwargs)
             result = torch.fx.Interpreter(module).run(*flat, enable_io_processing=False)
             return module.graph.process_outputs(result)
 

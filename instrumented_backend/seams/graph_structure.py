@@ -19,7 +19,7 @@ from torch.fx.node import map_aggregate
 
 from . import SeamMoved
 
-__all__ = ["GraphStructure", "take", "rebuild", "check"]
+__all__ = ["GraphStructure", "take", "rebuild", "flat_inputs", "check"]
 
 
 class _Slot(int):
@@ -66,6 +66,18 @@ def _codegen_copy(codegen: Any) -> Any:
     if info is not None and hasattr(info, "_replace") and isinstance(getattr(info, "orig_args", None), list):
         copied.pytree_info = info._replace(orig_args=list(info.orig_args))
     return copied
+
+
+def flat_inputs(graph: torch.fx.Graph, args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[Any]:
+    """``args`` and ``kwargs`` laid out as the placeholders of ``graph`` take them, by its code
+    generator's input spec (an exported module's: keywords in the spec's order, whatever the
+    caller's); TypeError for a graph whose code takes no keyword arguments."""
+    import torch.fx._pytree as fx_pytree
+
+    spec = getattr(getattr(graph._codegen, "pytree_info", None), "in_spec", None)
+    if spec is None:
+        raise TypeError("this graph's code takes its placeholders positionally: no keyword arguments")
+    return fx_pytree.tree_flatten_spec((args, kwargs), spec)
 
 
 def rebuild(structure: GraphStructure) -> torch.fx.Graph:
@@ -123,6 +135,9 @@ def _check_pytree_codegen() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)
         expected = copy.deepcopy(graph).python_code("self").src
+    x, y = torch.ones(2), torch.zeros(2)
+    if [id(v) for v in flat_inputs(graph, (x,), {"y": y})] != [id(x), id(y)]:
+        raise SeamMoved("graph_structure: an exported module's input spec no longer lays out (x, *, y) as [x, y]")
     structure = take(graph)
     info.orig_args.append("later")
     if rebuild(structure).python_code("self").src != expected:
