@@ -194,6 +194,20 @@ def test_layers_judged_top_down_stop_below_the_first_that_passes(failing, judged
         "inaccurate" if failing else "ok")
 
 
+def test_the_culprits_key_lines_leave_out_loads_stores_and_a_lambda_blocks_punctuation():
+    from instrumented_backend.diagnosis.divergence import BufferCheck, DivergenceReport
+    from instrumented_backend.records import KernelLine
+
+    texts = [("auto tmp0 = in_ptr0[x0];", "ops.load"), ("auto tmp1 =", "ops.sign"), ("[&]()", "ops.sign"),
+             ("{", "ops.sign"), ("auto left = tmp0 > 0;", "ops.sign"), ("}", "ops.sign"), ("()", "ops.sign"),
+             (";", "ops.sign"), ("out_ptr0[x0] = tmp1;", "ops.store")]
+    lines = [KernelLine(kernel="k", number=n, text=text, ir_ops=[op]) for n, (text, op) in enumerate(texts)]
+    report = DivergenceReport(diverging_node="sign", culprit="sign", checked=[BufferCheck("sign", "sign", False)],
+                              lines=lines)
+    assert [line.text for line in report.key_lines] == ["auto tmp1 =", "auto left = tmp0 > 0;"]
+    assert "[&]()" not in report.render() and "auto left = tmp0 > 0;" in report.render()
+
+
 def test_first_divergence_points_at_the_neg_line():
     x = tutorial_inputs(torch.float32)
     with ib.faults.doubling_neg():

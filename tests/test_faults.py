@@ -74,6 +74,27 @@ def test_a_scaled_fault_wraps_the_ops_own_lowering_without_its_cpp_being_written
     torch.testing.assert_close(stacked, 6 * x + torch.exp(x))
 
 
+def _block_lowered_ops(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    return torch.sign(x), torch.asinh(x), torch.special.i1(x)
+
+
+@pytest.mark.parametrize("options", [None, {"cpp.simdlen": 1}], ids=["vectorized", "scalar"])
+def test_a_scaled_fault_wraps_an_op_whose_lowering_writes_a_block_of_code(options):
+    """``sign`` (both code generators), ``asinh`` (vectorized) and every special function a
+    vectorized kernel computes element by element (``i1``) are lowered to a C++ lambda block, not
+    an expression: pasted into the one-line template, the block's Python repr was written into the
+    kernel ("<class '...BracesBuffer'>([&]()") and the compile failed. Each is now kept whole and
+    scaled through a local."""
+    x = torch.randn(37, 19)  # a vectorized body and its tail
+    with ib.faults.scaled("sign", 2.0), ib.faults.scaled("asinh", 3.0), ib.faults.scaled("i1", 5.0):
+        (sign, asinh, i1), (code,) = compile_and_run(_block_lowered_ops, x, backend="inductor", options=options)
+    assert "BracesBuffer" not in code and "original_value" in code
+    expected = _block_lowered_ops(x)
+    torch.testing.assert_close(sign, 2 * expected[0])
+    torch.testing.assert_close(asinh, 3 * expected[1])
+    torch.testing.assert_close(i1, 5 * expected[2])
+
+
 def test_a_fault_named_on_the_command_line_is_a_preset_or_op_times_factor():
     assert ib.faults.from_spec("doubling_neg").fault.name == "doubling neg"
     assert ib.faults.from_spec("exp*1.5").fault.name == "exp scaled by 1.5"

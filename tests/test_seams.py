@@ -100,6 +100,16 @@ def test_a_changed_cpp_lowering_is_reported(monkeypatch):
         cpp_overrides.check()
 
 
+def test_a_sign_lowering_that_stops_writing_a_code_block_is_reported(monkeypatch):
+    from torch._inductor.codegen.cpp import CppOverrides
+
+    from instrumented_backend.seams import cpp_overrides
+
+    monkeypatch.setattr(CppOverrides, "sign", staticmethod(lambda x: f"c10::sign({x})"))
+    with pytest.raises(SeamMoved, match="no longer returns a C.. lambda block"):
+        cpp_overrides.check()
+
+
 def test_ir_wrapper_is_installed_once_and_delegates():
     import torch._inductor.debug as debug
 

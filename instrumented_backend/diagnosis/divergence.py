@@ -81,8 +81,10 @@ class DivergenceReport:
 
     @property
     def key_lines(self) -> list[KernelLine]:
-        """The culprit's compute lines (loads and stores left out)."""
-        return [line for line in self.lines if not set(line.ir_ops) <= _PLUMBING_OPS] or self.lines
+        """The culprit's compute lines: loads and stores left out, and the braces and call parentheses
+        of a C++ lambda block (``[&]()``, ``{``, ``}``, ``()``, ``;``: ``sign`` is written as one)."""
+        compute = [line for line in self.lines if not set(line.ir_ops) <= _PLUMBING_OPS] or self.lines
+        return [line for line in compute if any(c.isalnum() for c in line.text)] or compute
 
     def render(self) -> str:
         searched = [self.build] if self.build else []

@@ -126,12 +126,17 @@ def _lowering(template: str, names: list[str], fault: Fault, replaced: Any) -> s
     key = _key(fault)
     original = replaced.__func__ if _uses_original(template) else None
 
-    def lowering(*args: Any) -> str:
+    def lowering(*args: Any) -> Any:
         _uses[key] = _uses.get(key, 0) + 1
         fields = dict(zip(names, args))
-        if original is not None:
-            fields[ORIGINAL] = original(*args)
-        return template.format(*args, **fields)
+        if original is None:
+            return template.format(*args, **fields)
+        try:  # what the op's own lowering wrote: an expression, or a block of code (sign's)
+            return cpp_overrides.over_value(original(*args),
+                                            lambda text: template.format(*args, **{**fields, ORIGINAL: text}))
+        except TypeError as exc:
+            raise ValueError(f"fault {fault.label}: {{{ORIGINAL}}} cannot stand for what {fault.op}'s "
+                             f"lowering writes: {exc}") from exc
 
     # The lowering it replaces keeps its signature: the seam check and a fault stacked on top of
     # this one (the same op or another) read the parameter names from whatever is installed.

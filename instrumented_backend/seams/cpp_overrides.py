@@ -14,7 +14,7 @@ from typing import Any, Callable
 from . import SeamMoved
 
 __all__ = ["SCALAR", "VECTORIZED", "overrides_class", "patchable_ops", "get_override", "set_override",
-           "parameter_names", "check"]
+           "parameter_names", "over_value", "check"]
 
 SCALAR = "scalar"
 VECTORIZED = "vectorized"
@@ -78,6 +78,38 @@ def parameter_names(op: str) -> list[str]:
             if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
 
 
+_VALUE = "original_value"  # the local a wrapping block keeps a code block's value in
+
+
+def over_value(value: Any, expression: Callable[[str], str]) -> Any:
+    """What a lowering returns for ``expression(text)`` over ``value``, what another lowering
+    returned for the same operands.
+
+    An expression (a string, a CSE variable) is used as its text. A block of code (an
+    ``IndentedBuffer`` holding an immediately invoked C++ lambda, which the kernel writes as
+    ``auto tmp =``, the block, ``;``: ``sign``, the vectorized ``asinh`` and every special function
+    a vectorized kernel computes element by element) cannot be pasted into a one-line expression:
+    it is kept whole in a local of a new lambda block, which returns the expression over that local.
+    Raises TypeError for anything else (``frexp``'s pair of values)."""
+    from torch._inductor.utils import IndentedBuffer
+
+    if isinstance(value, IndentedBuffer):
+        block = IndentedBuffer()
+        block.writeline("[&]()")
+        block.writeline("{")
+        with block.indent():
+            block.writeline(f"auto {_VALUE} =")
+            block.splice(value)
+            block.writeline(";")
+            block.writeline(f"return {expression(_VALUE)};")
+        block.writeline("}")
+        block.writeline("()")
+        return block
+    if isinstance(value, (tuple, list)):
+        raise TypeError(f"the lowering returns {len(value)} values, not one expression")
+    return expression(f"{value}")
+
+
 def check() -> None:
     """Raise SeamMoved unless both override classes exist and lower neg through a static method."""
     try:
@@ -91,3 +123,9 @@ def check() -> None:
             raise SeamMoved(f"cpp_overrides: {cls.__name__}.neg is no longer a static method")
     if parameter_names("neg") != ["x"]:
         raise SeamMoved("cpp_overrides: CppOverrides.neg(x) changed its signature")
+    from torch._inductor.utils import IndentedBuffer
+
+    block = CppOverrides.sign("x")  # a code block, which over_value keeps whole
+    if not isinstance(block, IndentedBuffer) or "return" not in block.getvalue():
+        raise SeamMoved("cpp_overrides: CppOverrides.sign no longer returns a C++ lambda block (an "
+                        f"IndentedBuffer), which over_value wraps as one: {block!r}")
