@@ -311,8 +311,21 @@ def _marked(args: Sequence[Any], dynamic: dict[Any, Sequence[int]]) -> list[Any]
         value = args[int(index)]
         if isinstance(value, torch.Tensor):
             for dim in dims:
-                torch._dynamo.mark_dynamic(value, int(dim))
+                torch._dynamo.maybe_mark_dynamic(value, int(dim))
     return args
+
+
+def _requiring_grad(args: list[Any], spec: dict[str, Any]) -> list[Any]:
+    """``args`` (copies) with the inputs ``spec["requires_grad"]`` names made leaves that require grad."""
+    for index in spec.get("requires_grad") or ():
+        value = args[int(index)]
+        if isinstance(value, torch.Tensor) and not value.requires_grad:
+            value.requires_grad_()
+    return args
+
+
+def _detached(values: list[Any]) -> list[Any]:
+    return [v.detach() if isinstance(v, torch.Tensor) else v for v in values]
 
 
 def compile_and_run(module: torch.nn.Module, args: Sequence[Any], spec: dict[str, Any]) -> tuple[str, Any]:
@@ -322,13 +335,16 @@ def compile_and_run(module: torch.nn.Module, args: Sequence[Any], spec: dict[str
     Static shapes: a post-AOT ATen graph goes straight to ``compile_fx_inner`` (as after AOT
     autograd), a torch-level graph to ``compile_fx`` (as a Dynamo backend). Symbolic shapes:
     Dynamo re-traces the graph with the originally symbolic dimensions marked dynamic, so the
-    candidate is compiled with symbolic sizes, not specialised to the example's.
+    candidate is compiled with symbolic sizes, not specialised to the example's. A torch-level
+    graph with inputs that require grad (``spec["requires_grad"]``) is compiled with grad enabled,
+    as a training graph, and its forward run so.
     """
     from torch._inductor.compile_fx import compile_fx, compile_fx_inner
 
     dynamic = spec.get("dynamic") or {}
     dynamic_ints = spec.get("dynamic_ints") or []
-    with caches_off(spec.get("config") or {}):
+    training = bool(spec.get("requires_grad")) and spec["level"] == "torch"
+    with caches_off(spec.get("config") or {}), torch.set_grad_enabled(training or torch.is_grad_enabled()):
         if not dynamic and not dynamic_ints:
             try:
                 if spec["level"] == "aten":
@@ -337,9 +353,15 @@ def compile_and_run(module: torch.nn.Module, args: Sequence[Any], spec: dict[str
                     def compiled(*call_args: Any) -> Any:
                         return compiled_inner(list(call_args))
                 else:
-                    compiled = compile_fx(module, clone_inputs(args))
+                    compiled = compile_fx(module, _requiring_grad(clone_inputs(args), spec))
             except Exception as exc:  # noqa: BLE001 - the candidate's failure is the result
                 return "compile", exc
+            if training:
+                try:
+                    torch.manual_seed(spec.get("seed", 0))
+                    return "ok", _detached(_flat(compiled(*_requiring_grad(clone_inputs(args), spec))))
+                except Exception as exc:  # noqa: BLE001
+                    return "run", exc
         else:
             failures: list[BaseException] = []
 
@@ -355,8 +377,8 @@ def compile_and_run(module: torch.nn.Module, args: Sequence[Any], spec: dict[str
                                      dynamic=True if dynamic_ints else None)
             try:
                 torch.manual_seed(spec.get("seed", 0))
-                with torch.no_grad():
-                    first = _flat(compiled(*_marked(args, dynamic)))
+                with torch.set_grad_enabled(training):
+                    first = _detached(_flat(compiled(*_requiring_grad(_marked(args, dynamic), spec))))
             except Exception as exc:  # noqa: BLE001
                 return ("compile" if failures else "run"), (failures[0] if failures else exc)
             return "ok", first

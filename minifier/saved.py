@@ -58,7 +58,7 @@ def minify_repro(path: "str | Path", *, out: "str | Path | None" = None, pattern
     return minify(repro.make_module(), repro.make_inputs(),
                   check=_check_for(repro.EXPECTED, spec, pattern or getattr(repro, "PATTERN", None)),
                   level=spec["level"], config=config, dynamic=spec.get("dynamic") or {},
-                  dynamic_ints=spec.get("dynamic_ints"), isolate=isolate,
+                  dynamic_ints=spec.get("dynamic_ints"), requires_grad=spec.get("requires_grad") or [], isolate=isolate,
                   timeout=timeout, hint_nodes=hint_nodes, repro_dir=out if out is not None else path.parent,
                   seed=spec.get("seed", 0), echo=echo)
 

@@ -15,7 +15,14 @@ from typing import Any, Callable, Iterable, Optional, Sequence
 import torch
 import torch.fx
 
-from ._seams import decomposes_when_traced, inside_compile, is_aten_op, op_defining_module, propagate_symbolic_sizes
+from ._seams import (
+    decomposes_when_traced,
+    inside_compile,
+    is_aten_op,
+    op_defining_module,
+    propagate_symbolic_sizes,
+    symbolic_hint,
+)
 from .checks import AccuracyFailure, Failure
 from .context import CarriedContext, current_context
 from .graph import Candidate, GraphSlicer, InvalidCandidate, attribute, inline_subgraph_calls, record_values
@@ -134,6 +141,27 @@ def _symbolic(value: Any) -> tuple[list[int], bool]:
     if isinstance(value, torch.Tensor):
         return [d for d, size in enumerate(value.shape) if isinstance(size, torch.SymInt)], False
     return [], False
+
+
+def _requiring_grad(module: torch.fx.GraphModule, requires_grad: Sequence[int]) -> set[str]:
+    """The nodes of ``module`` whose values require grad when it is compiled as a training graph:
+    the inputs ``requires_grad`` names, and each node that depends on one of them, unless its meta
+    value (Dynamo's trace) says it does not (computed under ``no_grad``, or by an op that is not
+    differentiable)."""
+    placeholders = [n for n in module.graph.nodes if n.op == "placeholder"]
+    names = {placeholders[int(i)].name for i in requires_grad if int(i) < len(placeholders)}
+    if not names:
+        return set()
+    for node in module.graph.nodes:
+        if node.op in ("placeholder", "output") or node.name in names:
+            continue
+        value = node.meta.get("val", node.meta.get("example_value"))
+        if isinstance(value, torch.Tensor):
+            if value.requires_grad:
+                names.add(node.name)
+        elif value is None and any(arg.name in names for arg in node.all_input_nodes):
+            names.add(node.name)  # no meta value (a saved repro's graph): by data flow
+    return names
 
 
 def symbolic_inputs(module: torch.fx.GraphModule) -> tuple[dict[int, list[int]], list[int]]:
@@ -381,6 +409,7 @@ class _Run:
     context: Any  # the CarriedContext: fault and Inductor config carried into workers and repros
     setup: WorkerSetup
     symbolic: dict[str, tuple[list[int], bool]]  # node -> (symbolic dims, is a symbolic int)
+    requiring_grad: set[str]  # nodes whose values require grad (a training graph's), for torch-level candidates
     base_spec: dict[str, Any]
     emit: Callable[[str], None]
     live: _Progress
@@ -393,11 +422,17 @@ class _Run:
     assume_failing: bool = False  # the caller saw the whole graph fail as the check says
 
     def spec_for(self, candidate: Candidate, args: Sequence[Any]) -> dict[str, Any]:
-        """The judge's spec for ``candidate``: its dynamic dims and ints, on top of the base spec."""
+        """The judge's spec for ``candidate``: its dynamic dims and ints, and the inputs that require
+        grad (a training graph), on top of the base spec."""
         dims = {i: [d for d in self.symbolic[name][0] if isinstance(args[i], torch.Tensor) and args[i].shape[d] > 1]
                 for i, name in enumerate(candidate.inputs)}
-        return {**self.base_spec, "dynamic": {i: d for i, d in dims.items() if d},
+        spec = {**self.base_spec, "dynamic": {i: d for i, d in dims.items() if d},
                 "dynamic_ints": [i for i, name in enumerate(candidate.inputs) if self.symbolic[name][1]]}
+        if self.requiring_grad and self.level == "torch":
+            spec["requires_grad"] = [i for i, name in enumerate(candidate.inputs) if name in self.requiring_grad
+                                     and isinstance(args[i], torch.Tensor)
+                                     and (args[i].is_floating_point() or args[i].is_complex())]
+        return spec
 
     def judge(self, candidate: Candidate, slot: int = 0) -> Outcome:
         """Compile and run ``candidate`` (in a worker when isolated) and classify what happened."""
@@ -460,6 +495,25 @@ def _validate(module: Any, inputs: Sequence[Any], check: Any, *, level: str, str
     return level
 
 
+def _concrete_inputs(inputs: Sequence[Any]) -> list[Any]:
+    """``inputs`` with each symbolic int, float or bool replaced by the value it was traced with.
+
+    A Dynamo backend compiling under ``dynamic=True`` receives a ``SymInt`` for each size its graph
+    takes as an input; the graph keeps the size symbolic (its placeholders' meta values), the
+    candidates are judged on the concrete value. Raises :class:`MinifierError` for one with no such
+    value (an unbacked size, data-dependent)."""
+    concrete = []
+    for index, value in enumerate(inputs):
+        if isinstance(value, (torch.SymInt, torch.SymFloat, torch.SymBool)):
+            hint = symbolic_hint(value)
+            if hint is None:
+                raise MinifierError(f"minify: input {index} is the symbolic {value} with no concrete value to run "
+                                    "the candidates on (an unbacked, data-dependent size): pass its value instead")
+            value = hint
+        concrete.append(value)
+    return concrete
+
+
 def _modules_defining_ops(module: torch.fx.GraphModule, isolate: bool) -> tuple[str, ...]:
     """Modules that define the custom ops ``module`` calls (``torch.library.custom_op``, a library
     of the user's or of a package such as transformers'): every worker and repro imports them, or
@@ -479,8 +533,8 @@ def _modules_defining_ops(module: torch.fx.GraphModule, isolate: bool) -> tuple[
 
 def _open(module: torch.fx.GraphModule, inputs: Sequence[Any], *, check: Failure, level: str, isolate: bool,
           timeout: Optional[float], config: Optional[dict[str, Any]], dynamic: Optional[dict[int, list[int]]],
-          dynamic_ints: Optional[Sequence[int]], seed: int, progress: Optional[bool],
-          echo: Optional[Callable[[str], None]], started: float, workers: int) -> _Run:
+          dynamic_ints: Optional[Sequence[int]], requires_grad: Optional[Sequence[int]], seed: int,
+          progress: Optional[bool], echo: Optional[Callable[[str], None]], started: float, workers: int) -> _Run:
     """Record the graph's values, slice it, and start a warm worker (while the values are recorded)."""
     log: list[str] = []
     say = echo or (lambda line: print(line, file=sys.stderr))
@@ -516,8 +570,12 @@ def _open(module: torch.fx.GraphModule, inputs: Sequence[Any], *, check: Failure
         symbolic.update({placeholders[int(i)].name: ([], True) for i in dynamic_ints})
     base_spec = {"level": level, "want": check.want, "seed": seed, "tol": getattr(check, "tol", None),
                  "config": {**dict(context.config), **({"fallback_random": True} if check.want == ACCURACY else {})}}
+    requiring_grad = _requiring_grad(module, requires_grad or ()) if level == "torch" else set()
+    if requiring_grad:
+        emit(f"Compiled as a training graph (its forward run): {len(requiring_grad)} values require grad")
     return _Run(module=module, inputs=list(inputs), check=check, level=level, isolate=isolate, slicer=slicer,
-                context=context, setup=setup, symbolic=symbolic, base_spec=base_spec, emit=emit, live=live,
+                context=context, setup=setup, symbolic=symbolic, requiring_grad=requiring_grad,
+                base_spec=base_spec, emit=emit, live=live,
                 log=log, started=started, timeout=timeout, crashes_before=crashes_before,
                 workers=workers if isolate else 1, spawned_because=spawned_because)
 
@@ -709,6 +767,7 @@ def minify(
     config: Optional[dict[str, Any]] = None,
     dynamic: Optional[dict[int, list[int]]] = None,
     dynamic_ints: Optional[Sequence[int]] = None,
+    requires_grad: Optional[Sequence[int]] = None,
     seed: int = 0,
     max_candidates: int = 500,
     workers: Optional[int] = None,
@@ -727,6 +786,12 @@ def minify(
     ``dynamic`` ({input index: [dims]}) overrides the symbolic dimensions read from the graph, and
     ``dynamic_ints`` (input indices) the symbolic ints: for a graph without meta values, such as a
     saved repro's (:func:`symbolic_inputs` reads them off the graph they were saved from).
+    ``requires_grad`` (input indices) are the inputs of a torch-level graph that require grad: its
+    candidates are then compiled as a training graph and their forward run, as ``torch.compile``
+    compiles a graph whose inputs require grad while grad is enabled (AOT autograd's joint graph,
+    partitioned: other decompositions and fusions than an inference graph's, and failures of their
+    own). Default: the ``inputs`` that require grad if grad is enabled at this call (a Dynamo
+    backend's example inputs, in the grad mode it compiles under); pass ``[]`` for an inference graph.
     ``workers`` candidates are judged side by side, each in its own worker process (default:
     :func:`default_workers`, one per core up to four; always one with ``isolate=False``): the
     bisections judge that many cut points per round and delta debugging that many chunks, so
@@ -751,6 +816,10 @@ def minify(
     if isinstance(module, torch.fx.GraphModule):
         module = inline_subgraph_calls(module, inlined)
     level = _validate(module, inputs, check, level=level, strategies=strategies, isolate=isolate)
+    inputs = _concrete_inputs(inputs)
+    if requires_grad is None:  # what torch.compile would compile from these inputs, here and now
+        requires_grad = [i for i, value in enumerate(inputs)
+                         if isinstance(value, torch.Tensor) and value.requires_grad and torch.is_grad_enabled()]
     if workers is None:
         workers = default_workers()
     if not isinstance(workers, int) or workers < 1:
@@ -766,7 +835,8 @@ def minify(
     elif isinstance(module, torch.fx.GraphModule) and updates_in_place(module):
         module, inputs = attributes_as_inputs(module, inputs)  # the eager runs here never change the caller's
     run = _open(module, inputs, check=check, level=level, isolate=isolate, timeout=timeout, config=config,
-                dynamic=dynamic, dynamic_ints=dynamic_ints, seed=seed, progress=progress, echo=echo, started=started,
+                dynamic=dynamic, dynamic_ints=dynamic_ints, requires_grad=requires_grad, seed=seed,
+                progress=progress, echo=echo, started=started,
                 workers=workers)
     run.assume_failing = assume_failing
     if exposed is not None and exposed.updated:

@@ -408,6 +408,61 @@ def test_compile_error_shrinks_to_neg_and_maximum_at_torch_level(out):
     assert "'cpp.simdlen': 1" in result.repro_path.read_text()  # the fault's config is carried
 
 
+# --------------------------------------------------------------------------- training graphs, symbolic inputs
+
+def _fail_on_a_backward_op(graph: torch.fx.Graph) -> None:
+    """An Inductor joint-graph pass that breaks only a training compile: ``cos`` is in the joint
+    graph of ``sin`` (its derivative) when an input requires grad, never in an inference graph."""
+    if any(node.target is torch.ops.aten.cos.default for node in graph.nodes):
+        raise RuntimeError("joint pass refuses the backward of sin")
+
+
+def _scaled_sin_step(x, w):
+    return torch.sin(x * w).relu() + x
+
+
+def _backend_inputs(fn, *args, **compile_kwargs):
+    """The graph and example inputs a Dynamo backend receives (SymInts under dynamic=True), under
+    the grad mode of this call."""
+    seen = []
+
+    def backend(gm, example_inputs):
+        seen.append((gm, list(example_inputs)))
+        return gm.forward
+
+    torch._dynamo.reset()
+    torch.compile(fn, backend=backend, **compile_kwargs)(*args)
+    torch._dynamo.reset()
+    return seen[0]
+
+
+@pytest.mark.parametrize("dynamic", [False, True], ids=["static", "dynamic"])
+def test_a_failure_only_a_training_compile_shows_is_minified_as_a_training_graph(out, dynamic):
+    """A graph whose inputs require grad compiles, under grad mode, as a training graph: other
+    decompositions, a joint graph, the partitioner (a real one: a ConvNeXt stem under
+    dynamic=True fails to lower only so, "cannot determine truth value of Relational"). Candidates
+    were compiled as inference graphs and the minifier answered "does not fail"; and under
+    dynamic=True the backend's example inputs hold SymInts, which could not be sent to a worker."""
+    import torch._inductor.config as inductor_config
+
+    from minifier import NotFailingError
+
+    x, w = torch.randn(6, 8), torch.randn(8, requires_grad=True)
+    gm, inputs = _backend_inputs(_scaled_sin_step, x, w, dynamic=dynamic)
+    assert any(isinstance(value, torch.SymInt) for value in inputs) == dynamic
+    with inductor_config.patch(joint_custom_post_pass=_fail_on_a_backward_op):
+        lines = []
+        result = minify(gm, inputs, check=CompileFailure(pattern="refuses the backward"), isolate=False,
+                        repro_dir=out, echo=lines.append)
+        assert [n for n in OPS(result) if "sin" in n] and "relu" not in " ".join(OPS(result))
+        assert result.original.signature.endswith("joint pass refuses the backward of sin")
+        assert any(line.startswith("Compiled as a training graph") for line in lines), lines
+        assert "'requires_grad': [" in result.repro_path.read_text()
+        with pytest.raises(NotFailingError):  # the same graph compiled for inference passes
+            minify(gm, inputs, check=CompileFailure(), isolate=False, requires_grad=[], repro_dir=out,
+                   echo=lambda line: None)
+
+
 # --------------------------------------------------------------------------- from the backend
 
 def _noted_repro(error):

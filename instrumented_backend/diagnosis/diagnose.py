@@ -453,10 +453,14 @@ def _training_layers(fn: Callable[..., Any], inputs: Sequence[Any], seed: int, t
 
 def _minify(graph: torch.fx.GraphModule, args: Sequence[Any], check: Any, hints: Sequence[str],
             directory: Path, patches: dict[str, Any],
-            instead: Optional[tuple[torch.fx.GraphModule, list[Any], list[str]]] = None) -> tuple[str, str]:
+            instead: Optional[tuple[torch.fx.GraphModule, list[Any], list[str]]] = None, *,
+            train: bool = False) -> tuple[str, str]:
     """(repro path, summary) from the minifier; ("", why) when it could not shrink the graph.
     ``instead`` (graph, arguments, hints): the post-AOT graph to minify when a worker cannot load
-    ``graph`` (a Dynamo graph whose code FX cannot re-trace: a ``torch.func`` transform's)."""
+    ``graph`` (a Dynamo graph whose code FX cannot re-trace: a ``torch.func`` transform's).
+    ``train``: a Dynamo graph's candidates compile as training graphs, its inputs that require
+    grad requiring it (a failure only a training compile shows), else as inference graphs, as
+    the diagnosis compiled them, whatever its parameters say."""
     from minifier import AccuracyFailure, UnbuildableGraph, minify
 
     note = ""
@@ -468,7 +472,8 @@ def _minify(graph: torch.fx.GraphModule, args: Sequence[Any], check: Any, hints:
     try:
         try:
             result = minify(graph, list(args), check=check, hint_nodes=list(hints), repro_dir=str(directory),
-                            config=dict(patches) or None, echo=lambda line: None, assume_failing=vouched)
+                            config=dict(patches) or None, echo=lambda line: None, assume_failing=vouched,
+                            requires_grad=None if train else [])
         except UnbuildableGraph as exc:
             if instead is None:
                 raise
@@ -927,7 +932,7 @@ def _diagnose(fn: Callable[..., Any], *inputs: Any, kwargs: Optional[dict[str, A
         check = {"compile_error": CompileFailure(), "runtime_error": RuntimeFailure()}.get(result.verdict,
                                                                                           AccuracyFailure())
         result.repro_path, result.minifier = _minify(target_graph, args, check, hints, out / "repros", patches,
-                                                     instead)
+                                                     instead, train=train)
         step("minify", began, result.minifier)
     return _finish(result, out, graphs + scope.extra_graphs, started, say)
 
