@@ -500,3 +500,26 @@ def test_a_cond_branchs_culprit_is_diagnosed_and_its_branch_minified(tmp_path):
     assert result.found and result.divergence.culprit.endswith(".tanh")
     assert "-> 1 nodes" in result.minifier and result.repro_path  # the branch's subgraph, alone
     assert "torch.tanh(t)" in (tmp_path / "diagnosis.txt").read_text()  # the culprit's source line
+
+
+def _sin_then_relu(x: torch.Tensor) -> torch.Tensor:
+    return torch.sin(x * 2).relu()
+
+
+def test_a_compile_error_raised_while_lowering_names_the_node_and_the_users_line(monkeypatch, tmp_path):
+    """An error Inductor raises while lowering a node (not a C++ compiler's: a lowering that
+    cannot decide a symbolic comparison, as a ConvNeXt stem's permute under dynamic=True in a
+    training compile) said only the error; the diagnosis now names the node being lowered, its op
+    and the user's line it came from."""
+    from torch._inductor import lowering
+
+    def broken_sin(*args, **kwargs):
+        raise TypeError("cannot determine truth value of Relational: s0 < 8")
+
+    monkeypatch.setitem(lowering.lowerings, torch.ops.aten.sin.default, broken_sin)
+    result = ib.diagnose(_sin_then_relu, torch.randn(4, 8), out_dir=tmp_path, minify=False)
+    assert result.verdict == "compile_error"
+    line = inspect.getsourcelines(_sin_then_relu)[1] + 1
+    assert result.lowering_at.startswith("post-grad node sin (aten.sin.default), from ")
+    assert result.lowering_at.endswith(f"test_diagnosis.py:{line}: return torch.sin(x * 2).relu()")
+    assert f"  while lowering: {result.lowering_at}" in result.render()

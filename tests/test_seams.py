@@ -484,3 +484,13 @@ def test_a_moved_fake_tensor_meta_failure_log_is_reported(monkeypatch):
     monkeypatch.setattr(inspect, "getsource", lambda obj: "")
     with pytest.raises(SeamMoved, match="no longer logs 'failed while attempting to run meta'"):
         fake_tensor_log.check()
+
+
+def test_a_lowering_step_that_no_longer_takes_the_node_as_n_is_reported(monkeypatch):
+    from torch._inductor.graph import GraphLowering
+
+    from instrumented_backend.seams import lowering_node
+
+    monkeypatch.setattr(GraphLowering, "run_node", lambda self, node: None)
+    with pytest.raises(SeamMoved, match=r"takes \['self', 'node'\], not \(self, n\)"):
+        lowering_node.check()

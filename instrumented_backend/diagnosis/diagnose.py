@@ -126,6 +126,8 @@ class Diagnosis:
     # An error Dynamo raised while tracing: its explanation, and the user's line it traced then
     error_detail: str = ""
     error_at: str = ""
+    # A compile error Inductor raised while lowering a node: the node, its op and the user's line
+    lowering_at: str = ""
     # The custom ops the target calls, checked with torch.library.opcheck when a bug was found
     custom_ops: list[CustomOpCheck] = field(default_factory=list)
     effects: str = ""  # the tensors the call updates in place, judged with its outputs (an optimizer step's)
@@ -197,6 +199,8 @@ class Diagnosis:
             out.append(f"  {self.error_detail}")
         if self.error_at:
             out.append(f"  while tracing: {self.error_at}")
+        if self.lowering_at:
+            out.append(f"  while lowering: {self.lowering_at}")
         if self.custom_ops:
             out += ["", "== custom ops it calls, checked with torch.library.opcheck ==",
                     render_custom_op_checks(self.custom_ops)]
@@ -390,6 +394,20 @@ def _traced_error(exc: BaseException) -> tuple[str, str]:
     return explanation[:600], (outside or [at for _, at in frames] or [""])[-1]
 
 
+def _lowering_at(exc: BaseException) -> str:
+    """"post-grad node NAME (OP), from FILE:LINE: CODE" of the node Inductor was lowering when
+    ``exc`` was raised ("" when it was not raised while lowering)."""
+    from ..provenance.node_map import parse_stack_trace
+    from ..seams.lowering_node import node_being_lowered
+
+    node = node_being_lowered(exc)
+    if node is None:
+        return ""
+    source = parse_stack_trace(node.meta.get("stack_trace"))
+    where = f", from {source}: {source.code}" if source is not None else ""
+    return f"post-grad node {node.name} ({node.target}){where}"
+
+
 def _inside_torch_or_here(filename: str) -> bool:
     """Whether ``filename`` is torch's, this package's or the minifier's (not a user's or a model library's)."""
     package = Path(__file__).parents[1]
@@ -505,6 +523,7 @@ class _Judged:
     compile_error: Optional[CompileErrorReport] = None
     error_detail: str = ""
     error_at: str = ""
+    lowering_at: str = ""
 
 
 def _compile_and_judge(fn: Callable[..., Any], inputs: Sequence[Any], *, options: dict[str, Any],
@@ -532,7 +551,7 @@ def _compile_and_judge(fn: Callable[..., Any], inputs: Sequence[Any], *, options
         return run
 
     outputs = gradients = compile_error = None
-    error, verdict, error_detail, error_at = "", "passed", "", ""
+    error, verdict, error_detail, error_at, lowering_at = "", "passed", "", "", ""
     torch.compiler.reset()
     with capture() as session, keep_call_args(), skipped_frames() as skipped:
         compiled_fn = torch.compile(fn, backend=backend, **dynamo_kwargs)
@@ -548,6 +567,7 @@ def _compile_and_judge(fn: Callable[..., Any], inputs: Sequence[Any], *, options
         except Exception as exc:  # noqa: BLE001 - a finding
             error = _error_text(exc)
             error_detail, error_at = _traced_error(exc)
+            lowering_at = _lowering_at(exc)
             compile_error = _compile_error_report(exc)
             verdict = "compile_error" if compile_error is not None or not session.graphs or any(
                 g.failed for g in session) else "runtime_error"
@@ -557,7 +577,7 @@ def _compile_and_judge(fn: Callable[..., Any], inputs: Sequence[Any], *, options
         elif gradients is not None and gradients.passed is False:
             verdict = "wrong_gradient"
     return _Judged(list(session), calls, skipped, verdict, outputs, gradients, error, compile_error, error_detail,
-                   error_at)
+                   error_at, lowering_at)
 
 
 @dataclass
@@ -822,6 +842,7 @@ def _diagnose(fn: Callable[..., Any], *inputs: Any, kwargs: Optional[dict[str, A
     result.outputs, result.gradients, result.verdict = judged.outputs, judged.gradients, judged.verdict
     result.error, result.compile_error = judged.error, judged.compile_error
     result.error_detail, result.error_at = judged.error_detail, judged.error_at
+    result.lowering_at = judged.lowering_at
     result.graphs = [g.label for g in graphs]
     if not graphs and result.verdict == "passed":
         result.nothing_compiled = explain_nothing_compiled(target, judged.skipped)

@@ -143,6 +143,7 @@ SEAMS: dict[str, bool] = {
     "intermediate_hooks": False,
     "kernel_profile": False,
     "lazy_graph": False,
+    "lowering_node": False,  # used by diagnose
     "output_code": False,
 }
 CAPTURE_SEAMS = tuple(name for name, installed in SEAMS.items() if installed)
