@@ -820,6 +820,9 @@ def minify(
     if requires_grad is None:  # what torch.compile would compile from these inputs, here and now
         requires_grad = [i for i, value in enumerate(inputs)
                          if isinstance(value, torch.Tensor) and value.requires_grad and torch.is_grad_enabled()]
+    if any(not isinstance(i, int) or isinstance(i, bool) or not 0 <= i < len(inputs) for i in requires_grad):
+        raise MinifierError(f"minify: requires_grad must name inputs by index, 0 to {len(inputs) - 1}; "
+                            f"got {list(requires_grad)!r}")
     if workers is None:
         workers = default_workers()
     if not isinstance(workers, int) or workers < 1:

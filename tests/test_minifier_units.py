@@ -243,6 +243,8 @@ def test_bad_input_gets_a_clear_error(sliced):
         minifier.minify(gm, inputs, check=CompileFailure(), strategies=["Shrink harder"])
     with pytest.raises(minifier.MinifierError, match="assume_failing must be True or False, got 'yes'"):
         minifier.minify(gm, inputs, check=CompileFailure(), assume_failing="yes")
+    with pytest.raises(minifier.MinifierError, match=r"requires_grad must name inputs by index, 0 to 1; got \[2\]"):
+        minifier.minify(gm, inputs, check=CompileFailure(), requires_grad=[2])
 
 
 def test_a_graph_with_control_flow_subgraphs_is_refused_by_name():
