@@ -315,7 +315,7 @@ def _marked(args: Sequence[Any], dynamic: dict[Any, Sequence[int]]) -> list[Any]
     return args
 
 
-def _requiring_grad(args: list[Any], spec: dict[str, Any]) -> list[Any]:
+def _made_to_require_grad(args: list[Any], spec: dict[str, Any]) -> list[Any]:
     """``args`` (copies) with the inputs ``spec["requires_grad"]`` names made leaves that require grad."""
     for index in spec.get("requires_grad") or ():
         value = args[int(index)]
@@ -353,13 +353,13 @@ def compile_and_run(module: torch.nn.Module, args: Sequence[Any], spec: dict[str
                     def compiled(*call_args: Any) -> Any:
                         return compiled_inner(list(call_args))
                 else:
-                    compiled = compile_fx(module, _requiring_grad(clone_inputs(args), spec))
+                    compiled = compile_fx(module, _made_to_require_grad(clone_inputs(args), spec))
             except Exception as exc:  # noqa: BLE001 - the candidate's failure is the result
                 return "compile", exc
             if training:
                 try:
                     torch.manual_seed(spec.get("seed", 0))
-                    return "ok", _detached(_flat(compiled(*_requiring_grad(clone_inputs(args), spec))))
+                    return "ok", _detached(_flat(compiled(*_made_to_require_grad(clone_inputs(args), spec))))
                 except Exception as exc:  # noqa: BLE001
                     return "run", exc
         else:
@@ -378,7 +378,7 @@ def compile_and_run(module: torch.nn.Module, args: Sequence[Any], spec: dict[str
             try:
                 torch.manual_seed(spec.get("seed", 0))
                 with torch.set_grad_enabled(training):
-                    first = _detached(_flat(compiled(*_requiring_grad(_marked(args, dynamic), spec))))
+                    first = _detached(_flat(compiled(*_made_to_require_grad(_marked(args, dynamic), spec))))
             except Exception as exc:  # noqa: BLE001
                 return ("compile" if failures else "run"), (failures[0] if failures else exc)
             return "ok", first

@@ -170,16 +170,10 @@ def _read_line(path: str, number: int) -> str:
 
 def find_cpp_compile_error(exc: BaseException) -> Optional[Any]:
     """The CppCompileError inside ``exc`` (itself, InductorError.inner_exception, or its causes)."""
+    from ..seams.errors import exception_chain
+
     error_type = _cpp_compile_error_type()
-    seen = set()
-    current: Optional[BaseException] = exc
-    while current is not None and id(current) not in seen:
-        seen.add(id(current))
-        if isinstance(current, error_type):
-            return current
-        inner = getattr(current, "inner_exception", None)
-        current = inner if isinstance(inner, BaseException) else (current.__cause__ or current.__context__)
-    return None
+    return next((error for error in exception_chain(exc) if isinstance(error, error_type)), None)
 
 
 def _definitions(kernel_lines: list[KernelLine], before: int, names: list[str]) -> list[tuple[str, KernelLine]]:

@@ -6,9 +6,11 @@ wrapping a ``CppCompileError``, which the diagnosis explains and re-raises.
 
 from __future__ import annotations
 
+from typing import Iterator
+
 from . import SeamMoved
 
-__all__ = ["inductor_error_type", "cpp_compile_error_type", "check"]
+__all__ = ["inductor_error_type", "cpp_compile_error_type", "exception_chain", "check"]
 
 
 def inductor_error_type() -> type:
@@ -23,6 +25,18 @@ def cpp_compile_error_type() -> type:
     from torch._inductor.exc import CppCompileError
 
     return CppCompileError
+
+
+def exception_chain(exc: BaseException) -> Iterator[BaseException]:
+    """``exc``, then the exception it wraps (``InductorError.inner_exception``), else the one it
+    was raised from or during, and so on, each once."""
+    seen: set[int] = set()
+    current: "BaseException | None" = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        yield current
+        inner = getattr(current, "inner_exception", None)
+        current = inner if isinstance(inner, BaseException) else (current.__cause__ or current.__context__)
 
 
 def check() -> None:

@@ -17,6 +17,7 @@ from typing import Any, Optional
 import torch.fx
 
 from . import SeamMoved
+from .errors import exception_chain
 
 __all__ = ["node_being_lowered", "check"]
 
@@ -31,11 +32,8 @@ def node_being_lowered(exc: BaseException) -> Optional[torch.fx.Node]:
     """The innermost node ``GraphLowering.run_node`` was lowering when ``exc`` (or an exception it
     was raised from or during) was raised; None when it was not raised while lowering."""
     code = _run_node_code()
-    seen: set[int] = set()
-    error: Optional[BaseException] = exc
-    found: Optional[torch.fx.Node] = None
-    while error is not None and id(error) not in seen:
-        seen.add(id(error))
+    for error in exception_chain(exc):
+        found: Optional[torch.fx.Node] = None
         trace = error.__traceback__
         while trace is not None:
             if trace.tb_frame.f_code is code:
@@ -45,7 +43,6 @@ def node_being_lowered(exc: BaseException) -> Optional[torch.fx.Node]:
             trace = trace.tb_next
         if found is not None:
             return found
-        error = error.__cause__ or error.__context__
     return None
 
 
