@@ -27,6 +27,44 @@ from instrumented_backend.fail_soft import reset_warnings  # noqa: E402
 REPO = Path(__file__).resolve().parents[1]
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Every process that runs a test (not an xdist controller) settles the vector-ISA question once."""
+    if hasattr(config, "workerinput") or not getattr(config.option, "numprocesses", None):
+        _answer_the_isa_probe_for_child_processes()
+
+
+def _answer_the_isa_probe_for_child_processes() -> None:
+    """Tell this run's child processes which vector ISAs are usable, when Inductor's probe here found
+    exactly the ones the CPU advertises.
+
+    A fresh process that compiles C++ first probes each ISA the CPU advertises: it builds a test
+    library (cached in the run's folder) and starts a bare Python process to load it, about ten
+    of them, 2.4 s of a 2-core machine's time in every test that starts a Python process that
+    compiles (a script, a repro, the command line). Here the probe runs as Inductor runs it, and
+    only when its answer is every advertised ISA do the children get ``TORCHINDUCTOR_VEC_ISA_OK=1``
+    (Inductor's own switch: take each advertised ISA without probing), which gives them that same
+    list. This process keeps probing (its config was read before the variable is set), and tests
+    of the probe itself take it out of their children's environment (:func:`real_isa_probe_env`).
+    """
+    import platform
+
+    from torch._inductor import cpu_vec_isa
+
+    if platform.machine() not in ("x86_64", "AMD64") or not sys.platform.startswith("linux"):
+        return
+    probed = [str(isa) for isa in cpu_vec_isa.valid_vec_isa_list()]
+    flags = cpu_vec_isa.x86_isa_checker()
+    advertised = [str(isa) for isa in cpu_vec_isa.supported_vec_isa_list
+                  if all(flag in flags for flag in str(isa).split())]
+    if probed and probed == advertised:
+        os.environ["TORCHINDUCTOR_VEC_ISA_OK"] = "1"
+
+
+def real_isa_probe_env() -> dict[str, str]:
+    """This process's environment without the run's ISA answer: a child that probes as a user's would."""
+    return {key: value for key, value in os.environ.items() if key != "TORCHINDUCTOR_VEC_ISA_OK"}
+
+
 def pytest_unconfigure(config: pytest.Config) -> None:
     """The run's Inductor cache folder goes when the run (or this xdist worker) ends."""
     shutil.rmtree(_CACHE_ROOT, ignore_errors=True)

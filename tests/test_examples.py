@@ -16,7 +16,6 @@ RUNS = {  # each example with the arguments its test gives it
     "neg_accuracy": ("neg_accuracy.py", "--no-bisect"),
     "profile_pointwise": ("profile_pointwise.py", "--rows", "2048", "--warmup", "2", "--iters", "5"),
     "mobilebert_train": ("profile_mobilebert.py", "--small", "--train"),
-    "mobilebert": ("profile_mobilebert.py", "--small"),
 }
 
 
@@ -59,14 +58,12 @@ def test_profile_pointwise_example_states_the_lower_bound(example):
 
 
 def test_profile_mobilebert_example_profiles_a_training_step(example):
+    """The README's MobileBERT story as a training step. Its forward is the graph an inference run
+    profiles, so no inference run is made: GEMMs as extern kernels, eager ops beside them."""
     out = example("mobilebert_train")
     header = out.split("\n", 1)[0]
     assert "forward and backward per step" in header and header.endswith("#1 0/0 backward")
     backward = out.split("Backward: ", 1)[1]
     assert " kernels, " in backward and "modeling_mobilebert.py:" in backward.split("\n", 1)[0]
-
-
-def test_profile_mobilebert_example_small(example):
-    out = example("mobilebert")
-    assert "extern_kernels.addmm" in out and "modeling_mobilebert.py:" in out
-    assert "aten::linear" in out and "GEMM-like ops: eager" in out and "Diagnosis:" in out
+    assert "extern_kernels.addmm" in out and "aten::linear" in out
+    assert "GEMM-like ops: eager" in out and "Diagnosis:" in out

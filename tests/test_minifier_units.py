@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import REPO
+from conftest import REPO, real_isa_probe_env
 from torch.fx.experimental.proxy_tensor import make_fx
 
 import minifier
@@ -53,6 +53,21 @@ def test_the_cpu_isa_probe_leaves_inductors_answer_cached():
     assert not thread.is_alive() and valid_vec_isa_list.cache_info().currsize == 1
     fresh = valid_vec_isa_list.__wrapped__()  # what a first compile would have detected
     assert [str(isa) for isa in valid_vec_isa_list()] == [str(isa) for isa in fresh]
+
+
+def test_the_runs_child_processes_pick_the_vector_isa_this_process_probed():
+    """conftest hands this run's children the probe's answer (``TORCHINDUCTOR_VEC_ISA_OK``) only
+    when it is every ISA the CPU advertises: a child then builds for the ISA this process picks."""
+    import subprocess
+    import sys
+
+    from torch._inductor.cpu_vec_isa import pick_vec_isa, valid_vec_isa_list
+
+    code = ("from torch._inductor.cpu_vec_isa import pick_vec_isa, valid_vec_isa_list\n"
+            "print([str(isa) for isa in valid_vec_isa_list()], str(pick_vec_isa()))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=str(REPO))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip() == f"{[str(isa) for isa in valid_vec_isa_list()]} {pick_vec_isa()}"
 
 
 def test_a_slice_freezes_removed_producers_into_inputs_with_their_eager_values(sliced):
@@ -489,7 +504,7 @@ def test_the_isa_probe_threads_start_after_everything_they_import_is_imported():
         "thread.join()\n"
         "print('probed')\n")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
-                          cwd=str(REPO))
+                          cwd=str(REPO), env=real_isa_probe_env())
     assert proc.returncode == 0 and "probed" in proc.stdout, proc.stderr[-2000:]
 
 
