@@ -29,6 +29,7 @@ import traceback
 from typing import Any, Callable, Optional, Sequence
 
 import torch
+from torch.utils._python_dispatch import TorchDispatchMode
 
 PASS = "pass"
 COMPILE_ERROR = "compile_error"
@@ -173,6 +174,61 @@ def run_seeded(fn: Callable[..., Any], args: Sequence[Any], seed: int) -> list[A
         return _flat(fn(*clone_inputs(args)))
 
 
+class RandomDraws(TorchDispatchMode):
+    """The values every random ATen op (tagged ``nondeterministic_seeded``: dropout's ``bernoulli_``,
+    ``rand``, ``randn``, ``randint``, ``randperm``, ...) gives under it, in call order; or, given
+    ``replay``, those values handed to the same ops again.
+
+    The fp64 referee must see the random numbers the judged run saw. Run in float64, the same
+    seed draws other ones (``torch.rand`` reads 64 bits of the generator per float64, 32 per
+    float32): with a drop path (stochastic depth), the referee's error against eager was that of
+    two different masks, and the rule let compiled code be twice as wrong. So a run at the graph's own precision
+    records (``with RandomDraws() as drawn``), and the float64 run replays them (``with
+    RandomDraws(replay=drawn.draws) as replayed``): each random op's outputs, and the tensors it
+    writes, take the recorded values (cast); ``native_dropout`` takes the mask and recomputes its
+    output in float64. ``diverged`` says the float64 run's random ops or their shapes were not the
+    recorded ones: its result is then not the same computation, and no referee.
+    """
+
+    def __init__(self, replay: Optional[list[tuple[str, list[torch.Tensor]]]] = None) -> None:
+        super().__init__()
+        self.recording = replay is None
+        self.draws: list[tuple[str, list[torch.Tensor]]] = [] if replay is None else list(replay)
+        self.position = 0
+        self._diverged = False
+
+    @property
+    def diverged(self) -> bool:
+        return self._diverged or (not self.recording and self.position != len(self.draws))
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: Sequence[Any] = (), kwargs: Any = None) -> Any:
+        kwargs = kwargs or {}
+        result = func(*args, **kwargs)
+        if torch.Tag.nondeterministic_seeded not in func.tags:
+            return result
+        written = [value for argument, value in zip(func._schema.arguments, args)
+                   if argument.alias_info is not None and argument.alias_info.is_write]
+        tensors = list({id(t): t for t in [*_flat(result), *written] if isinstance(t, torch.Tensor)}.values())
+        if self.recording:
+            self.draws.append((func.name(), [t.detach().clone() for t in tensors]))
+            return result
+        if self.position >= len(self.draws):
+            self._diverged = True
+            return result
+        name, values = self.draws[self.position]
+        self.position += 1
+        if name != func.name() or [v.shape for v in values] != [t.shape for t in tensors]:
+            self._diverged = True
+            return result
+        with torch.no_grad():
+            for tensor, value in zip(tensors, values):
+                tensor.copy_(value)
+            if func is torch.ops.aten.native_dropout.default and len(args) > 2 and args[2]:
+                output, mask = tensors[0], tensors[1]
+                output.copy_(args[0] * mask * (1.0 / (1.0 - args[1])) if args[1] < 1 else torch.zeros_like(output))
+        return result
+
+
 # -- the accuracy rule: one per output, used by the minifier and by instrumented_backend's checks --
 
 RMSE_MULTIPLIER = 2.0
@@ -195,7 +251,7 @@ class TensorVerdict:
     """
 
     FIELDS = ("passed", "max_abs_error", "max_rel_error", "rmse_compiled", "rmse_eager", "mismatched",
-              "first_bad_index", "compiled_value", "eager_value", "note")
+              "first_bad_index", "compiled_value", "eager_value", "note", "tolerance", "tolerance_used")
 
     def __init__(self, passed: bool, note: str = "") -> None:
         self.passed = passed
@@ -208,6 +264,9 @@ class TensorVerdict:
         self.compiled_value: Optional[complex] = None  # at first_bad_index (a float unless the tensor is complex)
         self.eager_value: Optional[complex] = None
         self.note = note
+        self.tolerance: Optional[float] = None  # allclose's atol and rtol for a floating tensor
+        # the largest |compiled - eager| / (atol + rtol * |eager|): above 1 allclose fails it
+        self.tolerance_used = 0.0
 
     def as_dict(self) -> dict[str, Any]:
         return {name: getattr(self, name) for name in self.FIELDS}
@@ -251,6 +310,9 @@ def compare_tensor(compiled: torch.Tensor, eager: torch.Tensor, fp64: Optional[t
         verdict.max_abs_error = float(difference[finite].max().item()) if finite.any() else 0.0
         relative = difference / wide_eager.abs().clamp_min(1e-12)
         verdict.max_rel_error = float(relative[finite].max().item()) if finite.any() else 0.0
+        verdict.tolerance = atol
+        used = difference / (atol + rtol * wide_eager.abs())
+        verdict.tolerance_used = float(used[finite].max().item()) if finite.any() else 0.0
         bad = ~torch.isclose(compiled, eager, atol=atol, rtol=rtol, equal_nan=True)
         fp64_ok = isinstance(fp64, torch.Tensor) and fp64.shape == eager.shape
         if bad.any() and fp64_ok:
@@ -396,7 +458,8 @@ def judge(module: torch.nn.Module, args: Sequence[Any], spec: dict[str, Any]) ->
     reference = fp64 = None
     if want == ACCURACY:
         try:
-            reference = run_seeded(module, args, seed)
+            with RandomDraws() as drawn:
+                reference = run_seeded(module, args, seed)
             again = run_seeded(module, args, seed)
         except Exception as exc:  # noqa: BLE001 - a graph eager cannot run is not a candidate
             return _error_outcome(INVALID, exc, time.perf_counter() - start)
@@ -405,7 +468,9 @@ def judge(module: torch.nn.Module, args: Sequence[Any], spec: dict[str, Any]) ->
             return outcome(NONDETERMINISTIC, "eager results differ between two seeded runs",
                            seconds=time.perf_counter() - start)
         try:
-            fp64 = run_seeded(module, [_to_fp64(a) for a in args], seed)
+            with RandomDraws(replay=drawn.draws) as replayed:
+                fp64 = run_seeded(module, [_to_fp64(a) for a in args], seed)
+            fp64 = None if replayed.diverged else fp64
         except Exception:  # noqa: BLE001 - no fp64 referee for this graph
             fp64 = None
     status, value = compile_and_run(module, args, spec)

@@ -330,11 +330,17 @@ def test_the_command_on_a_script_without_a_bug_exits_zero_and_minifies_nothing(t
     script = tmp_path / "fine.py"
     script.write_text("import torch\nstep = torch.compile(lambda x: torch.tanh(x) * 2 + 1)\n"
                       "print(step(torch.randn(16, 16)).shape)\n")
-    proc = _cli(str(script), cwd=tmp_path)
+    proc = _cli("--tol", "1e-3", str(script), cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "no bug found" in proc.stdout and "checked 1 compiled target(s), graphs: #" in proc.stdout
+    # how close it came, at the tolerance asked (or, were compiled and eager equal, that they are)
+    assert re.search(r"^closest to failing: (the output \(float32\), max \|err\| \S+: \S+% of the tolerance "
+                     r"\(atol = rtol = 0\.001\)|none; every output and gradient judged equals eager's exactly)",
+                     proc.stdout, re.MULTILINE), proc.stdout
     assert not (tmp_path / "diagnosis" / "repros").exists()
     assert "[diagnose" not in proc.stderr  # quiet when piped
+    refused = _cli("--tol", "0", str(script), cwd=tmp_path)
+    assert refused.returncode == 2 and "--tol: must be a positive number, got 0" in refused.stderr, refused.stderr
 
 
 _SEGFAULTING_SCRIPT = """\

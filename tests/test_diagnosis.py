@@ -463,6 +463,83 @@ def test_dropout_draws_eagers_numbers_in_every_layer_and_in_the_buffer_replay():
     assert report.key_lines and all(k.source.line == line for k in report.key_lines)
 
 
+def drop_path_then_tanh(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    """Stochastic depth as vision transformers write it: a per-row mask from ``torch.rand`` in x's dtype."""
+    keep = (torch.rand(x.shape[0], 1, dtype=x.dtype) + 0.5).floor()
+    h = (x * keep / 0.5) @ w
+    return torch.tanh(h) + F.dropout(h, p=0.3, training=True)
+
+
+def test_the_fp64_referee_draws_the_random_numbers_eager_drew():
+    """Run in float64, the same seed draws other numbers (``torch.rand`` reads 64 bits of the
+    generator per float64, 32 per float32): a drop path's referee dropped other rows than eager,
+    its error against eager was that of two different masks, and the accuracy rule let compiled
+    code be twice as wrong. The float64 run replays eager's draws: eager's computation, more precise."""
+    from instrumented_backend.diagnosis.accuracy import fp64_reference, run_seeded
+
+    torch.manual_seed(0)
+    x = (torch.randn(64, 32), torch.randn(32, 32))
+    eager = run_seeded(drop_path_then_tanh, x, seed=0)
+    reference = fp64_reference(drop_path_then_tanh, x, seed=0)
+    assert reference is not None and reference.dtype == torch.float64
+    assert (reference - eager.double()).abs().max() < 1e-4  # the same masks: fp32 rounding apart
+    drawn_again = run_seeded(drop_path_then_tanh, [v.double() for v in x], seed=0)  # not replayed
+    assert (drawn_again - eager.double()).abs().max() > 1.0  # other masks
+
+
+def test_random_draws_are_replayed_in_order_and_a_run_that_draws_otherwise_diverges():
+    from minifier.judge import RandomDraws
+
+    x = torch.randn(8, 8)
+    with RandomDraws() as drawn:
+        uniform, normal = torch.rand(3), torch.randn(2, 2)
+        out, mask = torch.ops.aten.native_dropout(x, 0.5, True)
+    with RandomDraws(replay=drawn.draws) as replayed:
+        uniform64, normal64 = torch.rand(3, dtype=torch.float64), torch.randn(2, 2, dtype=torch.float64)
+        out64, mask64 = torch.ops.aten.native_dropout(x.double(), 0.5, True)
+    assert not replayed.diverged
+    assert torch.equal(uniform64, uniform.double()) and torch.equal(normal64, normal.double())
+    # dropout's mask is eager's, its output recomputed from the float64 input
+    assert torch.equal(mask64, mask) and torch.allclose(out64, x.double() * mask * 2.0, rtol=0, atol=1e-15)
+    for other in (lambda: torch.rand(4, dtype=torch.float64),  # another shape
+                  lambda: torch.randn(3, dtype=torch.float64),  # another op
+                  lambda: torch.rand(3, dtype=torch.float64)):  # fewer draws
+        with RandomDraws(replay=drawn.draws) as replayed:
+            other()
+        assert replayed.diverged
+
+
+class _DropPathMLP(torch.nn.Module):
+    """An MLP block behind a drop path (stochastic depth), as a ViT's residual has."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc1, self.fc2 = torch.nn.Linear(32, 64), torch.nn.Linear(64, 32)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        keep = (torch.rand(x.shape[0], 1, dtype=x.dtype) + 0.7).floor() / 0.7
+        return x + keep * self.fc2(F.gelu(self.fc1(x)))
+
+
+def test_a_small_error_behind_a_drop_path_is_judged_at_the_tolerance_asked_and_a_pass_says_how_close(tmp_path):
+    """A training step behind a drop path, erf 0.001% off: within the default float32 tolerance, and
+    a passing diagnosis says how close its nearest gradient came; at tol=1e-7 it is found. Before the
+    referee replayed eager's masks, it passed at any tolerance (its RMSE was that of other masks)."""
+    torch.manual_seed(0)
+    model, x = _DropPathMLP().train(), torch.randn(16, 32)
+    with ib.faults.scaled("erf", 1.00001):
+        passing = ib.diagnose(model, x, train=True, out_dir=tmp_path / "default", minify=False)
+        found = ib.diagnose(model, x, train=True, tol=1e-7, out_dir=tmp_path / "tight", minify=False)
+    assert passing.verdict == "passed", passing.render()
+    closest = passing.closest_to_failing()
+    assert closest.startswith("closest to failing: gradients[")
+    assert "% of the tolerance (atol = rtol = 0.0001)" in closest
+    assert closest in passing.render()
+    assert found.found and found.verdict in ("inaccurate", "wrong_gradient"), found.render()
+    assert found.divergence is not None and found.divergence.culprit == "erf", found.render()
+    assert found.closest_to_failing() == ""
+
+
 class _Branching(torch.nn.Module):
     """A torch.cond between two branches, a layer before it and a residual after it."""
 

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
 import torch
 import torch.utils._pytree as pytree
 
-from minifier.judge import RMSE_MULTIPLIER, clone_tensor, compare_tensor, tolerance_for, widened  # noqa: F401
+from minifier.judge import RandomDraws, compare_tensor, tolerance_for, widened
 
 from ..capture.as_written import judged_as_written, running_eagerly
 from ..capture.object_arguments import OBJECT_DEPTH, PLAIN, copy_object_argument, is_object_argument
@@ -51,6 +51,8 @@ class OutputComparison:
     eager_value: Optional[complex] = None
     mismatched: int = 0
     note: str = ""
+    tolerance: Optional[float] = None  # allclose's atol and rtol (a floating output)
+    tolerance_used: float = 0.0  # the largest |compiled - eager| / (atol + rtol * |eager|): above 1 allclose fails
 
 
 @dataclass
@@ -66,6 +68,10 @@ class AccuracyReport:
     @property
     def failing(self) -> list[OutputComparison]:
         return [o for o in self.outputs if not o.passed]
+
+    def closest(self) -> Optional[OutputComparison]:
+        """The floating output nearest its tolerance (the largest ``tolerance_used``); None without one."""
+        return max((o for o in self.outputs if o.tolerance is not None), key=lambda o: o.tolerance_used, default=None)
 
     def render(self) -> str:
         from tabulate import tabulate
@@ -177,13 +183,19 @@ def run_seeded(fn: Callable[..., Any], inputs: Sequence[Any], seed: int) -> Any:
 
 
 def fp64_reference(fn: Callable[..., Any], inputs: Sequence[Any], seed: int) -> Any:
-    """``fn`` (and its parameters) run in float64 on float64 copies of ``inputs``; None when an op
-    has no float64 kernel (the comparison then goes on without the referee)."""
+    """``fn`` (and its parameters) run in float64 on float64 copies of ``inputs``, with the random
+    numbers a run at their own precision draws (:class:`~minifier.judge.RandomDraws`); None when
+    an op has no float64 kernel or the float64 run draws differently (the comparison then goes on
+    without the referee)."""
     try:
         with running_eagerly():
-            return run_seeded(to_fp64(fn), [to_fp64(v) for v in inputs], seed)
+            with RandomDraws() as drawn:
+                run_seeded(fn, inputs, seed)
+            with RandomDraws(replay=drawn.draws) as replayed:
+                reference = run_seeded(to_fp64(fn), [to_fp64(v) for v in inputs], seed)
     except Exception:  # noqa: BLE001
         return None
+    return None if replayed.diverged else reference
 
 
 def eager_is_nondeterministic(fn: Callable[..., Any], inputs: Sequence[Any], seed: int = 0,

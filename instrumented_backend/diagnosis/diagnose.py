@@ -30,6 +30,8 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, NamedTuple, Optional,
 import torch
 import torch.utils._pytree as pytree
 
+from minifier.judge import RMSE_MULTIPLIER, RandomDraws
+
 from ..capture.as_written import as_written, running_eagerly, settings_as_written
 from ..capture.redirect import autocast_now, target_name
 from ..capture.skipped_frames import NothingCompiled, explain_nothing_compiled
@@ -165,6 +167,27 @@ class Diagnosis:
                 "inaccurate": "the compiled outputs are wrong",
                 "wrong_gradient": "the compiled gradients are wrong"}[self.verdict]
 
+    def closest_to_failing(self) -> str:
+        """For a call judged and passed: its output or gradient nearest its tolerance, in words ("" if none)."""
+        judged = [(title, report.closest()) for title, report in (("outputs", self.outputs),
+                                                                  ("gradients", self.gradients))
+                  if report is not None and report.passed]
+        judged = [(title, output) for title, output in judged if output is not None]
+        if self.verdict != "passed" or not judged:
+            return ""
+        title, output = max(judged, key=lambda item: item[1].tolerance_used)
+        if output.tolerance_used == 0.0:
+            return "closest to failing: none; every output and gradient judged equals eager's exactly"
+        name = ("the output" if output.path == "output" else f"{title}{output.path}"
+                if output.path.startswith(("[", ".")) else f"{title} {output.path}")
+        head = f"closest to failing: {name} ({output.dtype}), max |err| {output.max_abs_error:.2g}"
+        if output.tolerance_used <= 1.0:
+            return (f"{head}: {output.tolerance_used * 100:.2g}% of the tolerance (atol = rtol = "
+                    f"{output.tolerance:g}); a smaller tol judges closer (--tol, or tol= in Python)")
+        return (f"{head}: past allclose at atol = rtol = {output.tolerance:g}, passed because its error against "
+                f"the fp64 reference (RMSE {output.rmse_compiled:.2g}) is within {RMSE_MULTIPLIER:g}x eager's own "
+                f"(RMSE {output.rmse_eager:.2g})")
+
     def render(self, *, divergence: bool = True) -> str:
         """The diagnosis as text, in the order it was found (``divergence=False``: without the
         first diverging buffer's part, which the HTML report shows beside its kernel lines)."""
@@ -188,6 +211,7 @@ class Diagnosis:
         if self.effects:
             out.append(self.effects)
         out += [f"note: {note}" for note in self.fault_notes]
+        out.append(self.closest_to_failing() or None)
         if self.compiled_with:
             settings = ", ".join(f"{k}={v!r}" for k, v in self.compiled_with.items())
             out.append(f"every step compiles as torch.compile(..., {settings}) did")
@@ -347,12 +371,15 @@ def _judge_training(fn: Callable[..., Any], compiled: Callable[..., Any], inputs
                     tol: Optional[float], calls_before: Sequence[Sequence[Any]] = ()) -> tuple[AccuracyReport,
                                                                                           AccuracyReport]:
     # A function's float64 run reads the same globals; a module's is a float64 copy, its own state.
+    # The float64 run draws the random numbers eager drew (dropout's masks): RandomDraws.
     named = None if isinstance(fn, torch.nn.Module) else StepState.of(fn)
     with running_eagerly():
-        eager = _training_step(fn, inputs, seed, named)
+        with RandomDraws() as drawn:
+            eager = _training_step(fn, inputs, seed, named)
         try:
-            reference = _training_step(to_fp64(fn), [to_fp64(v) for v in inputs], seed, named)
-            ref_out, ref_grads = reference.outputs, reference.grads
+            with RandomDraws(replay=drawn.draws) as replayed:
+                reference = _training_step(to_fp64(fn), [to_fp64(v) for v in inputs], seed, named)
+            ref_out, ref_grads = (None, None) if replayed.diverged else (reference.outputs, reference.grads)
         except Exception:  # noqa: BLE001 - an op without float64: judged without the referee
             ref_out, ref_grads = None, None
     for before in calls_before:  # steps the script took first: Dynamo recompiles for these inputs as it did
@@ -951,7 +978,7 @@ def _diagnose(fn: Callable[..., Any], *inputs: Any, kwargs: Optional[dict[str, A
         began = time.perf_counter()
         say(f"minifying from the culprit ({', '.join(hints) or 'no hint'})")
         check = {"compile_error": CompileFailure(), "runtime_error": RuntimeFailure()}.get(result.verdict,
-                                                                                          AccuracyFailure())
+                                                                                          AccuracyFailure(tol=tol))
         result.repro_path, result.minifier = _minify(target_graph, args, check, hints, out / "repros", patches,
                                                      instead, train=train)
         step("minify", began, result.minifier)
@@ -1039,12 +1066,12 @@ def _trains(call: Any, script_finished: bool = False) -> bool:
 
 def diagnose_script(script: "str | Path", argv: Sequence[str] = (), *, out_dir: "str | Path" = "diagnosis",
                     minify: bool = True, progress: Optional[bool] = None,
-                    echo: Optional[Callable[[str], None]] = None) -> list[Diagnosis]:
+                    echo: Optional[Callable[[str], None]] = None, tol: Optional[float] = None) -> list[Diagnosis]:
     """Run ``script`` with every ``torch.compile`` redirected to the instrumented backend, then
     diagnose each function or module it compiled, on the arguments of its first call, until one
-    fails (``train`` when it was called with gradients on and something to differentiate).
-    Returns the diagnoses made, the failing one last. An exception the compile raised inside the
-    script is not re-raised: it is what the diagnosis explains."""
+    fails (``train`` when it was called with gradients on and something to differentiate), at
+    ``tol`` (see :func:`diagnose`). Returns the diagnoses made, the failing one last. An exception
+    the compile raised inside the script is not re-raised: it is what the diagnosis explains."""
     from ..capture.redirect import CompiledCall, LaterCall, record_compiled_calls, run_as_main, state_at_first_call
 
     say = echo or (lambda line: print(line, file=sys.stderr))
@@ -1081,7 +1108,7 @@ def diagnose_script(script: "str | Path", argv: Sequence[str] = (), *, out_dir: 
                         f"script ended, on again for its diagnosis: {'; '.join(restored)}")
                 result = diagnose(call.target, *args, kwargs=kwargs, train=train,
                                   compile_kwargs=call.compile_kwargs, out_dir=target_out, minify=minify,
-                                  progress=progress, name=call.name)
+                                  progress=progress, name=call.name, tol=tol)
             if restored or call.raising_call:
                 result.reapplied, result.replayed_call = restored, call.raising_call
                 write_reports(result, target_out)
@@ -1099,7 +1126,7 @@ def diagnose_script(script: "str | Path", argv: Sequence[str] = (), *, out_dir: 
                 with _as_at_first_call(call) as restored, state_at_first_call(call):
                     result = diagnose(call.target, *later.args, kwargs=later.kwargs, train=train,
                                       compile_kwargs=call.compile_kwargs, out_dir=target_out, minify=minify,
-                                      progress=progress, name=call.name,
+                                      progress=progress, name=call.name, tol=tol,
                                       calls_before=[(c.args, c.kwargs) for c in replayed])
                 result.reapplied, result.replayed_call, result.replayed_recompile = restored, later.number, which
                 result.replayed_before = [c.number for c in replayed]

@@ -132,7 +132,7 @@ def _diagnose_here(args: argparse.Namespace) -> int:
             stack.enter_context(fault)
         try:
             results = diagnose_script(args.script, list(args.script_args), out_dir=args.out,
-                                      minify=not args.no_minify)
+                                      minify=not args.no_minify, tol=args.tol)
         except FileNotFoundError as exc:
             print(f"instrumented_backend diagnose: {exc}", file=sys.stderr)
             return 2
@@ -225,6 +225,17 @@ _RUN_OPTIONS: list[tuple[str, dict[str, Any]]] = [
     ("--dump", dict(metavar="DIR", help="write the captures to DIR when the script ends")),
     ("--html", dict(metavar="FILE", help="write the HTML report of the captures to FILE")),
 ]
+def _tolerance(text: str) -> float:
+    """``--tol``: a positive finite number."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive number, got {text}")
+    return value
+
+
 _DIAGNOSE_OPTIONS: list[tuple[str, dict[str, Any]]] = [
     ("--out", dict(metavar="DIR", default="diagnosis", help="where the reports and the repro go (default diagnosis)")),
     ("--no-minify", dict(action="store_true", default=False, help="skip the minimal repro")),
@@ -232,6 +243,10 @@ _DIAGNOSE_OPTIONS: list[tuple[str, dict[str, Any]]] = [
                      help="inject a codegen bug first (for demos and trying the tool on your model): the "
                           "tutorial's doubling_neg or cast_dropping_neg, or OP*FACTOR, that op's result "
                           "scaled (e.g. 'rsqrt*1.01'); repeat it to inject several")),
+    ("--tol", dict(metavar="TOL", type=_tolerance, default=None,
+                   help="judge every floating result at this absolute and relative tolerance (default: by "
+                        "dtype, 1e-4 for float32, 1e-2 for half precision); a passing diagnosis says how close "
+                        "it came")),
 ]
 _PROFILE_OPTIONS: list[tuple[str, dict[str, Any]]] = [
     ("--warmup", dict(type=int, default=10, help="warm-up calls before timing (default 10)")),
