@@ -182,8 +182,8 @@ class RandomDraws(TorchDispatchMode):
     The fp64 referee must see the random numbers the judged run saw. Run in float64, the same
     seed draws other ones (``torch.rand`` reads 64 bits of the generator per float64, 32 per
     float32): with a drop path (stochastic depth), the referee's error against eager was that of
-    two different masks, and the rule let compiled code be twice as wrong. So a run at the graph's own precision
-    records (``with RandomDraws() as drawn``), and the float64 run replays them (``with
+    two different masks, and the rule let compiled code be twice as wrong. So a run at the
+    graph's own precision records (``with RandomDraws() as drawn``), and the float64 run replays them (``with
     RandomDraws(replay=drawn.draws) as replayed``): each random op's outputs, and the tensors it
     writes, take the recorded values (cast); ``native_dropout`` takes the mask and recomputes its
     output in float64. ``diverged`` says the float64 run's random ops or their shapes were not the

@@ -371,7 +371,7 @@ def _judge_training(fn: Callable[..., Any], compiled: Callable[..., Any], inputs
                     tol: Optional[float], calls_before: Sequence[Sequence[Any]] = ()) -> tuple[AccuracyReport,
                                                                                           AccuracyReport]:
     # A function's float64 run reads the same globals; a module's is a float64 copy, its own state.
-    # The float64 run draws the random numbers eager drew (dropout's masks): RandomDraws.
+    # The float64 run draws the random numbers eager drew (a drop path's masks): RandomDraws.
     named = None if isinstance(fn, torch.nn.Module) else StepState.of(fn)
     with running_eagerly():
         with RandomDraws() as drawn:
