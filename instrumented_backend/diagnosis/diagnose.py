@@ -169,11 +169,11 @@ class Diagnosis:
 
     def closest_to_failing(self) -> str:
         """For a call judged and passed: its output or gradient nearest its tolerance, in words ("" if none)."""
-        judged = [(title, report.closest()) for title, report in (("outputs", self.outputs),
-                                                                  ("gradients", self.gradients))
-                  if report is not None and report.passed]
-        judged = [(title, output) for title, output in judged if output is not None]
-        if self.verdict != "passed" or not judged:
+        if self.verdict != "passed":
+            return ""
+        judged = [(title, output) for title, report in (("outputs", self.outputs), ("gradients", self.gradients))
+                  if report is not None and report.passed and (output := report.closest()) is not None]
+        if not judged:
             return ""
         title, output = max(judged, key=lambda item: item[1].tolerance_used)
         if output.tolerance_used == 0.0:

@@ -225,6 +225,8 @@ _RUN_OPTIONS: list[tuple[str, dict[str, Any]]] = [
     ("--dump", dict(metavar="DIR", help="write the captures to DIR when the script ends")),
     ("--html", dict(metavar="FILE", help="write the HTML report of the captures to FILE")),
 ]
+
+
 def _tolerance(text: str) -> float:
     """``--tol``: a positive finite number."""
     try:
