@@ -463,6 +463,39 @@ def test_dropout_draws_eagers_numbers_in_every_layer_and_in_the_buffer_replay():
     assert report.key_lines and all(k.source.line == line for k in report.key_lines)
 
 
+def gelu_then_dropout(x: torch.Tensor, w: torch.Tensor, w2: torch.Tensor) -> torch.Tensor:
+    h = F.gelu(x @ w)
+    return F.dropout(h, p=0.1, training=True) @ w2
+
+
+def test_a_value_copied_into_a_fallbacks_layout_is_compared_and_its_store_is_its_nodes():
+    """Under ``fallback_random`` dropout is an extern kernel that wants its input in eager's strides:
+    Inductor copies the GELU's value into a buffer of its own (``ExternKernel.copy_input``) and names
+    it after no FX node. That buffer holds the GELU's result: it is named after the GELU's last node,
+    its store line is that node's, and a wrong ``erf`` is found in it, not reported as the dropout's
+    ``getitem`` with no kernel line."""
+    torch.manual_seed(0)
+    x = (torch.randn(16, 32), torch.randn(32, 64), torch.randn(64, 8))
+    with ib.capture() as session, torch.no_grad():
+        torch.compile(gelu_then_dropout, backend="instrumented", options={"fallback_random": True})(*x)
+    graph = session.graphs[0]
+    post_grad = {n.name: n for n in graph.post_grad_graph.graph.nodes}
+    dropout = next(n for n in post_grad.values() if n.target is torch.ops.aten.native_dropout.default)
+    copied = dropout.args[0].name  # the GELU's last node
+    assert copied in graph.buffers.values(), graph.buffers
+    stores = [line for k in graph.kernels for line in k.lines if "ops.store" in line.ir_ops]
+    assert any(line.fx_nodes == [copied] for line in stores), [(line.fx_nodes, line.text) for line in stores]
+    assert not any(dropout.name in line.fx_nodes for line in stores)  # the dropout stores nothing itself
+
+    with ib.faults.scaled("erf", 1.001):
+        report = ib.find_first_divergence(gelu_then_dropout, *x)
+    assert report.found and report.diverging_node == copied, report.render()
+    assert report.kernel is not None and report.culprit == "erf", report.render()
+    line = inspect.getsourcelines(gelu_then_dropout)[1] + 1
+    assert report.key_lines and all(k.source.line == line for k in report.key_lines), report.render()
+    assert any("erf" in k.text for k in report.key_lines), report.render()
+
+
 def drop_path_then_tanh(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
     """Stochastic depth as vision transformers write it: a per-row mask from ``torch.rand`` in x's dtype."""
     keep = (torch.rand(x.shape[0], 1, dtype=x.dtype) + 0.5).floor()

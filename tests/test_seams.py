@@ -55,6 +55,21 @@ def test_a_moved_wrapper_loader_is_reported(monkeypatch):
         wrapper_buffers.check()
 
 
+def test_a_copy_no_longer_made_over_its_inputs_loader_is_reported(monkeypatch):
+    """A copy Inductor makes of a node's value (a fallback's layout) is recognised by its loader."""
+    from torch._inductor import ir
+
+    from instrumented_backend.seams import ir_origins
+
+    def copy_input(x):  # a copy that no longer hands the input's loader on
+        return ir.Pointwise.create(device=x.get_device(), dtype=x.get_dtype(), inner_fn=lambda index: None,
+                                   ranges=x.get_size())
+
+    monkeypatch.setattr(ir.ExternKernel, "copy_input", staticmethod(copy_input))
+    with pytest.raises(SeamMoved, match="copy_input no longer makes a Pointwise"):
+        ir_origins.check()
+
+
 def test_a_changed_aoti_compile_entry_is_reported(monkeypatch):
     """AOTInductor's wrapper buffers are read in AotCodeCompiler.compile(graph, wrapper_code, ...)."""
     from torch._inductor.codecache import AotCodeCompiler

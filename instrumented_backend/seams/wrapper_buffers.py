@@ -19,6 +19,7 @@ from typing import Any
 
 from ..provenance import recorder as provenance
 from . import SeamMoved, install_once
+from .ir_origins import value_node
 
 __all__ = ["install", "check", "buffer_origins", "buffer_nodes"]
 
@@ -27,11 +28,13 @@ def buffer_origins(graph: Any) -> dict[str, list[str]]:
     """``{buffer name: FX node names}`` for every buffer of a GraphLowering, the op it computes first:
     a buffer's origins are that op and the nodes lowered into its inputs (an extern GEMM's layer norm
     and views before it). The buffer's ``origin_node`` leads when Inductor names one, then the rest,
-    latest in the graph first (a while_loop's result names none: the loop leads, then what feeds it)."""
+    latest in the graph first (a while_loop's result names none: the loop leads, then what feeds it).
+    The node whose value the buffer holds (:func:`~.ir_origins.value_node`) counts as its
+    ``origin_node``."""
     order = {node: index for index, node in enumerate(getattr(getattr(graph, "graph", None), "nodes", ()))}
     result: dict[str, list[str]] = {}
     for name, buffer in graph.name_to_buffer.items():
-        own = getattr(buffer, "origin_node", None)  # nodes outside this graph (-1) after the rest
+        own = value_node(buffer)  # nodes outside this graph (-1) after the rest
         ranked = sorted(getattr(buffer, "origins", None) or (),
                         key=lambda node, own=own: (node is not own, -order.get(node, -1), node.name))
         result[name] = [provenance.fx_label(node) for node in ranked]
@@ -39,10 +42,11 @@ def buffer_origins(graph: Any) -> dict[str, list[str]]:
 
 
 def buffer_nodes(graph: Any) -> dict[str, str]:
-    """``{buffer name: the FX node that created it}`` (``origin_node``; fused inputs are origins only)."""
+    """``{buffer name: the FX node whose value it holds}`` (:func:`~.ir_origins.value_node`: the
+    ``origin_node``, or the node a copy copies; fused inputs are origins only)."""
     result: dict[str, str] = {}
     for name, buffer in graph.name_to_buffer.items():
-        node = getattr(buffer, "origin_node", None)
+        node = value_node(buffer)
         if node is not None:
             result[name] = provenance.fx_label(node)
     return result
