@@ -251,7 +251,8 @@ class TensorVerdict:
     """
 
     FIELDS = ("passed", "max_abs_error", "max_rel_error", "rmse_compiled", "rmse_eager", "mismatched",
-              "first_bad_index", "compiled_value", "eager_value", "note", "tolerance", "tolerance_used")
+              "first_bad_index", "compiled_value", "eager_value", "note", "tolerance", "tolerance_used",
+              "largest_value")
 
     def __init__(self, passed: bool, note: str = "") -> None:
         self.passed = passed
@@ -267,6 +268,7 @@ class TensorVerdict:
         self.tolerance: Optional[float] = None  # allclose's atol and rtol for a floating tensor
         # the largest |compiled - eager| / (atol + rtol * |eager|): above 1 allclose fails it
         self.tolerance_used = 0.0
+        self.largest_value: Optional[float] = None  # the largest finite |eager| of a floating tensor
 
     def as_dict(self) -> dict[str, Any]:
         return {name: getattr(self, name) for name in self.FIELDS}
@@ -313,6 +315,9 @@ def compare_tensor(compiled: torch.Tensor, eager: torch.Tensor, fp64: Optional[t
         verdict.tolerance = atol
         used = difference / (atol + rtol * wide_eager.abs())
         verdict.tolerance_used = float(used[finite].max().item()) if finite.any() else 0.0
+        magnitude = wide_eager.abs()
+        magnitude = magnitude[torch.isfinite(magnitude)]
+        verdict.largest_value = float(magnitude.max().item()) if magnitude.numel() else 0.0
         bad = ~torch.isclose(compiled, eager, atol=atol, rtol=rtol, equal_nan=True)
         fp64_ok = isinstance(fp64, torch.Tensor) and fp64.shape == eager.shape
         if bad.any() and fp64_ok:

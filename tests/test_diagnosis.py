@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import re
 import warnings
 
 import pytest
@@ -568,9 +569,35 @@ def test_a_small_error_behind_a_drop_path_is_judged_at_the_tolerance_asked_and_a
     assert closest.startswith("closest to failing: gradients[")
     assert "% of the tolerance (atol = rtol = 0.0001)" in closest
     assert closest in passing.render()
+    assert passing.below_tolerance() == ""  # its outputs and gradients are far above the tolerance
     assert found.found and found.verdict in ("inaccurate", "wrong_gradient"), found.render()
     assert found.divergence is not None and found.divergence.culprit == "erf", found.render()
     assert found.closest_to_failing() == ""
+
+
+def collapsed_gelu(x: torch.Tensor) -> torch.Tensor:
+    """Activations that collapsed, as a deep net's random weights can make them: every value far below
+    float32's absolute tolerance (1e-4)."""
+    return F.gelu(x) * 1e-5
+
+
+def test_outputs_smaller_than_their_tolerance_are_said_to_be_judged_blind(tmp_path):
+    """A 50% wrong erf passes at the default tolerance when every value is below atol; the pass says
+    so and names the output; at a tolerance below the values, the same call is found."""
+    torch.manual_seed(0)
+    x = torch.randn(8, 16)
+    with ib.faults.scaled("erf", 1.5):
+        blind = ib.diagnose(collapsed_gelu, x, out_dir=tmp_path / "default", minify=False)
+        seen = ib.diagnose(collapsed_gelu, x, tol=1e-7, out_dir=tmp_path / "tight", minify=False)
+    assert blind.verdict == "passed", blind.render()
+    line = blind.below_tolerance()
+    assert line.startswith("judged blind: 1 of the 1 outputs and gradients judged are smaller than their absolute "
+                           "tolerance (atol = 0.0001)"), line
+    largest = float(re.search(r"largest \|value\| ([0-9.e-]+)", line).group(1))
+    assert 1e-5 < largest < 1e-4  # the output's own largest magnitude
+    assert line in blind.render()
+    assert seen.found and seen.divergence is not None and seen.divergence.culprit == "erf", seen.render()
+    assert seen.below_tolerance() == ""
 
 
 class _Branching(torch.nn.Module):

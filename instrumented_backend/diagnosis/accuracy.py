@@ -53,6 +53,13 @@ class OutputComparison:
     note: str = ""
     tolerance: Optional[float] = None  # allclose's atol and rtol (a floating output)
     tolerance_used: float = 0.0  # the largest |compiled - eager| / (atol + rtol * |eager|): above 1 allclose fails
+    largest_value: Optional[float] = None  # the largest finite |eager| (a floating output)
+
+    @property
+    def below_tolerance(self) -> bool:
+        """A floating output whose every value is smaller than its absolute tolerance: no error in
+        it of relative size up to 1 can fail it (collapsed activations, all zeros)."""
+        return self.tolerance is not None and self.largest_value is not None and self.largest_value < self.tolerance
 
 
 @dataclass

@@ -38,7 +38,14 @@ from ..capture.skipped_frames import NothingCompiled, explain_nothing_compiled
 from ..records import KernelLine, to_plain
 from ..seams.dynamo_skips import skipped_frames
 from ..seams.fake_tensor_log import meta_failures_unlogged
-from .accuracy import AccuracyReport, clone_inputs, compare_outputs, eager_is_nondeterministic, to_fp64
+from .accuracy import (
+    AccuracyReport,
+    OutputComparison,
+    clone_inputs,
+    compare_outputs,
+    eager_is_nondeterministic,
+    to_fp64,
+)
 from .accuracy import error_line as _error_text
 from .aoti_package import (
     PackageJudgement,
@@ -84,6 +91,13 @@ VERDICTS = ("passed", "nondeterministic", "compile_error", "runtime_error", "ina
             "eager_error")
 _TRAINING_LAYERS = ("eager", "aot_eager", "aot_eager_decomp_partition", "inductor")
 
+
+
+def _output_name(title: str, path: str) -> str:
+    """An output or gradient (``title``) named in a sentence: ``the output``, ``gradients['fc1.weight']``."""
+    if path == "output":
+        return "the output"
+    return f"{title}{path}" if path.startswith(("[", ".")) else f"{title} {path}"
 
 @dataclass
 class DiagnosisStep:
@@ -167,26 +181,45 @@ class Diagnosis:
                 "inaccurate": "the compiled outputs are wrong",
                 "wrong_gradient": "the compiled gradients are wrong"}[self.verdict]
 
+    def _judged_passing(self) -> list[tuple[str, OutputComparison]]:
+        """(``outputs`` or ``gradients``, a floating comparison) of every report of a passed call."""
+        if self.verdict != "passed":
+            return []
+        return [(title, output) for title, report in (("outputs", self.outputs), ("gradients", self.gradients))
+                if report is not None and report.passed for output in report.outputs if output.tolerance is not None]
+
     def closest_to_failing(self) -> str:
         """For a call judged and passed: its output or gradient nearest its tolerance, in words ("" if none)."""
-        if self.verdict != "passed":
-            return ""
-        judged = [(title, output) for title, report in (("outputs", self.outputs), ("gradients", self.gradients))
-                  if report is not None and report.passed and (output := report.closest()) is not None]
+        judged = self._judged_passing()
         if not judged:
             return ""
         title, output = max(judged, key=lambda item: item[1].tolerance_used)
         if output.tolerance_used == 0.0:
             return "closest to failing: none; every output and gradient judged equals eager's exactly"
-        name = ("the output" if output.path == "output" else f"{title}{output.path}"
-                if output.path.startswith(("[", ".")) else f"{title} {output.path}")
-        head = f"closest to failing: {name} ({output.dtype}), max |err| {output.max_abs_error:.2g}"
+        head = (f"closest to failing: {_output_name(title, output.path)} ({output.dtype}), "
+                f"max |err| {output.max_abs_error:.2g}")
         if output.tolerance_used <= 1.0:
             return (f"{head}: {output.tolerance_used * 100:.2g}% of the tolerance (atol = rtol = "
                     f"{output.tolerance:g}); a smaller tol judges closer (--tol, or tol= in Python)")
         return (f"{head}: past allclose at atol = rtol = {output.tolerance:g}, passed because its error against "
                 f"the fp64 reference (RMSE {output.rmse_compiled:.2g}) is within {RMSE_MULTIPLIER:g}x eager's own "
                 f"(RMSE {output.rmse_eager:.2g})")
+
+    def below_tolerance(self) -> str:
+        """For a call judged and passed: the outputs and gradients whose every value is smaller than
+        their absolute tolerance, which no relative error up to 100% can fail, in words ("" if none)."""
+        judged = self._judged_passing()
+        blind = [(title, output) for title, output in judged if output.below_tolerance]
+        if not blind:
+            return ""
+        shown = ", ".join(f"{_output_name(title, o.path)} (largest |value| {o.largest_value:.2g})"
+                          for title, o in blind[:3])
+        more = f" and {len(blind) - 3} more" if len(blind) > 3 else ""
+        tolerances = ", ".join(f"{t:g}" for t in sorted({o.tolerance for _, o in blind}))
+        return (f"judged blind: {len(blind)} of the {len(judged)} outputs and gradients judged are smaller than their "
+                f"absolute tolerance (atol = {tolerances}), so an error in them of up to 100% passes: {shown}{more}. "
+                "Activations that collapse (random weights, a degenerate config) hide bugs; a smaller tol judges "
+                "them (--tol, or tol= in Python)")
 
     def render(self, *, divergence: bool = True) -> str:
         """The diagnosis as text, in the order it was found (``divergence=False``: without the
@@ -212,6 +245,7 @@ class Diagnosis:
             out.append(self.effects)
         out += [f"note: {note}" for note in self.fault_notes]
         out.append(self.closest_to_failing() or None)
+        out.append(self.below_tolerance() or None)
         if self.compiled_with:
             settings = ", ".join(f"{k}={v!r}" for k, v in self.compiled_with.items())
             out.append(f"every step compiles as torch.compile(..., {settings}) did")
