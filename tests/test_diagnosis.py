@@ -575,6 +575,34 @@ def test_a_small_error_behind_a_drop_path_is_judged_at_the_tolerance_asked_and_a
     assert found.closest_to_failing() == ""
 
 
+class _Blocks(torch.nn.Module):
+    """Blocks of torch's own layers, whose ops have no user line of their own (their source is
+    ``GELU.forward``, the same for every GELU of the model): only the module path says which."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.blocks = torch.nn.ModuleList([
+            torch.nn.Sequential(torch.nn.Linear(16, 16), torch.nn.ReLU()),
+            torch.nn.Sequential(torch.nn.Linear(16, 16), torch.nn.GELU()),
+        ])
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for block in self.blocks:
+            x = block(x)
+        return x
+
+
+def test_the_culprit_names_its_module_as_named_modules_does():
+    torch.manual_seed(0)
+    model = _Blocks().eval()
+    with ib.faults.scaled("erf", 1.01):
+        report = ib.find_first_divergence(model, torch.randn(4, 16))
+    assert report.culprit == "erf", report.render()
+    assert "blocks.1.1" in dict(model.named_modules())
+    assert report.culprit_module == "blocks.1.1 (GELU)", report.render()
+    assert "culprit: erf (aten.erf.default) in module blocks.1.1 (GELU)" in report.render()
+
+
 def collapsed_gelu(x: torch.Tensor) -> torch.Tensor:
     """Activations that collapsed, as a deep net's random weights can make them: every value far below
     float32's absolute tolerance (1e-4)."""

@@ -509,3 +509,16 @@ def test_a_lowering_step_that_no_longer_takes_the_node_as_n_is_reported(monkeypa
     monkeypatch.setattr(GraphLowering, "run_node", lambda self, node: None)
     with pytest.raises(SeamMoved, match=r"takes \['self', 'node'\], not \(self, n\)"):
         lowering_node.check()
+
+
+def test_a_module_path_is_named_as_named_modules_names_it():
+    """Dynamo's ``nn_module_stack`` paths start at the compiled frame's local (``self``, ``fn``, an
+    argument) and may index children; the path users know is ``named_modules()``'s."""
+    from instrumented_backend.seams.dynamo_sources import module_name
+
+    assert module_name("L['self'].transformer.h.0.mlp.act") == "transformer.h.0.mlp.act"
+    assert module_name("L['fn'].1") == "1"
+    assert module_name("L['self'].layers[3].act") == "layers.3.act"
+    assert module_name("L['self'].h._modules['0'].mlp") == "h.0.mlp"
+    assert module_name("G['model'].layers[0]") == "model.layers.0"  # a global keeps its own name
+    assert module_name("L['model']") == ""

@@ -36,6 +36,7 @@ from ..capture.as_written import judged_as_written
 from ..graphs import GraphCapture
 from ..provenance.kernels import is_cpp_wrapper
 from ..records import KernelInfo, KernelLine
+from ..seams.dynamo_sources import module_name
 from ..seams.intermediate_hooks import IMPORT_LINE, intermediate_hook
 from .accuracy import clone_inputs, compare_outputs, run_seeded
 
@@ -66,6 +67,7 @@ class DivergenceReport:
     kernel: Optional[str] = None
     culprit: Optional[str] = None  # the FX node whose code is wrong (after narrowing)
     culprit_target: str = ""
+    culprit_module: str = ""  # its nn.Module as named_modules() names it, and its class (``layers.1 (GELU)``)
     probed: list[tuple[str, bool]] = field(default_factory=list)  # (node, diverges) compiled together
     narrowed: list[tuple[str, bool]] = field(default_factory=list)  # (node, diverges alone)
     lines: list[KernelLine] = field(default_factory=list)  # the culprit's lines in the kernel
@@ -109,7 +111,8 @@ class DivergenceReport:
         for node, diverges in self.narrowed:
             out.append(f"  {node} compiled alone: {'DIVERGES' if diverges else 'matches eager'}")
         if self.culprit:
-            out.append(f"  culprit: {self.culprit} ({self.culprit_target})")
+            module = f" in module {self.culprit_module}" if self.culprit_module else ""
+            out.append(f"  culprit: {self.culprit} ({self.culprit_target}){module}")
         shown: dict[str, int] = {}  # a line the kernel repeats (once per tensor of a foreach op) is shown once
         for line in self.key_lines:
             source = (
@@ -388,6 +391,10 @@ def _name_culprit(report: DivergenceReport, graph: GraphCapture, culprit: str, o
     lines in ``report.kernel``."""
     report.culprit = culprit
     report.culprit_target = graph.nodes[culprit].target if culprit in graph.nodes else op
+    provenance = graph.nodes.get(culprit)
+    if provenance is not None and provenance.module:
+        kind = f" ({provenance.module_type})" if provenance.module_type else ""
+        report.culprit_module = module_name(provenance.module) + kind
     if report.kernel is not None:
         report.lines = [line for line in graph.kernel(report.kernel).lines if culprit in line.fx_nodes]
 

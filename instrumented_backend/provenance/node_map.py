@@ -90,12 +90,16 @@ def _code_lines(graph_code: str) -> dict[str, str]:
     return lines
 
 
-def _module_path(node: torch.fx.Node) -> str:
+def _module_path(node: torch.fx.Node) -> tuple[str, str]:
+    """(the innermost ``nn.Module`` ``node`` was traced in, as Dynamo names it (``L['self'].layers.1``);
+    its class's name), or ("", "") outside every submodule."""
     stack = node.meta.get("nn_module_stack") or {}
     if not stack:
-        return ""
-    path, _ = list(stack.values())[-1]
-    return str(path)
+        return "", ""
+    path, module_class = list(stack.values())[-1]
+    # a class, or its qualified name where the graph was serialised (an exported program's)
+    name = module_class.__name__ if isinstance(module_class, type) else str(module_class).rsplit(".", 1)[-1]
+    return str(path), name
 
 
 @functools.lru_cache(maxsize=256)
@@ -278,13 +282,15 @@ def build_node_map(post_grad: Any, post_grad_code: "str | Deferred[str]", dynamo
                                            first_use=users[0] if users else None)
         elif label in found:
             roots, source, attribution = found[label]
+            module, module_type = _module_path(node)
             result[label] = NodeProvenance(
                 name=label,
                 target=_target_name(node),
                 code=code_lines[subgraph].map(lambda lines, name=node.name: lines.get(name, ""), fallback=""),
                 dynamo_nodes=roots,
                 source=source,
-                module=_module_path(node),
+                module=module,
+                module_type=module_type,
                 attribution=attribution,
             )
     return result

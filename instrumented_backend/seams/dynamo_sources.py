@@ -15,7 +15,7 @@ from typing import Any
 
 from . import SeamMoved
 
-__all__ = ["attribute_sources", "carry_sources", "readable_source", "check"]
+__all__ = ["attribute_sources", "carry_sources", "readable_source", "module_name", "check"]
 
 _FRAME_NAME = re.compile(r"\b[LG]\['([A-Za-z_][A-Za-z0-9_]*)'\]")
 _KEY_BY_INDEX = re.compile(r"list\(dict\.keys\(([^()]*)\)\)\[(\d+)\]")  # a dict's n-th key, innermost first
@@ -31,6 +31,18 @@ def readable_source(name: str) -> str:
         if shorter == text:
             return text
         text = shorter
+
+
+_FRAME_LOCAL_ROOT = re.compile(r"^L\['[A-Za-z_][A-Za-z0-9_]*'\]\.?")
+_CHILD_BY_KEY = re.compile(r"\._modules\['([^']+)'\]|\[(\d+)\]")  # ``._modules['0']``, ``[0]``: ``.0``
+
+
+def module_name(path: str) -> str:
+    """A submodule's path in ``nn_module_stack`` (``L['self'].layers.1``, under whichever name the
+    compiled frame had its root module: ``self``, an argument) as ``named_modules()`` names it
+    (``layers.1``); a module reached through a global keeps the global's name (``model.layers.1``)."""
+    name = readable_source(_FRAME_LOCAL_ROOT.sub("", path))
+    return _CHILD_BY_KEY.sub(lambda match: "." + (match.group(1) or match.group(2)), name).lstrip(".")
 
 
 def attribute_sources(graph: Any) -> dict[str, str]:
