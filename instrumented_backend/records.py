@@ -95,7 +95,9 @@ class NodeProvenance:
     code: str = DeferredField("")  # the node's line in post_grad_graph_code, printed on first read
     dynamo_nodes: list[str] = field(default_factory=list)
     source: Optional[SourceLocation] = None
-    module: str = ""  # the innermost nn.Module it was traced in, as Dynamo names it (``L['self'].layers.1``)
+    # the innermost nn.Module it was traced in (a backward node: its forward op's), as Dynamo names
+    # it (``L['self'].layers.1``; ``seams.dynamo_sources.module_name`` gives ``layers.1``)
+    module: str = ""
     module_type: str = ""  # that module's class (``GELU``)
     attribution: str = "none"
     # A graph input's first user's source line: kernel code Inductor writes for the input itself

@@ -304,6 +304,52 @@ def test_an_eager_op_inside_a_torch_nn_layer_meets_its_compiled_kernel_on_one_li
     assert row.compiled_us > 0 and row.eager_us > 0 and "aten::linear" in row.eager_ops
 
 
+class _TwoBlocks(torch.nn.Module):
+    """Two blocks of torch's own layers: every Linear shares one source line (``Linear.forward``),
+    so only the module says which block's time is which."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.blocks = torch.nn.ModuleList([
+            torch.nn.Sequential(torch.nn.Linear(16, 64), torch.nn.GELU()),
+            torch.nn.Sequential(torch.nn.Linear(64, 16), torch.nn.Tanh()),
+        ])
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for block in self.blocks:
+            x = block(x)
+        return x
+
+
+def test_time_by_module_splits_a_shared_line_between_layers_on_both_sides():
+    """A training step of two blocks: compiled kernels (forward and backward) and eager ops
+    (forward, and backward ops through the forward op they differentiate) land on the module
+    that ran them, named as named_modules() names it."""
+    torch.manual_seed(0)
+    model = _TwoBlocks()
+    report = ib.profile(model, torch.randn(128, 16), no_grad=False, backward=True, warmup=1, iters=3, active=2,
+                        bandwidth=False)
+    rows = {row.module: row for row in report.by_module()}
+    first, second = "blocks.0.0 (Linear)", "blocks.1.0 (Linear)"
+    assert {"blocks.0.0", "blocks.1.0", "blocks.0.1", "blocks.1.1"} <= set(dict(model.named_modules()))
+    assert {first, second, "blocks.0.1 (GELU)", "blocks.1.1 (Tanh)"} <= set(rows), sorted(rows)
+    for linear in (first, second):
+        assert rows[linear].compiled_us > 0 and rows[linear].eager_us > 0, rows[linear]
+        assert "aten::linear" in rows[linear].eager_ops, rows[linear]
+        assert any("AddmmBackward0" in op for op in rows[linear].eager_ops), rows[linear]  # by sequence number
+        assert any(k.graph.endswith("backward") and linear in k.module_weights for k in report.kernels)
+    assert sum(row.compiled_us for row in rows.values()) == pytest.approx(report.kernel_us, rel=1e-9)
+    assert sum(row.eager_us for row in rows.values()) == pytest.approx(sum(o.busy_us for o in report.eager_ops),
+                                                                     rel=1e-9)
+    text = str(report)
+    assert "Time by module (as named_modules() names them" in text and first in text
+    assert json.loads(report.to_json())["by_module"][0]["module"] == report.by_module()[0].module
+
+
+def test_a_function_of_no_module_has_no_time_by_module(pointwise):
+    assert pointwise.by_module() == [] and "Time by module" not in str(pointwise)
+
+
 def test_a_target_that_compiles_nothing_is_said_so_not_called_overhead_bound():
     """``model.compile()`` on an ``nn.Sequential`` of torch's modules compiles nothing (Dynamo skips
     every frame under its ``_call_impl``): the "compiled" side ran eagerly, so the overhead-bound

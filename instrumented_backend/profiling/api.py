@@ -18,7 +18,7 @@ from ..seams.kernel_profile import KERNEL_PROFILE_OPTION, call_event_name
 from .backward import BackwardStep
 from .collect import run_profiled
 from .diagnose import diagnose
-from .join import eager_op_sources, join_compiled, join_eager, source_code
+from .join import eager_op_sources, join_compiled, join_eager, module_names, source_code
 from .report import ProfileReport
 from .roofline import apply_roofline, measure_copy_bandwidth
 from .sources import SourceTagging, interpreted_with_node_sources
@@ -236,7 +236,7 @@ def _profile(model: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str,
     graphs = (built[1] if built is not None else []) + list(session)
     kernels, unmatched = join_compiled(compiled_run, graphs)
     known_sources = {str(n.source) for g in graphs for n in g.nodes.values() if n.source is not None}
-    eager_ops = join_eager(eager_run, eager_op_sources(tagged_run), known_sources)
+    eager_ops = join_eager(eager_run, eager_op_sources(tagged_run), known_sources, module_names(graphs))
     bandwidth_gbps = measure_copy_bandwidth(device) if bandwidth else None
     apply_roofline(kernels, bandwidth_gbps)
     sources = {s for k in kernels for s in k.source_lines} | {s for o in eager_ops for s in o.source_lines}

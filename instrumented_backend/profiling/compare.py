@@ -18,13 +18,14 @@ from .records import (
     CategoryComparison,
     Comparison,
     LineComparison,
+    ModuleTiming,
     SourceLineTiming,
 )
 
 if TYPE_CHECKING:
     from .report import ProfileReport
 
-__all__ = ["by_source_line", "compare", "NO_SOURCE"]
+__all__ = ["by_source_line", "by_module", "compare", "NO_SOURCE"]
 
 NO_SOURCE = "(no source line)"
 MEMORY_BOUND = "memory-bound"
@@ -52,6 +53,29 @@ def by_source_line(report: "ProfileReport") -> list[SourceLineTiming]:
                              kernels=kernels.get(s, []), eager_us=eager.get(s, 0.0), eager_ops=ops.get(s, []))
             for s in set(compiled) | set(eager)]
     return sorted(rows, key=lambda r: (-r.compiled_us, -r.eager_us))
+
+
+def by_module(report: "ProfileReport") -> list[ModuleTiming]:
+    """Compiled and eager time per submodule (``layers.1 (GELU)``; "" the root module's own code),
+    largest compiled time first. Empty when no kernel names a submodule (a plain function)."""
+    if not any(label for row in report.kernels for label in row.module_weights):
+        return []
+    compiled: dict[str, float] = defaultdict(float)
+    kernels: dict[str, list[str]] = defaultdict(list)
+    for row in report.kernels:
+        for module, weight in (row.module_weights or {"": 1.0}).items():
+            compiled[module] += row.busy_us * weight
+            if row.kernel not in kernels[module]:
+                kernels[module].append(row.kernel)
+    eager: dict[str, float] = defaultdict(float)
+    ops: dict[str, list[str]] = defaultdict(list)
+    for op in report.eager_ops:
+        eager[op.module] += op.busy_us
+        if op.name not in ops[op.module]:
+            ops[op.module].append(op.name)
+    rows = [ModuleTiming(module=m, compiled_us=compiled.get(m, 0.0), eager_us=eager.get(m, 0.0),
+                         kernels=kernels.get(m, []), eager_ops=ops.get(m, [])) for m in set(compiled) | set(eager)]
+    return sorted(rows, key=lambda r: (-r.compiled_us, -r.eager_us, r.module))
 
 
 def compare(report: "ProfileReport") -> Comparison:

@@ -20,14 +20,15 @@ from collections import defaultdict
 from typing import Iterable, Optional, Sequence
 
 from ..graphs import GraphCapture
+from ..provenance.node_map import module_label, module_labels
 from ..records import KernelInfo
 from ..seams.kernel_profile import CALL_EVENT, cpp_event_name
 from .collect import Event, ProfiledRun
 from .records import FUSED, GEMM, OTHER, KernelTiming, OpTiming
-from .sources import DEFINITION, SOURCE_PREFIX, parse_source_label
+from .sources import DEFINITION, MODULE, SOURCE_PREFIX, label_module, parse_source_label
 
-__all__ = ["event_name", "call_sequence", "join_compiled", "join_eager", "eager_op_sources", "GEMM_OPS",
-           "CALL_EVENT"]
+__all__ = ["event_name", "call_sequence", "join_compiled", "join_eager", "eager_op_sources", "module_names",
+           "GEMM_OPS", "CALL_EVENT"]
 
 GEMM_OPS = frozenset({
     "addmm", "mm", "bmm", "baddbmm", "addbmm", "matmul", "linear", "_mkl_linear", "mkldnn_linear",
@@ -119,26 +120,44 @@ def _align(children: Sequence[str], expected: Sequence[str]) -> list[Optional[in
 
 def _kernel_provenance(
     graph: GraphCapture, kernel: KernelInfo, line: int
-) -> tuple[list[str], list[str], dict[str, float]]:
-    """FX nodes, Dynamo nodes and source-line weights of one kernel call."""
+) -> tuple[list[str], list[str], dict[str, float], dict[str, float]]:
+    """FX nodes, Dynamo nodes, source-line weights and module weights of one kernel call (each
+    line's weight split between the modules of its FX nodes, an extern call's all its op's; ""
+    for the root module's own code)."""
     if kernel.kind == "extern":
         lines = [w for w in graph.wrapper_lines if w.number == line]
     else:
         lines = kernel.tagged_lines
     fx, dynamo = [], []
     weights: dict[str, float] = defaultdict(float)
+    modules: dict[str, float] = defaultdict(float)
     for kernel_line in lines:
         fx.extend(n for n in kernel_line.fx_nodes if n not in fx)
         dynamo.extend(n for n in kernel_line.dynamo_nodes if n not in dynamo)
         if kernel_line.source is not None:
             weights[str(kernel_line.source)] += 1.0
+        # an extern call's line names the op it runs first, then the nodes lowered into its inputs
+        # (a convolution's backward, the batch norm backward before it): its time is the op's
+        computed = kernel_line.fx_nodes[:1] if kernel.kind == "extern" else kernel_line.fx_nodes
+        labels = {_module_of(graph, name) for name in computed}
+        for label in labels:
+            modules[label] += 1.0 / len(labels)
     if not weights:  # no tagged line names a source: fall back on the nodes' sources
         for name in fx:
             node = graph.nodes.get(name)
             if node is not None and node.source is not None:
                 weights[str(node.source)] += 1.0
+    return fx, dynamo, _normalised(weights), _normalised(modules)
+
+
+def _module_of(graph: GraphCapture, node: str) -> str:
+    provenance = graph.nodes.get(node)
+    return module_label(provenance.module, provenance.module_type) if provenance is not None else ""
+
+
+def _normalised(weights: dict[str, float]) -> dict[str, float]:
     total = sum(weights.values())
-    return fx, dynamo, {k: v / total for k, v in weights.items()} if total else {}
+    return {k: v / total for k, v in weights.items()} if total else {}
 
 
 def _compiled_category(kernel: KernelInfo, event: str) -> str:
@@ -203,11 +222,12 @@ def join_compiled(run: ProfiledRun, graphs: Sequence[GraphCapture]) -> tuple[lis
             key = (graph_index, kernel.name, line if kernel.kind == "extern" else 0)
             row = rows.get(key)
             if row is None:
-                fx, dynamo, weights = _kernel_provenance(graph, kernel, line)
+                fx, dynamo, weights, modules = _kernel_provenance(graph, kernel, line)
                 row = rows[key] = KernelTiming(
                     kernel=kernel.name, event=event, kind=kernel.kind, graph=graph.label, calls=0.0, time_us=0.0,
                     category=_compiled_category(kernel, event), fx_nodes=fx, dynamo_nodes=dynamo,
                     source_lines=sorted(weights, key=lambda s: -weights[s]), source_weights=weights,
+                    module_weights=modules,
                     bytes=kernel.traffic.total_bytes if kernel.traffic is not None else None)
                 per_step[key] = _PerStep(steps)
             row.event_ids.append(child.id)
@@ -275,7 +295,7 @@ def eager_op_sources(tagged: ProfiledRun) -> dict[tuple[str, int], list[str]]:
 def _pick_source(stack: Sequence[str], known: set[str]) -> str:
     """The innermost frame of ``stack`` the compiled graphs also name; else the innermost function
     whose first line they name (a module's ``forward``); else the innermost frame."""
-    frames = [frame for frame in stack if not frame.startswith(DEFINITION)]
+    frames = [frame for frame in stack if not frame.startswith((DEFINITION, MODULE))]
     for frame in frames:
         if frame in known:
             return frame
@@ -285,29 +305,46 @@ def _pick_source(stack: Sequence[str], known: set[str]) -> str:
     return frames[0] if frames else ""
 
 
-def join_eager(run: ProfiledRun, stacks: dict[tuple[str, int], list[str]], known_sources: set[str]) -> list[OpTiming]:
-    """One row per (top-level op, source line), per step, largest total first."""
+def join_eager(run: ProfiledRun, stacks: dict[tuple[str, int], list[str]], known_sources: set[str],
+               module_names: Optional[dict[str, str]] = None) -> list[OpTiming]:
+    """One row per (top-level op, source line, module), per step, largest total first.
+    ``module_names``: ``{module key: name}`` (:func:`module_names`) for the modules the compiled
+    graphs ran in; an op in any other module has none."""
     steps = max(1, len(run.step_us))
-    rows: dict[tuple[str, str], OpTiming] = {}
-    per_step: dict[tuple[str, str], _PerStep] = {}
+    names = module_names or {}
+    rows: dict[tuple[str, str, str], OpTiming] = {}
+    per_step: dict[tuple[str, str, str], _PerStep] = {}
     for step in range(len(run.step_us)):
         seen: dict[str, int] = defaultdict(int)
         for event, _ in _top_level_ops(run, step):
             occurrence = seen[event.name]
             seen[event.name] += 1
-            source = _pick_source(stacks.get((event.name, occurrence), []), known_sources)
-            row = rows.get((event.name, source))
+            stack = stacks.get((event.name, occurrence), [])
+            source = _pick_source(stack, known_sources)
+            key = (event.name, source, names.get(label_module(stack), ""))
+            row = rows.get(key)
             if row is None:
-                row = rows[(event.name, source)] = OpTiming(
+                row = rows[key] = OpTiming(
                     name=event.name, calls=0.0, total_us=0.0, self_us=0.0, category=category_of_op(event.name),
-                    source_lines=[source] if source else [])
-                per_step[(event.name, source)] = _PerStep(steps)
-            per_step[(event.name, source)].add(step, event)
+                    source_lines=[source] if source else [], module=key[2])
+                per_step[key] = _PerStep(steps)
+            per_step[key].add(step, event)
     for key, row in rows.items():
         sums = per_step[key]
         row.calls, row.total_us = _median(sums.calls), _median(sums.total)
         row.self_us, row.device_us = _median(sums.own), _median(sums.device)
     return sorted(rows.values(), key=lambda r: -r.busy_us)
+
+
+def module_names(graphs: Sequence[GraphCapture]) -> dict[str, str]:
+    """``{module key: name}`` for every submodule the graphs ran in (see
+    :func:`~instrumented_backend.provenance.node_map.module_labels`): an eager op names its
+    module by that key."""
+    found: dict[str, str] = {}
+    for graph in graphs:
+        for key, label in module_labels(graph.dynamo_graph).items():
+            found.setdefault(key, label)
+    return found
 
 
 def source_code(sources: Iterable[str], graphs: Sequence[GraphCapture]) -> dict[str, str]:

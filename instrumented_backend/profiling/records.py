@@ -11,7 +11,7 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-__all__ = ["TimingStats", "KernelTiming", "OpTiming", "SourceLineTiming", "CategoryComparison",
+__all__ = ["TimingStats", "KernelTiming", "OpTiming", "SourceLineTiming", "ModuleTiming", "CategoryComparison",
            "LineComparison", "Comparison", "Finding", "GEMM", "FUSED", "OTHER"]
 
 GEMM, FUSED, OTHER = "gemm", "fused", "other"
@@ -87,6 +87,8 @@ class KernelTiming:
     dynamo_nodes: list[str] = field(default_factory=list)
     source_lines: list[str] = field(default_factory=list)
     source_weights: dict[str, float] = field(default_factory=dict)
+    # the modules it computes for (``layers.1 (GELU)``; "" the root module's code), its lines split between them
+    module_weights: dict[str, float] = field(default_factory=dict)
     bytes: Optional[int] = None
     achieved_gbps: Optional[float] = None
     bandwidth_share: Optional[float] = None
@@ -124,6 +126,7 @@ class OpTiming:
     share: float = 0.0
     category: str = OTHER
     source_lines: list[str] = field(default_factory=list)
+    module: str = ""  # the innermost submodule it ran in, named as the compiled side names it ("": none known)
 
     @property
     def busy_us(self) -> float:
@@ -139,6 +142,17 @@ class SourceLineTiming:
     compiled_us: float
     kernels: list[str] = field(default_factory=list)
     eager_us: float = 0.0
+    eager_ops: list[str] = field(default_factory=list)
+
+
+@dataclass
+class ModuleTiming:
+    """Compiled and eager time of one submodule (kernels shared by modules are split, as by line)."""
+
+    module: str  # ``layers.1 (GELU)``; "" for the root module's own code
+    compiled_us: float
+    eager_us: float = 0.0
+    kernels: list[str] = field(default_factory=list)
     eager_ops: list[str] = field(default_factory=list)
 
 

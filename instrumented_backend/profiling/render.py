@@ -67,6 +67,16 @@ def render(report: "ProfileReport", *, rows: int = 15) -> str:
     out.append(tabulate(line_rows, headers=["line", "code", "compiled", "eager", "kernels", "eager ops"],
                         disable_numparse=True))
     out.append("")
+    modules = report.by_module()
+    if modules:
+        module_rows = [[m.module or "(root module's own code)", format_us(m.compiled_us), format_us(m.eager_us),
+                        _short(m.kernels, 2), _short(m.eager_ops, 3)] for m in modules[:rows]]
+        out.append("Time by module (as named_modules() names them; kernels split between the modules they fuse):")
+        out.append(tabulate(module_rows, headers=["module", "compiled", "eager", "kernels", "eager ops"],
+                            disable_numparse=True))
+        if len(modules) > rows:
+            out.append(f"  ... {len(modules) - rows} more modules")
+        out.append("")
     comparison = report.compare()
     out.append("Eager vs compiled by category (profiled step):")
     out.append(

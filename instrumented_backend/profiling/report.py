@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
 from ..records import to_plain
-from .compare import by_source_line, compare
-from .records import Comparison, Finding, KernelTiming, OpTiming, SourceLineTiming, TimingStats
+from .compare import by_module, by_source_line, compare
+from .records import Comparison, Finding, KernelTiming, ModuleTiming, OpTiming, SourceLineTiming, TimingStats
 from .render import render
 from .trace import annotated_trace
 
@@ -94,6 +94,11 @@ class ProfileReport:
         """Compiled kernel time grouped by the user's source lines, largest first."""
         return by_source_line(self)
 
+    def by_module(self) -> list[ModuleTiming]:
+        """Compiled kernel time (and eager op time) grouped by submodule, as ``named_modules()``
+        names them, largest first; empty when the kernels name no submodule."""
+        return by_module(self)
+
     def compare(self) -> Comparison:
         """Eager ops beside the compiled kernels that replaced them, and where the speed-up comes from."""
         return compare(self)
@@ -115,6 +120,7 @@ class ProfileReport:
         data["eager"]["median_ms"] = self.eager.median_ms
         data["compiled"]["median_ms"] = self.compiled.median_ms
         data["by_source_line"] = to_plain(self.by_source_line())
+        data["by_module"] = to_plain(self.by_module())
         data["compare"] = to_plain(self.compare())
         return data
 

@@ -7,7 +7,9 @@ for each op, the first frame the compiled graphs also name (Dynamo's stack trace
 and compiled kernels meet on the same line even through ``nn.Module`` and ``torch.nn.functional``.
 A compiled node Dynamo recorded no user frame for (a model made only of ``torch.nn`` layers) is
 attributed to its module's ``forward`` line; each frame's function's first line is in the label
-too, so the eager op meets it there.
+too, so the eager op meets it there. The label also names the innermost ``nn.Module`` running
+(``#<id>``, the key Dynamo's ``nn_module_stack`` gives the same module), so eager ops and compiled
+kernels meet on the module too.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from __future__ import annotations
 import os
 import re
 import sys
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 import torch
 import torch.fx
@@ -24,10 +26,12 @@ from torch.overrides import TorchFunctionMode
 
 from ..seams import graph_structure
 
-__all__ = ["SOURCE_PREFIX", "DEFINITION", "SourceTagging", "parse_source_label", "interpreted_with_node_sources"]
+__all__ = ["SOURCE_PREFIX", "DEFINITION", "MODULE", "SourceTagging", "parse_source_label", "label_module",
+           "interpreted_with_node_sources"]
 
 SOURCE_PREFIX = "ib.source|"
 DEFINITION = "~"  # marks a frame's function's first line in a label
+MODULE = "#"  # marks the innermost nn.Module's key (``str(id(module))``) in a label
 _MAX_FRAMES = 16
 _SKIPPED_FILES = tuple(os.path.join(os.path.dirname(torch.__file__), name) for name in (
     "overrides.py", "_tensor.py", "utils/_python_dispatch.py", "utils/_device.py", "_jit_internal.py",
@@ -65,17 +69,31 @@ def interpreted_with_node_sources(module: torch.fx.GraphModule) -> Callable[...,
     return run
 
 
+def _running_module(frame: Any) -> Optional[torch.nn.Module]:
+    """The ``nn.Module`` a frame runs a method of (its ``self``), or None."""
+    code = frame.f_code
+    if not code.co_argcount or code.co_varnames[0] != "self":
+        return None
+    module = frame.f_locals.get("self")
+    return module if isinstance(module, torch.nn.Module) else None
+
+
 def _stack_label() -> str:
     frames = _interpreted_node_frames()
+    module: Optional[torch.nn.Module] = None
     frame = sys._getframe(2)
-    while frame is not None and len(frames) < 2 * _MAX_FRAMES:
+    while frame is not None and (len(frames) < 2 * _MAX_FRAMES or module is None):
         code = frame.f_code
         filename = code.co_filename
-        if filename != __file__ and not filename.startswith(_SKIPPED_FILES):
+        if module is None:
+            module = _running_module(frame)
+        if filename != __file__ and not filename.startswith(_SKIPPED_FILES) and len(frames) < 2 * _MAX_FRAMES:
             frames.append(f"{filename}:{frame.f_lineno}")
             if code.co_firstlineno != frame.f_lineno:
                 frames.append(f"{DEFINITION}{filename}:{code.co_firstlineno}")
         frame = frame.f_back
+    if module is not None:
+        frames.append(f"{MODULE}{id(module)}")
     return SOURCE_PREFIX + ";".join(frames)
 
 
@@ -84,6 +102,11 @@ def parse_source_label(name: str) -> list[str]:
     each followed by ``~file:line`` naming the first line of the function it is in (where that
     differs), which is the line a compiled node inside ``torch/nn/modules`` is attributed to."""
     return name[len(SOURCE_PREFIX):].split(";") if name.startswith(SOURCE_PREFIX) else []
+
+
+def label_module(stack: list[str]) -> str:
+    """The key of the innermost ``nn.Module`` a parsed label names (``nn_module_stack``'s), or ""."""
+    return next((entry[len(MODULE):] for entry in stack if entry.startswith(MODULE)), "")
 
 
 class SourceTagging(TorchFunctionMode):

@@ -36,10 +36,11 @@ import torch.fx
 
 from ..deferred import Deferred, resolve
 from ..records import NodeProvenance, SourceLocation
+from ..seams.dynamo_sources import module_name
 from .recorder import subgraph_paths
 from .rewrites import ReplacedNode, RewriteLog, chain_root_graphs, chain_roots
 
-__all__ = ["parse_stack_trace", "module_source", "build_node_map", "seq_nr_index"]
+__all__ = ["parse_stack_trace", "module_source", "module_label", "module_labels", "build_node_map", "seq_nr_index"]
 
 _FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<function>[^\n]+)\n(?P<code>[^\n]*)')
 
@@ -90,6 +91,11 @@ def _code_lines(graph_code: str) -> dict[str, str]:
     return lines
 
 
+def _class_name(module_class: Any) -> str:
+    """A class's name, from the class or its qualified name (a serialised graph's, an exported program's)."""
+    return module_class.__name__ if isinstance(module_class, type) else str(module_class).rsplit(".", 1)[-1]
+
+
 def _module_path(node: torch.fx.Node) -> tuple[str, str]:
     """(the innermost ``nn.Module`` ``node`` was traced in, as Dynamo names it (``L['self'].layers.1``);
     its class's name), or ("", "") outside every submodule."""
@@ -97,9 +103,25 @@ def _module_path(node: torch.fx.Node) -> tuple[str, str]:
     if not stack:
         return "", ""
     path, module_class = list(stack.values())[-1]
-    # a class, or its qualified name where the graph was serialised (an exported program's)
-    name = module_class.__name__ if isinstance(module_class, type) else str(module_class).rsplit(".", 1)[-1]
-    return str(path), name
+    return str(path), _class_name(module_class)
+
+
+def module_label(path: str, class_name: str = "") -> str:
+    """A module as people name it: ``named_modules()``'s name, then its class (``layers.1 (GELU)``);
+    "" for the root module (or none)."""
+    name = module_name(path)
+    return f"{name} ({class_name})" if name and class_name else name
+
+
+def module_labels(graph: Optional[torch.fx.GraphModule]) -> dict[str, str]:
+    """``{module key: module_label}`` for every submodule a graph's nodes ran in; the key is
+    ``nn_module_stack``'s, the module's ``id`` as a string (what an eager run can name it by)."""
+    found: dict[str, str] = {}
+    for node in graph.graph.nodes if graph is not None else ():
+        for key, (path, module_class) in (node.meta.get("nn_module_stack") or {}).items():
+            if key not in found:
+                found[key] = module_label(str(path), _class_name(module_class))
+    return {key: label for key, label in found.items() if label}
 
 
 @functools.lru_cache(maxsize=256)
@@ -283,6 +305,8 @@ def build_node_map(post_grad: Any, post_grad_code: "str | Deferred[str]", dynamo
         elif label in found:
             roots, source, attribution = found[label]
             module, module_type = _module_path(node)
+            if not module and roots and roots[0] in dynamo_nodes:  # a backward node: its forward op's module
+                module, module_type = _module_path(dynamo_nodes[roots[0]])
             result[label] = NodeProvenance(
                 name=label,
                 target=_target_name(node),
