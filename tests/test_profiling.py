@@ -512,6 +512,14 @@ def test_rules_flag_cold_start_many_calls_and_cost_in_children():
     assert kinds["compute-bound"].evidence["busy"] == pytest.approx(0.9)
 
 
+def test_the_hotspot_names_the_modules_its_kernel_computes_for_most():
+    kernel = KernelTiming("k0", "graph_0_k0", "cpp", "#0", calls=1, time_us=900.0, fx_nodes=["mul", "erf"],
+                          module_weights={"layers.3.mlp.act (GELU)": 0.7, "layers.3.mlp.fc (Linear)": 0.2, "": 0.1})
+    [hotspot] = [f for f in diagnose(_report(kernels=[kernel])) if f.kind == "hotspot"]
+    assert "in module layers.3.mlp.act (GELU), layers.3.mlp.fc (Linear)." in hotspot.message, hotspot.message
+    assert hotspot.evidence["modules"] == ["layers.3.mlp.act (GELU)", "layers.3.mlp.fc (Linear)"]
+
+
 def test_profiled_steps_far_from_the_timed_calls_are_flagged():
     """Seen on a complex-RoPE attention training step beside a busy machine: eager's profiled step
     took 12.8 ms against a timed median of 0.54 ms (SDPA's threads waiting for a core), so the

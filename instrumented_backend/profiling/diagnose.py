@@ -150,6 +150,9 @@ def _hotspot(report: "ProfileReport") -> list[Finding]:
         return [Finding("no-hotspot", f"No single kernel dominates: the largest, {top.kernel}, takes {share:.0%} "
                         "of kernel time.", {"kernel": top.kernel, "share": share})]
     where = f" from {', '.join(top.source_lines[:3])}" if top.source_lines else ""
+    modules = [m for m in sorted(top.module_weights, key=lambda m: -top.module_weights[m]) if m]
+    if modules:
+        where += f" in module {', '.join(modules[:2])}{' ...' if len(modules) > 2 else ''}"
     nodes = (
         f" It computes {', '.join(top.fx_nodes[:6])}{'...' if len(top.fx_nodes) > 6 else ''}{where}."
         if top.fx_nodes
@@ -157,7 +160,8 @@ def _hotspot(report: "ProfileReport") -> list[Finding]:
     )
     return [Finding("hotspot", f"Hotspot: {top.kernel} ({top.kind}) takes {share:.0%} of kernel time "
                     f"({format_us(top.busy_us)} per step, {top.calls:g} call(s)).{nodes} Start there.",
-                    {"kernel": top.kernel, "share": share, "fx_nodes": top.fx_nodes, "source_lines": top.source_lines})]
+                    {"kernel": top.kernel, "share": share, "fx_nodes": top.fx_nodes, "source_lines": top.source_lines,
+                     "modules": modules})]
 
 
 @rule("many-calls")
