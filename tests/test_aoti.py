@@ -238,6 +238,10 @@ def test_profile_of_an_exported_program_times_its_packages_kernels_by_source_lin
     # eager's ops meet the kernels on the user's line, though eager runs the module's generated code
     [row] = [r for r in report.by_source_line() if r.source.endswith(f"test_aoti.py:{neg_line}")]
     assert row.compiled_us > 0 and row.eager_us > 0 and "aten::neg" in row.eager_ops, row
+    # and on the module: an exported program's modules are no frames either; its nodes name them
+    modules = {m.module: m for m in report.by_module()}
+    for linear in ("fc1 (Linear)", "fc2 (Linear)"):
+        assert modules[linear].compiled_us > 0 and "aten::linear" in modules[linear].eager_ops, modules
     with pytest.raises(ValueError, match="runs inference only"):
         ib.profile(torch.export.export(model, (x,)), x, no_grad=False, backward=True)
 

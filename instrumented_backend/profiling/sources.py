@@ -31,7 +31,7 @@ __all__ = ["SOURCE_PREFIX", "DEFINITION", "MODULE", "SourceTagging", "parse_sour
 
 SOURCE_PREFIX = "ib.source|"
 DEFINITION = "~"  # marks a frame's function's first line in a label
-MODULE = "#"  # marks the innermost nn.Module's key (``str(id(module))``) in a label
+MODULE = "#"  # marks the innermost nn.Module's key in a label (``nn_module_stack``'s: ``str(id(module))``)
 _MAX_FRAMES = 16
 _SKIPPED_FILES = tuple(os.path.join(os.path.dirname(torch.__file__), name) for name in (
     "overrides.py", "_tensor.py", "utils/_python_dispatch.py", "utils/_device.py", "_jit_internal.py",
@@ -49,6 +49,15 @@ def _interpreted_node_frames() -> list[str]:
     meta = fx_traceback.get_current_meta() if fx_traceback.has_preserved_node_meta() else None
     trace = (meta or {}).get("stack_trace") or ""
     return [f"{m['file']}:{m['line']}" for m in _TRACED_FRAME.finditer(trace)][::-1]
+
+
+def _interpreted_node_module() -> str:
+    """The key of the innermost submodule (``nn_module_stack``'s) of the FX node being interpreted
+    under :func:`interpreted_with_node_sources`, or "": an exported program's modules are no
+    frames either, and the compiled side names them by the same keys."""
+    meta = fx_traceback.get_current_meta() if fx_traceback.has_preserved_node_meta() else None
+    stack = (meta or {}).get("nn_module_stack") or {}
+    return str(list(stack)[-1]) if stack else ""
 
 
 def interpreted_with_node_sources(module: torch.fx.GraphModule) -> Callable[..., Any]:
@@ -92,8 +101,9 @@ def _stack_label() -> str:
             if code.co_firstlineno != frame.f_lineno:
                 frames.append(f"{DEFINITION}{filename}:{code.co_firstlineno}")
         frame = frame.f_back
-    if module is not None:
-        frames.append(f"{MODULE}{id(module)}")
+    key = _interpreted_node_module() or (str(id(module)) if module is not None else "")
+    if key:
+        frames.append(f"{MODULE}{key}")
     return SOURCE_PREFIX + ";".join(frames)
 
 
