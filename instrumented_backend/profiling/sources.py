@@ -8,8 +8,9 @@ and compiled kernels meet on the same line even through ``nn.Module`` and ``torc
 A compiled node Dynamo recorded no user frame for (a model made only of ``torch.nn`` layers) is
 attributed to its module's ``forward`` line; each frame's function's first line is in the label
 too, so the eager op meets it there. The label also names the innermost ``nn.Module`` running
-(``#<id>``, the key Dynamo's ``nn_module_stack`` gives the same module), so eager ops and compiled
-kernels meet on the module too.
+(``#<key>``: its ``id``, the key Dynamo's ``nn_module_stack`` gives the same module; in an exported
+program's interpreted run, the key its node's ``nn_module_stack`` gives it), so eager ops and
+compiled kernels meet on the module too.
 """
 
 from __future__ import annotations
