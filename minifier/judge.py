@@ -229,6 +229,17 @@ class RandomDraws(TorchDispatchMode):
         return result
 
 
+def replaying(draws: list[tuple[str, list[torch.Tensor]]], run: Callable[[], Any]) -> Optional[Any]:
+    """``run()`` (a float64 referee's run) with ``draws`` (a :class:`RandomDraws` recording) replayed;
+    None when it raises (an op without float64) or draws otherwise: no referee then."""
+    try:
+        with RandomDraws(replay=draws) as replayed:
+            result = run()
+    except Exception:  # noqa: BLE001 - the judgement goes on without the referee
+        return None
+    return None if replayed.diverged else result
+
+
 # -- the accuracy rule: one per output, used by the minifier and by instrumented_backend's checks --
 
 RMSE_MULTIPLIER = 2.0
@@ -472,12 +483,7 @@ def judge(module: torch.nn.Module, args: Sequence[Any], spec: dict[str, Any]) ->
         if len(again) != len(reference) or not all(_same(a, b, None, tol) for a, b in zip(reference, again)):
             return outcome(NONDETERMINISTIC, "eager results differ between two seeded runs",
                            seconds=time.perf_counter() - start)
-        try:
-            with RandomDraws(replay=drawn.draws) as replayed:
-                fp64 = run_seeded(module, [_to_fp64(a) for a in args], seed)
-            fp64 = None if replayed.diverged else fp64
-        except Exception:  # noqa: BLE001 - no fp64 referee for this graph
-            fp64 = None
+        fp64 = replaying(drawn.draws, lambda: run_seeded(module, [_to_fp64(a) for a in args], seed))
     status, value = compile_and_run(module, args, spec)
     seconds = time.perf_counter() - start
     if status == "compile":

@@ -343,6 +343,7 @@ def test_the_minifier_never_imports_the_backend():
 
 def test_a_moved_judge_seam_is_reported_by_name(monkeypatch):
     import torch._dynamo.utils as dynamo_utils
+    import torch._inductor.compile_fx  # noqa: F401 - imported before `same` goes: it imports what needs it
 
     monkeypatch.delattr(dynamo_utils, "same")
     with pytest.raises(_seams.SeamMoved, match="torch._dynamo.utils.same is gone"):

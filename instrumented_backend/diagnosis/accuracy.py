@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
 import torch
 import torch.utils._pytree as pytree
 
-from minifier.judge import RandomDraws, compare_tensor, tolerance_for, widened
+from minifier.judge import RandomDraws, compare_tensor, replaying, tolerance_for, widened
 
 from ..capture.as_written import judged_as_written, running_eagerly
 from ..capture.object_arguments import OBJECT_DEPTH, PLAIN, copy_object_argument, is_object_argument
@@ -194,15 +194,13 @@ def fp64_reference(fn: Callable[..., Any], inputs: Sequence[Any], seed: int) -> 
     numbers a run at their own precision draws (:class:`~minifier.judge.RandomDraws`); None when
     an op has no float64 kernel or the float64 run draws differently (the comparison then goes on
     without the referee)."""
-    try:
-        with running_eagerly():
+    with running_eagerly():
+        try:
             with RandomDraws() as drawn:
                 run_seeded(fn, inputs, seed)
-            with RandomDraws(replay=drawn.draws) as replayed:
-                reference = run_seeded(to_fp64(fn), [to_fp64(v) for v in inputs], seed)
-    except Exception:  # noqa: BLE001
-        return None
-    return None if replayed.diverged else reference
+        except Exception:  # noqa: BLE001 - judged without the referee
+            return None
+        return replaying(drawn.draws, lambda: run_seeded(to_fp64(fn), [to_fp64(v) for v in inputs], seed))
 
 
 def eager_is_nondeterministic(fn: Callable[..., Any], inputs: Sequence[Any], seed: int = 0,

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, NamedTuple, Optional,
 import torch
 import torch.utils._pytree as pytree
 
-from minifier.judge import RMSE_MULTIPLIER, RandomDraws
+from minifier.judge import RMSE_MULTIPLIER, RandomDraws, replaying
 
 from ..capture.as_written import as_written, running_eagerly, settings_as_written
 from ..capture.redirect import autocast_now, target_name
@@ -410,12 +410,9 @@ def _judge_training(fn: Callable[..., Any], compiled: Callable[..., Any], inputs
     with running_eagerly():
         with RandomDraws() as drawn:
             eager = _training_step(fn, inputs, seed, named)
-        try:
-            with RandomDraws(replay=drawn.draws) as replayed:
-                reference = _training_step(to_fp64(fn), [to_fp64(v) for v in inputs], seed, named)
-            ref_out, ref_grads = (None, None) if replayed.diverged else (reference.outputs, reference.grads)
-        except Exception:  # noqa: BLE001 - an op without float64: judged without the referee
-            ref_out, ref_grads = None, None
+        reference = replaying(drawn.draws, lambda: _training_step(to_fp64(fn), [to_fp64(v) for v in inputs], seed,
+                                                                  named))
+        ref_out, ref_grads = (None, None) if reference is None else (reference.outputs, reference.grads)
     for before in calls_before:  # steps the script took first: Dynamo recompiles for these inputs as it did
         _training_step(compiled, before, seed, named)
     compiled_step = _training_step(compiled, inputs, seed, named)  # an OptimizedModule: the module's
