@@ -218,8 +218,9 @@ class Diagnosis:
         tolerances = ", ".join(f"{t:g}" for t in sorted({o.tolerance for _, o in blind}))
         return (f"judged blind: {len(blind)} of the {len(judged)} outputs and gradients judged are smaller than their "
                 f"absolute tolerance (atol = {tolerances}), so an error in them of up to 100% passes: {shown}{more}. "
-                "Activations that collapse (random weights, a degenerate config) hide bugs; a smaller tol judges "
-                "them (--tol, or tol= in Python)")
+                "Values that small are zero by construction (a bias's gradient before a batch norm) or have "
+                "collapsed (random weights, a degenerate config), and hide bugs; a smaller tol judges them (--tol, "
+                "or tol= in Python)")
 
     def render(self, *, divergence: bool = True) -> str:
         """The diagnosis as text, in the order it was found (``divergence=False``: without the
