@@ -92,12 +92,12 @@ VERDICTS = ("passed", "nondeterministic", "compile_error", "runtime_error", "ina
 _TRAINING_LAYERS = ("eager", "aot_eager", "aot_eager_decomp_partition", "inductor")
 
 
-
 def _output_name(title: str, path: str) -> str:
     """An output or gradient (``title``) named in a sentence: ``the output``, ``gradients['fc1.weight']``."""
     if path == "output":
         return "the output"
     return f"{title}{path}" if path.startswith(("[", ".")) else f"{title} {path}"
+
 
 @dataclass
 class DiagnosisStep:
