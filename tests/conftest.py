@@ -152,3 +152,18 @@ def tutorial_inputs(dtype: torch.dtype = torch.uint8) -> tuple[torch.Tensor, tor
 
 
 warnings.filterwarnings("ignore", category=DeprecationWarning)
+
+
+class Blocks(torch.nn.Module):
+    """Blocks of torch's own layers (``nn.Sequential``s in a ``ModuleList``), run in turn: their ops
+    have no user line of their own (every Linear's source is ``Linear.forward``), so only the module
+    path, ``blocks.<i>.<j>``, says which layer is which."""
+
+    def __init__(self, *blocks: torch.nn.Sequential) -> None:
+        super().__init__()
+        self.blocks = torch.nn.ModuleList(blocks)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for block in self.blocks:
+            x = block(x)
+        return x

@@ -9,7 +9,7 @@ import warnings
 import pytest
 import torch
 import torch.nn.functional as F
-from conftest import foo1, tutorial_inputs
+from conftest import Blocks, foo1, tutorial_inputs
 from torch._inductor.exc import CppCompileError, InductorError
 
 import instrumented_backend as ib
@@ -575,26 +575,11 @@ def test_a_small_error_behind_a_drop_path_is_judged_at_the_tolerance_asked_and_a
     assert found.closest_to_failing() == ""
 
 
-class _Blocks(torch.nn.Module):
-    """Blocks of torch's own layers, whose ops have no user line of their own (their source is
-    ``GELU.forward``, the same for every GELU of the model): only the module path says which."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.blocks = torch.nn.ModuleList([
-            torch.nn.Sequential(torch.nn.Linear(16, 16), torch.nn.ReLU()),
-            torch.nn.Sequential(torch.nn.Linear(16, 16), torch.nn.GELU()),
-        ])
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        for block in self.blocks:
-            x = block(x)
-        return x
-
-
 def test_the_culprit_names_its_module_as_named_modules_does():
+    """Every GELU's source is ``GELU.forward``: only the module path says which is wrong."""
     torch.manual_seed(0)
-    model = _Blocks().eval()
+    model = Blocks(torch.nn.Sequential(torch.nn.Linear(16, 16), torch.nn.ReLU()),
+                   torch.nn.Sequential(torch.nn.Linear(16, 16), torch.nn.GELU())).eval()
     with ib.faults.scaled("erf", 1.01):
         report = ib.find_first_divergence(model, torch.randn(4, 16))
     assert report.culprit == "erf", report.render()

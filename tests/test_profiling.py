@@ -12,6 +12,7 @@ import json
 
 import pytest
 import torch
+from conftest import Blocks
 
 import instrumented_backend as ib
 from instrumented_backend.graphs import GraphCapture
@@ -304,29 +305,13 @@ def test_an_eager_op_inside_a_torch_nn_layer_meets_its_compiled_kernel_on_one_li
     assert row.compiled_us > 0 and row.eager_us > 0 and "aten::linear" in row.eager_ops
 
 
-class _TwoBlocks(torch.nn.Module):
-    """Two blocks of torch's own layers: every Linear shares one source line (``Linear.forward``),
-    so only the module says which block's time is which."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.blocks = torch.nn.ModuleList([
-            torch.nn.Sequential(torch.nn.Linear(16, 64), torch.nn.GELU()),
-            torch.nn.Sequential(torch.nn.Linear(64, 16), torch.nn.Tanh()),
-        ])
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        for block in self.blocks:
-            x = block(x)
-        return x
-
-
 def test_time_by_module_splits_a_shared_line_between_layers_on_both_sides():
     """A training step of two blocks: compiled kernels (forward and backward) and eager ops
     (forward, and backward ops through the forward op they differentiate) land on the module
     that ran them, named as named_modules() names it."""
     torch.manual_seed(0)
-    model = _TwoBlocks()
+    model = Blocks(torch.nn.Sequential(torch.nn.Linear(16, 64), torch.nn.GELU()),
+                   torch.nn.Sequential(torch.nn.Linear(64, 16), torch.nn.Tanh()))
     report = ib.profile(model, torch.randn(128, 16), no_grad=False, backward=True, warmup=1, iters=3, active=2,
                         bandwidth=False)
     rows = {row.module: row for row in report.by_module()}
@@ -671,6 +656,7 @@ def test_profile_cli_profiles_a_training_step_with_its_backward(tmp_path):
 
 _OPTIMIZER_STEP_SCRIPT = """\
 import torch
+from conftest import Blocks
 
 torch.manual_seed(0)
 model = torch.nn.Linear(16, 8)
@@ -703,6 +689,7 @@ def test_a_compiled_optimizer_step_is_profiled_with_the_gradients_of_its_first_c
 
 _STEP_WITH_ITS_OWN_BACKWARD = """\
 import torch
+from conftest import Blocks
 
 torch.manual_seed(0)
 model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.LayerNorm(32), torch.nn.Linear(32, 4))
@@ -755,6 +742,7 @@ def test_backward_on_a_call_that_ran_its_own_says_what_to_do():
 
 _IDENTICAL_BLOCKS = """\
 import torch
+from conftest import Blocks
 
 
 class Block(torch.nn.Module):

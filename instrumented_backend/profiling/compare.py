@@ -11,14 +11,16 @@ checks and the wrapper when compiled), each with its share of the time saved.
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable, NamedTuple
 
 from .records import (
     GEMM,
     CategoryComparison,
     Comparison,
+    KernelTiming,
     LineComparison,
     ModuleTiming,
+    OpTiming,
     SourceLineTiming,
 )
 
@@ -32,26 +34,44 @@ MEMORY_BOUND = "memory-bound"
 OVERHEAD = "overhead"
 
 
+class _Grouped(NamedTuple):
+    """Per key: compiled time (kernels split by their weights), the kernels, eager time, the eager ops."""
+
+    compiled: dict[str, float]
+    kernels: dict[str, list[str]]
+    eager: dict[str, float]
+    ops: dict[str, list[str]]
+
+    def keys(self) -> set[str]:
+        return set(self.compiled) | set(self.eager)
+
+
+def _grouped(report: "ProfileReport", kernel_weights: Callable[[KernelTiming], dict[str, float]],
+             op_key: Callable[[OpTiming], str]) -> _Grouped:
+    """Each kernel's time split between its keys by ``kernel_weights``, each eager op's put under
+    ``op_key``: what the by-line and by-module tables both sum."""
+    grouped = _Grouped(defaultdict(float), defaultdict(list), defaultdict(float), defaultdict(list))
+    for row in report.kernels:
+        for key, weight in kernel_weights(row).items():
+            grouped.compiled[key] += row.busy_us * weight
+            if row.kernel not in grouped.kernels[key]:
+                grouped.kernels[key].append(row.kernel)
+    for op in report.eager_ops:
+        key = op_key(op)
+        grouped.eager[key] += op.busy_us
+        if op.name not in grouped.ops[key]:
+            grouped.ops[key].append(op.name)
+    return grouped
+
+
 def by_source_line(report: "ProfileReport") -> list[SourceLineTiming]:
     """Compiled (and eager) time per user source line, largest compiled time first."""
-    compiled: dict[str, float] = defaultdict(float)
-    kernels: dict[str, list[str]] = defaultdict(list)
-    for row in report.kernels:
-        weights = row.source_weights or {NO_SOURCE: 1.0}
-        for source, weight in weights.items():
-            compiled[source] += row.busy_us * weight
-            if row.kernel not in kernels[source]:
-                kernels[source].append(row.kernel)
-    eager: dict[str, float] = defaultdict(float)
-    ops: dict[str, list[str]] = defaultdict(list)
-    for op in report.eager_ops:
-        source = op.source_lines[0] if op.source_lines else NO_SOURCE
-        eager[source] += op.busy_us
-        if op.name not in ops[source]:
-            ops[source].append(op.name)
-    rows = [SourceLineTiming(source=s, code=report.source_code.get(s, ""), compiled_us=compiled.get(s, 0.0),
-                             kernels=kernels.get(s, []), eager_us=eager.get(s, 0.0), eager_ops=ops.get(s, []))
-            for s in set(compiled) | set(eager)]
+    grouped = _grouped(report, lambda row: row.source_weights or {NO_SOURCE: 1.0},
+                       lambda op: op.source_lines[0] if op.source_lines else NO_SOURCE)
+    rows = [SourceLineTiming(source=s, code=report.source_code.get(s, ""), compiled_us=grouped.compiled.get(s, 0.0),
+                             kernels=grouped.kernels.get(s, []), eager_us=grouped.eager.get(s, 0.0),
+                             eager_ops=grouped.ops.get(s, []))
+            for s in grouped.keys()]
     return sorted(rows, key=lambda r: (-r.compiled_us, -r.eager_us))
 
 
@@ -60,21 +80,10 @@ def by_module(report: "ProfileReport") -> list[ModuleTiming]:
     largest compiled time first. Empty when no kernel names a submodule (a plain function)."""
     if not any(label for row in report.kernels for label in row.module_weights):
         return []
-    compiled: dict[str, float] = defaultdict(float)
-    kernels: dict[str, list[str]] = defaultdict(list)
-    for row in report.kernels:
-        for module, weight in (row.module_weights or {"": 1.0}).items():
-            compiled[module] += row.busy_us * weight
-            if row.kernel not in kernels[module]:
-                kernels[module].append(row.kernel)
-    eager: dict[str, float] = defaultdict(float)
-    ops: dict[str, list[str]] = defaultdict(list)
-    for op in report.eager_ops:
-        eager[op.module] += op.busy_us
-        if op.name not in ops[op.module]:
-            ops[op.module].append(op.name)
-    rows = [ModuleTiming(module=m, compiled_us=compiled.get(m, 0.0), eager_us=eager.get(m, 0.0),
-                         kernels=kernels.get(m, []), eager_ops=ops.get(m, [])) for m in set(compiled) | set(eager)]
+    grouped = _grouped(report, lambda row: row.module_weights or {"": 1.0}, lambda op: op.module)
+    rows = [ModuleTiming(module=m, compiled_us=grouped.compiled.get(m, 0.0), eager_us=grouped.eager.get(m, 0.0),
+                         kernels=grouped.kernels.get(m, []), eager_ops=grouped.ops.get(m, []))
+            for m in grouped.keys()]
     return sorted(rows, key=lambda r: (-r.compiled_us, -r.eager_us, r.module))
 
 
