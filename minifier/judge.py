@@ -321,12 +321,12 @@ def compare_tensor(compiled: torch.Tensor, eager: torch.Tensor, fp64: Optional[t
         difference = (widened(compiled) - wide_eager).abs()
         finite = torch.isfinite(difference)
         verdict.max_abs_error = float(difference[finite].max().item()) if finite.any() else 0.0
-        relative = difference / wide_eager.abs().clamp_min(1e-12)
+        magnitude = wide_eager.abs()
+        relative = difference / magnitude.clamp_min(1e-12)
         verdict.max_rel_error = float(relative[finite].max().item()) if finite.any() else 0.0
         verdict.tolerance = atol
-        used = difference / (atol + rtol * wide_eager.abs())
+        used = difference / (atol + rtol * magnitude)
         verdict.tolerance_used = float(used[finite].max().item()) if finite.any() else 0.0
-        magnitude = wide_eager.abs()
         magnitude = magnitude[torch.isfinite(magnitude)]
         verdict.largest_value = float(magnitude.max().item()) if magnitude.numel() else 0.0
         bad = ~torch.isclose(compiled, eager, atol=atol, rtol=rtol, equal_nan=True)

@@ -76,10 +76,6 @@ class AccuracyReport:
     def failing(self) -> list[OutputComparison]:
         return [o for o in self.outputs if not o.passed]
 
-    def closest(self) -> Optional[OutputComparison]:
-        """The floating output nearest its tolerance (the largest ``tolerance_used``); None without one."""
-        return max((o for o in self.outputs if o.tolerance is not None), key=lambda o: o.tolerance_used, default=None)
-
     def render(self) -> str:
         from tabulate import tabulate
 

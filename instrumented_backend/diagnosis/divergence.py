@@ -35,7 +35,7 @@ from minifier.in_place import out_of_place_target, updates_first_argument
 from ..capture.as_written import judged_as_written
 from ..graphs import GraphCapture
 from ..provenance.kernels import is_cpp_wrapper
-from ..provenance.node_map import module_label
+from ..provenance.node_map import node_module
 from ..records import KernelInfo, KernelLine
 from ..seams.intermediate_hooks import IMPORT_LINE, intermediate_hook
 from .accuracy import clone_inputs, compare_outputs, run_seeded
@@ -391,9 +391,7 @@ def _name_culprit(report: DivergenceReport, graph: GraphCapture, culprit: str, o
     lines in ``report.kernel``."""
     report.culprit = culprit
     report.culprit_target = graph.nodes[culprit].target if culprit in graph.nodes else op
-    provenance = graph.nodes.get(culprit)
-    if provenance is not None:
-        report.culprit_module = module_label(provenance.module, provenance.module_type)
+    report.culprit_module = node_module(graph.nodes.get(culprit))
     if report.kernel is not None:
         report.lines = [line for line in graph.kernel(report.kernel).lines if culprit in line.fx_nodes]
 

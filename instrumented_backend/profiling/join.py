@@ -20,7 +20,7 @@ from collections import defaultdict
 from typing import Iterable, Optional, Sequence
 
 from ..graphs import GraphCapture
-from ..provenance.node_map import module_label, module_labels
+from ..provenance.node_map import module_labels, node_module
 from ..records import KernelInfo
 from ..seams.kernel_profile import CALL_EVENT, cpp_event_name
 from .collect import Event, ProfiledRun
@@ -139,7 +139,7 @@ def _kernel_provenance(
         # an extern call's line names the op it runs first, then the nodes lowered into its inputs
         # (a convolution's backward, the batch norm backward before it): its time is the op's
         computed = kernel_line.fx_nodes[:1] if kernel.kind == "extern" else kernel_line.fx_nodes
-        labels = {_module_of(graph, name) for name in computed}
+        labels = {node_module(graph.nodes.get(name)) for name in computed}
         for label in labels:
             modules[label] += 1.0 / len(labels)
     if not weights:  # no tagged line names a source: fall back on the nodes' sources
@@ -148,11 +148,6 @@ def _kernel_provenance(
             if node is not None and node.source is not None:
                 weights[str(node.source)] += 1.0
     return fx, dynamo, _normalised(weights), _normalised(modules)
-
-
-def _module_of(graph: GraphCapture, node: str) -> str:
-    provenance = graph.nodes.get(node)
-    return module_label(provenance.module, provenance.module_type) if provenance is not None else ""
 
 
 def _normalised(weights: dict[str, float]) -> dict[str, float]:

@@ -40,7 +40,8 @@ from ..seams.dynamo_sources import module_name
 from .recorder import subgraph_paths
 from .rewrites import ReplacedNode, RewriteLog, chain_root_graphs, chain_roots
 
-__all__ = ["parse_stack_trace", "module_source", "module_label", "module_labels", "build_node_map", "seq_nr_index"]
+__all__ = ["parse_stack_trace", "module_source", "module_label", "node_module", "module_labels", "build_node_map",
+           "seq_nr_index"]
 
 _FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<function>[^\n]+)\n(?P<code>[^\n]*)')
 
@@ -111,6 +112,11 @@ def module_label(path: str, class_name: str = "") -> str:
     "" for the root module (or none)."""
     name = module_name(path)
     return f"{name} ({class_name})" if name and class_name else name
+
+
+def node_module(node: Optional[NodeProvenance]) -> str:
+    """The :func:`module_label` of the module a post-grad node ran in ("" for none, or no node)."""
+    return module_label(node.module, node.module_type) if node is not None else ""
 
 
 def module_labels(graph: Optional[torch.fx.GraphModule]) -> dict[str, str]:
