@@ -315,6 +315,15 @@ def check_seams() -> None:
     if not (hasattr(executor, "_work_queue") and hasattr(executor, "_threads")):
         raise SeamMoved("ThreadPoolExecutor has no _work_queue and _threads: whether Inductor's compile "
                         "thread pool is idle cannot be read")
+    try:  # the fp64 referee replays the random draws (judge.RandomDraws)
+        from torch.utils._python_dispatch import TorchDispatchMode  # noqa: F401
+        seeded = torch.Tag.nondeterministic_seeded
+    except (ImportError, AttributeError) as exc:
+        raise SeamMoved(f"torch.utils._python_dispatch.TorchDispatchMode or torch.Tag.nondeterministic_seeded "
+                        f"is gone ({exc}): the float64 referee cannot replay eager's random draws") from exc
+    if any(seeded not in op.tags for op in (torch.ops.aten.native_dropout.default, torch.ops.aten.rand.default)):
+        raise SeamMoved("random ATen ops are no longer tagged nondeterministic_seeded: the float64 referee finds "
+                        "the draws it replays by that tag")
     if "enable_autograd_cache" not in functorch_config.get_config_copy():
         raise SeamMoved("torch._functorch.config.enable_autograd_cache is gone (candidates turn it off)")
     try:

@@ -350,6 +350,16 @@ def test_a_moved_judge_seam_is_reported_by_name(monkeypatch):
         _seams.check_seams()
 
 
+def test_a_moved_dispatch_mode_for_the_random_draws_is_reported_by_name(monkeypatch):
+    """The float64 referee replays eager's random draws through a TorchDispatchMode that finds
+    random ops by their nondeterministic_seeded tag: when either goes, check_seams says so."""
+    import torch.utils._python_dispatch as python_dispatch
+
+    monkeypatch.delattr(python_dispatch, "TorchDispatchMode")
+    with pytest.raises(_seams.SeamMoved, match="cannot replay eager's random draws"):
+        _seams.check_seams()
+
+
 def test_moved_custom_op_registries_are_reported_by_name(monkeypatch):
     """Workers and repros import the modules defining a graph's custom ops, found through
     torch._library's registries: when those move, check_seams says so."""
