@@ -290,7 +290,8 @@ def _scalar(value: torch.Tensor) -> "float | complex":
     return complex(value.item()) if value.is_complex() else float(value.item())
 
 
-def _rmse(reference: torch.Tensor, value: torch.Tensor) -> float:
+def rmse(reference: torch.Tensor, value: torch.Tensor) -> float:
+    """Root mean square of ``value - reference``, in float64 (of the magnitudes, for complex ones)."""
     if not reference.numel():
         return 0.0
     return math.sqrt(torch.mean(torch.square((widened(reference) - widened(value)).abs())).item())
@@ -332,8 +333,8 @@ def compare_tensor(compiled: torch.Tensor, eager: torch.Tensor, fp64: Optional[t
         bad = ~torch.isclose(compiled, eager, atol=atol, rtol=rtol, equal_nan=True)
         fp64_ok = isinstance(fp64, torch.Tensor) and fp64.shape == eager.shape
         if bad.any() and fp64_ok:
-            verdict.rmse_compiled = _rmse(fp64.cpu(), compiled)
-            verdict.rmse_eager = _rmse(fp64.cpu(), eager)
+            verdict.rmse_compiled = rmse(fp64.cpu(), compiled)
+            verdict.rmse_eager = rmse(fp64.cpu(), eager)
             verdict.passed = verdict.rmse_compiled <= RMSE_MULTIPLIER * verdict.rmse_eager + atol / 10.0
         else:
             verdict.passed = not bool(bad.any())

@@ -613,6 +613,38 @@ def test_outputs_smaller_than_their_tolerance_are_said_to_be_judged_blind(tmp_pa
     assert seen.below_tolerance() == ""
 
 
+def softcapped(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    return torch.tanh(x / 50.0) * 50.0 + y  # Gemma-2's attention softcapping
+
+
+def softcapped_kept(x: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    capped = torch.tanh(x / 50.0)
+    return capped, (capped * 50.0).softmax(-1) + y
+
+
+def test_a_wrong_op_on_values_under_the_tolerance_is_found_at_their_own_scale():
+    """Found on an unseen Gemma-2 training step with tanh 1% off: the softcapping's tanh computes
+    values of 1e-5, under the absolute tolerance, so it matched eager in the kernel's probe and
+    alone, and the culprit named was the mask's add after it, with "no node of the kernel diverges
+    alone". Small values are judged at their own scale against float64: a buffer too (the second
+    function returns the tanh, whose buffer is then the first to diverge)."""
+    torch.manual_seed(0)
+    x, y = torch.randn(8, 64) * 0.1, torch.randn(8, 64)
+    with ib.faults.scaled("tanh", 1.01):
+        report = ib.find_first_divergence(softcapped, x, y)
+        kept = ib.find_first_divergence(softcapped_kept, x, y)
+    assert report.culprit_target == "aten.tanh.default", report.render()
+    probed = dict(report.probed)
+    assert probed["tanh"] and not probed["div"], report.render()
+    assert report.narrowed == [("tanh", True)] and not report.note, report.render()
+    assert kept.culprit_target == "aten.tanh.default", kept.render()
+    first = next(c for c in kept.checked if not c.passed)
+    assert first.node == kept.diverging_node and first.small_values is not None and first.small_values < 1e-2
+    assert "wrong at its own scale (every |value| under" in kept.render(), kept.render()
+    clean = ib.find_first_divergence(softcapped_kept, x, y)
+    assert not clean.found and all(c.small_values is None for c in clean.checked), clean.render()
+
+
 class _Branching(torch.nn.Module):
     """A torch.cond between two branches, a layer before it and a residual after it."""
 

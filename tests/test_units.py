@@ -256,6 +256,35 @@ def test_check_accuracy_and_the_minifier_judge_apply_one_rule():
     assert verdicts["fp32 doubled"] == [False, True] and verdicts["int differs"] == [True, False]
 
 
+def test_a_small_tensor_is_judged_at_its_own_scale_against_fp64_and_cancellation_is_not_an_error():
+    """Under 1, the rule's absolute tolerance passes errors of any relative size: the search for the
+    first wrong value judges such a tensor at its own scale. Data that tells the wrong answers apart:
+    a value 1% off (wrong), one that is small by cancellation, compiled as far from fp64 as eager
+    (right), the same 1% off at a scale of 1 and more (the rule's own business, not this), and no
+    reference (never wrong here)."""
+    import torch
+
+    from instrumented_backend.diagnosis.accuracy import compare_outputs, wrong_at_its_own_scale
+
+    g = torch.Generator().manual_seed(0)
+    exact = torch.randn(256, generator=g, dtype=torch.float64) * 1e-5  # a softcapping's tanh values
+    eager = exact.float()
+    off = eager * 1.01
+    assert compare_outputs(off, eager).passed  # what the rule says: blind
+    assert wrong_at_its_own_scale(off, eager, exact)
+    assert not wrong_at_its_own_scale(eager.clone(), eager, exact)
+    # Zero by construction, each run off by its own rounding: compiled no further from fp64 than eager.
+    big = torch.randn(256, generator=g) * 10
+    eager_zero, compiled_zero = (big + 1e-6) - big, (big - big) + 1e-6
+    truth = torch.full((256,), 1e-6, dtype=torch.float64)
+    assert not torch.equal(eager_zero, compiled_zero)
+    assert not wrong_at_its_own_scale(compiled_zero, eager_zero, truth)
+    assert not wrong_at_its_own_scale(off * 1e6, eager * 1e6, exact * 1e6)  # scale >= 1: the rule decides
+    assert not wrong_at_its_own_scale(off, eager, None)
+    assert wrong_at_its_own_scale(off, eager, exact, tol=1e-3)
+    assert not wrong_at_its_own_scale(off, eager, exact, tol=0.1)
+
+
 def test_an_output_object_is_compared_through_its_tensors_never_by_identity():
     """A model's cache object (transformers' DynamicCache keeps its tensors in its layers'
     attributes) is a fresh object on every run: compared through its tensors, or by type."""

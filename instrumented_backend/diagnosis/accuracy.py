@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
 import torch
 import torch.utils._pytree as pytree
 
-from minifier.judge import RandomDraws, compare_tensor, replaying, tolerance_for, widened
+from minifier.judge import RandomDraws, compare_tensor, replaying, rmse, tolerance_for, widened
 
 from ..capture.as_written import judged_as_written, running_eagerly
 from ..capture.object_arguments import OBJECT_DEPTH, PLAIN, copy_object_argument, is_object_argument
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
 __all__ = ["OutputComparison", "AccuracyReport", "AccuracyError", "compare_outputs", "check_accuracy",
            "default_tolerance", "clone_inputs", "to_fp64", "check_graph_call",
-           "run_seeded", "fp64_reference", "eager_is_nondeterministic"]
+           "run_seeded", "fp64_reference", "eager_is_nondeterministic", "wrong_at_its_own_scale"]
 
 default_tolerance = tolerance_for  # the tolerance of one floating dtype, as the rule applies it
 
@@ -132,6 +132,43 @@ def _compare_tensor(path: str, compiled: torch.Tensor, eager: torch.Tensor, fp64
     verdict = compare_tensor(compiled, eager, fp64, tol)
     return OutputComparison(path=path, dtype=str(eager.dtype).replace("torch.", ""), shape=list(eager.shape),
                             **verdict.as_dict())
+
+
+# How much further from the fp64 reference than eager a small tensor must be to count as wrong at its
+# own scale: well past what reordered float arithmetic gives (compiled within a few times eager's error).
+SCALED_RMSE_MULTIPLIER = 10.0
+
+
+def wrong_at_its_own_scale(compiled: torch.Tensor, eager: torch.Tensor, fp64: Optional[torch.Tensor],
+                           tol: Optional[float] = None) -> bool:
+    """Whether a floating tensor the accuracy rule passes only because its values are small is wrong
+    at their scale.
+
+    The rule's absolute tolerance (1e-4 for float32) dominates for values under 1, and values under
+    it pass any error up to 100%: a Gemma-2 attention's softcapping computes ``tanh(logits / 50)``,
+    values of 1e-5, so a tanh 1% off matched eager there and diverged only after the ``* 50``.
+    Judged with the absolute tolerance scaled by the tensor's largest ``|eager|`` (the relative one
+    unchanged), such a tensor is wrong when it fails that and is more than
+    ``SCALED_RMSE_MULTIPLIER`` times as far from the fp64 reference as eager (plus a tenth of the
+    scaled tolerance): a value that is small by cancellation (a sum of terms that nearly cancel,
+    zero by construction) is as far from fp64 in eager as compiled, and stays right. Without a
+    reference, or at a scale of 1 and above, where the rule is relative already, it is never wrong
+    here. For the search for the first wrong value (:mod:`.divergence`), not for a verdict on outputs.
+    """
+    if (not isinstance(fp64, torch.Tensor) or fp64.shape != eager.shape or compiled.shape != eager.shape
+            or compiled.dtype != eager.dtype or not (eager.is_floating_point() or eager.is_complex())):
+        return False
+    compiled, eager, fp64 = compiled.detach().cpu(), eager.detach().cpu(), fp64.detach().cpu()
+    magnitude = widened(eager).abs()
+    magnitude = magnitude[torch.isfinite(magnitude)]
+    scale = float(magnitude.max().item()) if magnitude.numel() else 0.0
+    if not 0.0 < scale < 1.0:
+        return False
+    rtol = tol if tol is not None else tolerance_for(eager.dtype)
+    atol = rtol * scale
+    if torch.isclose(widened(compiled), widened(eager), atol=atol, rtol=rtol, equal_nan=True).all():
+        return False
+    return rmse(fp64, compiled) > SCALED_RMSE_MULTIPLIER * rmse(fp64, eager) + atol / 10.0
 
 
 def _leaves(value: Any, prefix: str = "", depth: int = 0) -> list[tuple[str, Any]]:

@@ -16,6 +16,12 @@
    value an output (one compile), and the first that diverges is compiled alone to confirm it:
    it is the culprit, and its kernel lines are the answer. When the probe names none, or its
    first is right alone (a bug of the fusion, not of one node), each node is compiled alone in turn.
+
+A value differs from eager by the package's accuracy rule, and a small one (every value under 1,
+where the rule's absolute tolerance passes errors of any relative size) also when it is wrong at
+its own scale against a float64 run of the same computation
+(:func:`~.accuracy.wrong_at_its_own_scale`): a 1%-wrong ``tanh`` in a Gemma-2 attention's
+softcapping (``tanh(logits / 50) * 50``, values of 1e-5) matched eager until the ``* 50``.
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ import torch
 import torch.fx
 
 from minifier.in_place import out_of_place_target, updates_first_argument
+from minifier.judge import RandomDraws, replaying
 
 from ..capture.as_written import judged_as_written
 from ..graphs import GraphCapture
@@ -38,7 +45,7 @@ from ..provenance.kernels import is_cpp_wrapper
 from ..provenance.node_map import node_module
 from ..records import KernelInfo, KernelLine
 from ..seams.intermediate_hooks import IMPORT_LINE, intermediate_hook
-from .accuracy import clone_inputs, compare_outputs, run_seeded
+from .accuracy import clone_inputs, compare_outputs, fp64_reference, run_seeded, to_fp64, wrong_at_its_own_scale
 
 __all__ = ["BufferCheck", "DivergenceReport", "find_first_divergence", "divergence_in_graph", "hooked_output_code",
            "collect_buffers", "has_cpp_wrapper", "python_wrapper_note"]
@@ -55,6 +62,8 @@ class BufferCheck:
     passed: bool
     max_abs_error: float = 0.0
     first_bad_index: Optional[list[int]] = None
+    # Set when it matched at the accuracy rule's tolerance but is wrong at its own scale: its largest |eager|
+    small_values: Optional[float] = None
 
 
 @dataclass
@@ -96,10 +105,13 @@ class DivergenceReport:
             return "\n".join([*searched, f"no diverging buffer: all {len(self.checked)} compared buffers match eager"
                                + (f" ({self.note})" if self.note else "")])
         first = next(c for c in self.checked if not c.passed)
+        where = (f"at {first.first_bad_index}" if first.small_values is None else
+                 f"wrong at its own scale (every |value| under {first.small_values:.3g}, where the absolute "
+                 "tolerance passes any error)")
         out = [
             *searched,
             f"first diverging buffer: {self.diverging_node} (Dynamo node {first.dynamo_node}) in graph {self.graph}, "
-            f"max abs err {first.max_abs_error:.3g} at {first.first_bad_index}; "
+            f"max abs err {first.max_abs_error:.3g} {where}; "
             f"{sum(c.passed for c in self.checked)} buffer(s) before it match eager"
         ]
         if self.kernel:
@@ -202,6 +214,31 @@ def _eager_run(graph: torch.fx.GraphModule, args: list[Any], seed: int) -> tuple
     return replay.values, finals
 
 
+def _fp64_run(graph: torch.fx.GraphModule, args: list[Any], seed: int) -> Optional[dict[str, Any]]:
+    """Every node's value (and each updated input's, as :func:`_eager_run` names it) in a float64
+    run of ``graph`` on float64 copies of ``args``, drawing the random numbers a run at the graph's
+    own precision draws; None when some op has no float64 kernel or the draws differ."""
+    with RandomDraws() as drawn:
+        try:
+            _eager_run(graph, args, seed)
+        except Exception:  # noqa: BLE001 - no referee
+            return None
+    replayed = replaying(drawn.draws, lambda: _eager_run(to_fp64(graph), [to_fp64(a) for a in args], seed))
+    if replayed is None:
+        return None
+    values, finals = replayed
+    return {**values, **finals}
+
+
+def _differs(compiled: Any, eager: Any, fp64: Any, tol: Optional[float]) -> bool:
+    """``compiled`` differs from ``eager``: by the accuracy rule, or, a tensor the rule passes only
+    because its values are small, at their own scale (:func:`~.accuracy.wrong_at_its_own_scale`)."""
+    if not compare_outputs(compiled, eager, tol=tol).passed:
+        return True
+    return (isinstance(compiled, torch.Tensor) and isinstance(eager, torch.Tensor)
+            and wrong_at_its_own_scale(compiled, eager, fp64, tol))
+
+
 def _probe_module(nodes: list[torch.fx.Node]) -> tuple[torch.fx.GraphModule, list[torch.fx.Node]]:
     """A graph computing ``nodes`` (in graph order) from their other inputs, every node an output.
 
@@ -250,6 +287,14 @@ def _compiled_result(module: torch.fx.GraphModule, inputs: list[torch.fx.Node], 
     return run_seeded(torch.compile(module, backend="inductor", options=options), arguments, seed)
 
 
+def _probe_fp64(module: torch.fx.GraphModule, inputs: list[torch.fx.Node], values: dict[str, Any],
+                seed: int) -> Optional[list[Any]]:
+    """``module`` run in float64 on float64 copies of the eager values of ``inputs`` (its outputs), or
+    None where it cannot be (no float64 kernel, other random draws)."""
+    result = fp64_reference(module, [values[i.name] for i in inputs], seed)
+    return list(result) if isinstance(result, (tuple, list)) else None
+
+
 def _takes_symbolic_sizes(inputs: list[torch.fx.Node]) -> bool:
     """Whether any of ``inputs`` had a symbolic size (or was a symbolic integer) where it was traced."""
     for node in inputs:
@@ -268,7 +313,8 @@ def _diverges_alone(node: torch.fx.Node, values: dict[str, Any], seed: int, tol:
         (result,) = _compiled_result(module, inputs, values, seed, options)
     except Exception:  # noqa: BLE001 - compiling alone failed: it is at fault on its own
         return True
-    return not compare_outputs(result, values[node.name], tol=tol).passed
+    (fp64,) = _probe_fp64(module, inputs, values, seed) or (None,)
+    return _differs(result, values[node.name], fp64, tol)
 
 
 def _probe(candidates: list[torch.fx.Node], values: dict[str, Any], seed: int, tol: Optional[float],
@@ -282,8 +328,9 @@ def _probe(candidates: list[torch.fx.Node], values: dict[str, Any], seed: int, t
         return []
     if not isinstance(results, (tuple, list)) or len(results) != len(candidates):
         return []
-    return [(node.name, not compare_outputs(result, values[node.name], tol=tol).passed)
-            for node, result in zip(candidates, results)]
+    references = _probe_fp64(module, inputs, values, seed) or [None] * len(candidates)
+    return [(node.name, _differs(result, values[node.name], fp64, tol))
+            for node, result, fp64 in zip(candidates, results, references)]
 
 
 def _narrow(graph: GraphCapture, diverging: str, kernel_nodes: list[str], values: dict[str, Any], seed: int,
@@ -698,15 +745,22 @@ def divergence_in_graph(graph: GraphCapture, args: list[Any], report: Divergence
         report.note = (f"graph {graph.label}: its post-grad graph could not be replayed to compare buffers "
                        f"({type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''})")
         return False
+    fp64: list[Optional[dict[str, Any]]] = []  # computed once a small buffer needs it
     for name, value in buffers.items():
         expected = finals[name] if name in finals else eager.get(name)
         if not isinstance(expected, torch.Tensor) or expected.shape != value.shape:
             continue
         comparison = compare_outputs(value, expected, tol=tol).outputs[0]
+        at_scale = False
+        if comparison.passed and comparison.largest_value is not None and 0.0 < comparison.largest_value < 1.0:
+            if not fp64:
+                fp64.append(_fp64_run(graph.post_grad_graph, args, seed))
+            at_scale = wrong_at_its_own_scale(value, expected, (fp64[0] or {}).get(name), tol)
         roots = graph.nodes[name].dynamo_nodes if name in graph.nodes else []
-        report.checked.append(BufferCheck(name, ", ".join(roots), comparison.passed,
-                                          comparison.max_abs_error, comparison.first_bad_index))
-        if not comparison.passed:
+        report.checked.append(BufferCheck(name, ", ".join(roots), comparison.passed and not at_scale,
+                                          comparison.max_abs_error, comparison.first_bad_index,
+                                          comparison.largest_value if at_scale else None))
+        if not report.checked[-1].passed:
             _explain(report, graph, name, eager, seed, tol, narrow_options)
             return True
     return False
