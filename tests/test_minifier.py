@@ -408,6 +408,33 @@ def test_compile_error_shrinks_to_neg_and_maximum_at_torch_level(out):
     assert "'cpp.simdlen': 1" in result.repro_path.read_text()  # the fault's config is carried
 
 
+# --------------------------------------------------------------------------- an error too small where it is made
+
+def _softcapped_block(x, y):
+    a = torch.sin(y) + 1.0
+    capped = torch.tanh(x / 50.0) * 50.0  # Gemma-2's softcapping: tanh of values around 1e-3
+    return ((capped + a).cos() * a,)
+
+
+def test_a_suspect_that_matches_eager_alone_grows_downstream_until_it_fails(out):
+    """A tanh 1% off on values under the tolerance passes alone; with the ``* 50`` its value flows
+    into, it fails. Given the tanh as the suspect of a graph the caller saw fail, the search starts
+    from the suspect grown one step downstream: on an unseen Gemma-2 training step, 274 -> 2 nodes
+    in 6 compiles and 1.6 s, where it searched the whole graph before, 50 compiles and 63 s."""
+    torch.manual_seed(0)
+    x, y = torch.randn(8, 64) * 0.1, torch.randn(8, 64)
+    gm = aten_graph(_softcapped_block, x, y)
+    lines = []
+    with ib.faults.scaled("tanh", 1.01):
+        result = keep(minify(gm, [x, y], check=AccuracyFailure(), hint_nodes=["tanh"], assume_failing=True,
+                             repro_dir=out, echo=lines.append))
+    assert OPS(result) == ["aten.tanh.default", "aten.mul.Tensor"] and result.reproduced, lines
+    assert any("The suspected nodes alone match eager; with the nodes their values flow into (2 of" in line
+               for line in lines), lines
+    assert not any(line.startswith("Original failure") for line in lines), lines  # the whole graph: never compiled
+    assert result.compiles <= 6, lines  # the suspect, it grown, the search of those 2 nodes, the re-check
+
+
 # --------------------------------------------------------------------------- training graphs, symbolic inputs
 
 def _fail_on_a_backward_op(graph: torch.fx.Graph) -> None:
