@@ -1105,6 +1105,32 @@ def test_a_module_compile_that_compiles_nothing_names_the_frames_dynamo_skipped_
     assert traced.verdict == "inaccurate" and traced.graphs  # the advice: the same module, traced and judged
 
 
+class _Tagger(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.gru = torch.nn.GRU(8, 8, batch_first=True)
+        self.head = torch.nn.Linear(8, 2)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h, _ = self.gru(x)
+        return torch.sigmoid(self.head(h))
+
+
+def test_a_frame_whose_compile_failed_is_named_with_its_error_and_dynamos_hint(tmp_path):
+    """A module calling ``nn.GRU``, which Dynamo does not trace: its forward's compile fails and runs
+    eagerly, and Dynamo notes the frame only as "an error was suppressed during compilation", all
+    the diagnosis said of it. It names the error, Dynamo's hint and the line, first of the frames."""
+    torch.manual_seed(0)
+    torch.compiler.reset()  # Dynamo notes a frame only the first time it skips it
+    result = ib.diagnose(_Tagger(), torch.randn(2, 5, 8), out_dir=tmp_path, minify=False)
+    assert result.verdict == "passed" and not result.graphs
+    first = result.nothing_compiled.frames[0]
+    assert first.name == "forward" and first.file == __file__, result.render()
+    assert first.reason.startswith("its compile failed: Unsupported: Attempted to wrap RNN, GRU, or LSTM"), first
+    assert "allow_rnn=True" in first.reason and f"(at {__file__}:" in first.reason, first
+    assert "an error was suppressed" not in result.render() and "allow_rnn=True" in result.render()
+
+
 _RECOMPILING_SCRIPT = """\
 import torch
 

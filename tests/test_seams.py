@@ -461,6 +461,20 @@ def test_a_moved_skip_reason_list_is_reported(monkeypatch):
         dynamo_skips.check()
 
 
+def test_a_moved_compile_failure_record_is_reported(monkeypatch):
+    import dataclasses
+
+    import torch._dynamo.utils as dynamo_utils
+
+    from instrumented_backend.seams import dynamo_reasons
+
+    dynamo_reasons.check()
+    kept = [(f.name, f.type) for f in dataclasses.fields(dynamo_utils.CompilationMetrics) if f.name != "fail_reason"]
+    monkeypatch.setattr(dynamo_utils, "CompilationMetrics", dataclasses.make_dataclass("CompilationMetrics", kept))
+    with pytest.raises(SeamMoved, match=r"no longer has \['fail_reason'\] \(why a frame's compile failed\)"):
+        dynamo_reasons.check()
+
+
 def test_a_moved_compile_wrapper_is_reported(monkeypatch):
     from instrumented_backend.seams import compile_wrappers
 

@@ -5,11 +5,15 @@
 of torch's own modules (an ``nn.Sequential``): it compiles the module's bound ``_call_impl``, and
 every frame under it is in torch's files, which Dynamo does not start tracing in.
 ``torch.compile(model)`` traces the same module. The frames come from
-:func:`instrumented_backend.seams.dynamo_skips.skipped_frames`.
+:func:`instrumented_backend.seams.dynamo_skips.skipped_frames`. A frame whose compile failed and
+fell back to eager is noted by Dynamo only as "an error was suppressed during compilation": its
+error (a module Dynamo does not trace, such as ``nn.GRU``, with Dynamo's hint) is read from the
+compile's metrics (:func:`instrumented_backend.seams.dynamo_reasons.frame_failure`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 from dataclasses import dataclass, field
@@ -17,11 +21,15 @@ from typing import Any, Sequence
 
 import torch
 
+from ..seams.dynamo_reasons import frame_failure
+
 __all__ = ["SkippedFrame", "NothingCompiled", "explain_nothing_compiled"]
 
 _FRAME = re.compile(r"^(?P<name>.*?) \((?P<file>.*):(?P<line>\d+)\): (?P<reason>.*)$", re.DOTALL)
 _TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
 _SHOWN = 6  # frames listed before "and N more"
+_SUPPRESSED = "an error was suppressed during compilation"  # Dynamo's skip reason for a failed compile
+_FAILED = "its compile failed: "  # ours, followed by the error
 
 
 @dataclass(frozen=True)
@@ -86,12 +94,21 @@ def _in_torch(function: Any) -> bool:
     return code is not None and code.co_filename.startswith(_TORCH_DIR)
 
 
+def _with_its_error(frame: SkippedFrame) -> SkippedFrame:
+    """``frame`` with the error its compile failed with in place of Dynamo's "an error was suppressed"."""
+    if frame.reason != _SUPPRESSED:
+        return frame
+    failure = frame_failure(frame.name, frame.file, frame.line)
+    return dataclasses.replace(frame, reason=_FAILED + failure) if failure else frame
+
+
 def explain_nothing_compiled(target: Any, skipped: Sequence[str]) -> NothingCompiled:
     """Why calling the compiled ``target`` compiled nothing, from the frames Dynamo skipped meanwhile
     (``skipped``, as :func:`~instrumented_backend.seams.dynamo_skips.skipped_frames` collects them).
     Dynamo notes a frame only the first time it skips it (until ``torch.compiler.reset()``): with
     none noted, the advice comes from where the target's code is defined."""
-    frames = [SkippedFrame.parse(text) for text in skipped]
+    frames = [_with_its_error(SkippedFrame.parse(text)) for text in skipped]
+    frames.sort(key=lambda frame: not frame.reason.startswith(_FAILED))  # what explains it first
     advice = ""
     if _is_module_compile(target):
         module = target.__self__
