@@ -726,6 +726,9 @@ def test_a_step_that_runs_its_own_backward_is_profiled_as_it_is(tmp_path):
     for report in (first, recompiled):
         assert report.graphs and not report.nothing_compiled, report.graphs
         assert any("backward" in k.kernel for k in report.kernels), [k.kernel for k in report.kernels]
+        # its header said "forward per step", its backward graph listed beside it
+        assert report.step == "forward and its own backward" and not report.backward
+        assert str(report).startswith("instrumented-backend profile (cpu, forward and its own backward per step)")
 
 
 def test_backward_on_a_call_that_ran_its_own_says_what_to_do():

@@ -25,8 +25,7 @@ def _line(source: str) -> str:
 
 def render(report: "ProfileReport", *, rows: int = 15) -> str:
     """The whole report as text: timing, kernels, source lines, comparison, diagnosis."""
-    step = "forward and backward" if report.backward else "forward"
-    out = [f"instrumented-backend profile ({report.device}, {step} per step); "
+    out = [f"instrumented-backend profile ({report.device}, {report.step} per step); "
            f"graphs: {', '.join(report.graphs) or 'none'}",
            f"  eager:    {report.eager.describe()}",
            f"  compiled: {report.compiled.describe()}",

@@ -51,6 +51,17 @@ class ProfileReport:
     captures: list["GraphCapture"] = field(default_factory=list, repr=False, compare=False)
 
     @property
+    def step(self) -> str:
+        """What one timed step runs: the forward, the forward and the backward ``ib.profile`` ran after
+        it, or the forward and the backward the target ran itself (a training step calling
+        ``loss.backward()``, whose backward graph is among the graphs)."""
+        if self.backward:
+            return "forward and backward"
+        if any(label.endswith(" backward") for label in self.graphs):
+            return "forward and its own backward"
+        return "forward"
+
+    @property
     def speedup(self) -> float:
         """Eager median over compiled median."""
         return self.eager.median_ms / self.compiled.median_ms if self.compiled.median_ms else float("inf")
