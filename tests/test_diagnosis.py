@@ -594,23 +594,31 @@ def collapsed_gelu(x: torch.Tensor) -> torch.Tensor:
     return F.gelu(x) * 1e-5
 
 
-def test_outputs_smaller_than_their_tolerance_are_said_to_be_judged_blind(tmp_path):
-    """A 50% wrong erf passes at the default tolerance when every value is below atol; the pass says
-    so and names the output; at a tolerance below the values, the same call is found."""
+def test_outputs_smaller_than_their_tolerance_are_said_to_be_judged_blind_and_looked_inside(tmp_path):
+    """Every value below atol: a pass says so and names the output. A 50% wrong erf passed so; such a
+    pass now has the buffers inside compared, each at its own scale, which finds it at the default
+    tolerance (an unseen MobileViT from a config with random weights pools its features to exact
+    zeros: its rsqrt 1% off is found inside), and the blind line is kept; at a tolerance below the
+    values the outputs themselves show it."""
     torch.manual_seed(0)
     x = torch.randn(8, 16)
+    clean = ib.diagnose(collapsed_gelu, x, out_dir=tmp_path / "clean", minify=False)
     with ib.faults.scaled("erf", 1.5):
         blind = ib.diagnose(collapsed_gelu, x, out_dir=tmp_path / "default", minify=False)
         seen = ib.diagnose(collapsed_gelu, x, tol=1e-7, out_dir=tmp_path / "tight", minify=False)
-    assert blind.verdict == "passed", blind.render()
-    line = blind.below_tolerance()
+    assert clean.verdict == "passed" and clean.divergence is None, clean.render()
+    line = clean.below_tolerance()
     assert line.startswith("judged blind: 1 of the 1 outputs and gradients judged are smaller than their absolute "
                            "tolerance (atol = 0.0001)"), line
     largest = float(re.search(r"largest \|value\| ([0-9.e-]+)", line).group(1))
     assert 1e-5 < largest < 1e-4  # the output's own largest magnitude
-    assert line in blind.render()
+    assert line in clean.render() and "inside" in [s.name for s in clean.steps]  # looked, found nothing
+    assert blind.verdict == "inaccurate" and blind.divergence.culprit == "erf", blind.render()
+    assert blind.blind_outputs.startswith("judged blind: 1 of the 1 outputs") and blind.outputs.passed
+    assert blind.headline == "a value inside the compiled code is wrong, which the outputs are too small to show"
+    assert blind.blind_outputs in blind.render() and "wrong at its own scale" in blind.render(), blind.render()
     assert seen.found and seen.divergence is not None and seen.divergence.culprit == "erf", seen.render()
-    assert seen.below_tolerance() == ""
+    assert seen.below_tolerance() == "" and seen.blind_outputs == "" and not seen.outputs.passed
 
 
 def softcapped(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:

@@ -148,6 +148,8 @@ class Diagnosis:
     custom_ops: list[CustomOpCheck] = field(default_factory=list)
     effects: str = ""  # the tensors the call updates in place, judged with its outputs (an optimizer step's)
     nothing_compiled: Optional[NothingCompiled] = None  # verdict passed, no graph: the frames Dynamo skipped
+    # A value inside found wrong where every output passed judged blind: what was said of the outputs
+    blind_outputs: str = ""
     # An exported program's AOTInductor package, judged first (the steps after it ran on its
     # Python-wrapper build when that fails alike)
     package: Optional[PackageJudgement] = None
@@ -178,7 +180,8 @@ class Diagnosis:
         return {"passed": "no bug found", "nondeterministic": "eager itself is nondeterministic: not judged",
                 "eager_error": "eager itself raises on these arguments: the program's error, not the compiler's",
                 "compile_error": "the compile fails", "runtime_error": "the compiled code raises",
-                "inaccurate": "the compiled outputs are wrong",
+                "inaccurate": ("a value inside the compiled code is wrong, which the outputs are too small to show"
+                               if self.blind_outputs else "the compiled outputs are wrong"),
                 "wrong_gradient": "the compiled gradients are wrong"}[self.verdict]
 
     def _judged_passing(self) -> list[tuple[str, OutputComparison]]:
@@ -247,6 +250,9 @@ class Diagnosis:
         out += [f"note: {note}" for note in self.fault_notes]
         out.append(self.closest_to_failing() or None)
         out.append(self.below_tolerance() or None)
+        if self.blind_outputs:
+            out.append(f"{self.blind_outputs}\nso the buffers inside were compared with eager's, each at its own scale "
+                       "when its values are small too")
         if self.compiled_with:
             settings = ", ".join(f"{k}={v!r}" for k, v in self.compiled_with.items())
             out.append(f"every step compiles as torch.compile(..., {settings}) did")
@@ -907,6 +913,23 @@ def _diagnose(fn: Callable[..., Any], *inputs: Any, kwargs: Optional[dict[str, A
         result.nothing_compiled = explain_nothing_compiled(target, judged.skipped)
     result.compile_seconds = sum(g.compile_seconds for g in graphs)
     step("compile and judge", began, result.verdict)
+    if result.verdict == "passed" and graphs and result.below_tolerance():
+        began = time.perf_counter()
+        say("passed, judged blind (outputs under their absolute tolerance): comparing the buffers inside")
+        inside = _search_inside(result, graphs, seed=seed, tol=tol, options=inductor_options)
+        step("inside", began, (result.divergence.culprit or "") if inside is not None else "")
+        if inside is not None:
+            if minify and inside.post_grad_graph is not None and result.divergence.culprit:
+                from minifier import AccuracyFailure
+
+                began = time.perf_counter()
+                say(f"minifying from the culprit ({result.divergence.culprit})")
+                result.repro_path, result.minifier = _minify(inside.post_grad_graph, inside.call_args,
+                                                             AccuracyFailure(tol=tol), [result.divergence.culprit],
+                                                             out / "repros", patches, train=train)
+                step("minify", began, result.minifier)
+            release_worker(worker)
+            return _finish(result, out, graphs, started, say)
     if not result.found:
         release_worker(worker)
         result.fault_notes = _unfound_faults(faults_before)
@@ -1015,6 +1038,22 @@ def _diagnose(fn: Callable[..., Any], *inputs: Any, kwargs: Optional[dict[str, A
                                                      instead, train=train)
         step("minify", began, result.minifier)
     return _finish(result, out, graphs + scope.extra_graphs, started, say)
+
+
+def _search_inside(result: Diagnosis, graphs: list["GraphCapture"], *, seed: int, tol: Optional[float],
+                   options: dict[str, Any]) -> Optional["GraphCapture"]:
+    """For a call that passed judged blind (outputs under their absolute tolerance, which passes any
+    error in them: a MobileViT built from a config with random weights pools its features to exact
+    zeros): the first buffer that differs inside its inference or forward graphs, and its culprit.
+    On one, ``result`` becomes inaccurate with that divergence, and keeps the blind line said of its
+    outputs; returns the graph it is in (None when every buffer matches)."""
+    blind = result.below_tolerance()
+    report = DivergenceReport()
+    for graph in (g for g in graphs if g.kind in ("inference", "forward") and g.call_args is not None):
+        if divergence_in_graph(graph, graph.call_args, report, seed=seed, tol=tol, narrow_options=options):
+            result.verdict, result.divergence, result.blind_outputs = "inaccurate", report, blind
+            return graph
+    return None
 
 
 def _unfound_faults(before: Sequence[tuple[Any, int]]) -> list[str]:

@@ -37,7 +37,6 @@ import torch
 import torch.fx
 
 from minifier.in_place import out_of_place_target, updates_first_argument
-from minifier.judge import RandomDraws, replaying
 
 from ..capture.as_written import judged_as_written
 from ..graphs import GraphCapture
@@ -45,7 +44,7 @@ from ..provenance.kernels import is_cpp_wrapper
 from ..provenance.node_map import node_module
 from ..records import KernelInfo, KernelLine
 from ..seams.intermediate_hooks import IMPORT_LINE, intermediate_hook
-from .accuracy import clone_inputs, compare_outputs, fp64_reference, run_seeded, to_fp64, wrong_at_its_own_scale
+from .accuracy import clone_inputs, compare_outputs, fp64_reference, run_seeded, wrong_at_its_own_scale
 
 __all__ = ["BufferCheck", "DivergenceReport", "find_first_divergence", "divergence_in_graph", "hooked_output_code",
            "collect_buffers", "has_cpp_wrapper", "python_wrapper_note"]
@@ -105,13 +104,13 @@ class DivergenceReport:
             return "\n".join([*searched, f"no diverging buffer: all {len(self.checked)} compared buffers match eager"
                                + (f" ({self.note})" if self.note else "")])
         first = next(c for c in self.checked if not c.passed)
-        where = (f"at {first.first_bad_index}" if first.small_values is None else
-                 f"wrong at its own scale (every |value| under {first.small_values:.3g}, where the absolute "
+        where = (f" at {first.first_bad_index}" if first.small_values is None else
+                 f", wrong at its own scale (every |value| under {first.small_values:.3g}, where the absolute "
                  "tolerance passes any error)")
         out = [
             *searched,
             f"first diverging buffer: {self.diverging_node} (Dynamo node {first.dynamo_node}) in graph {self.graph}, "
-            f"max abs err {first.max_abs_error:.3g} {where}; "
+            f"max abs err {first.max_abs_error:.3g}{where}; "
             f"{sum(c.passed for c in self.checked)} buffer(s) before it match eager"
         ]
         if self.kernel:
@@ -214,19 +213,26 @@ def _eager_run(graph: torch.fx.GraphModule, args: list[Any], seed: int) -> tuple
     return replay.values, finals
 
 
+class _NodeValues(torch.nn.Module):
+    """A graph as a module whose call gives :func:`_eager_run`'s values, for
+    :func:`~.accuracy.fp64_reference` to widen (its constants too) and run."""
+
+    def __init__(self, graph: torch.fx.GraphModule, seed: int) -> None:
+        super().__init__()
+        self.graph_module, self.seed = graph, seed
+
+    def forward(self, *args: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+        return _eager_run(self.graph_module, list(args), self.seed)
+
+
 def _fp64_run(graph: torch.fx.GraphModule, args: list[Any], seed: int) -> Optional[dict[str, Any]]:
     """Every node's value (and each updated input's, as :func:`_eager_run` names it) in a float64
     run of ``graph`` on float64 copies of ``args``, drawing the random numbers a run at the graph's
     own precision draws; None when some op has no float64 kernel or the draws differ."""
-    with RandomDraws() as drawn:
-        try:
-            _eager_run(graph, args, seed)
-        except Exception:  # noqa: BLE001 - no referee
-            return None
-    replayed = replaying(drawn.draws, lambda: _eager_run(to_fp64(graph), [to_fp64(a) for a in args], seed))
-    if replayed is None:
+    result = fp64_reference(_NodeValues(graph, seed), args, seed)
+    if result is None:
         return None
-    values, finals = replayed
+    values, finals = result
     return {**values, **finals}
 
 
