@@ -621,6 +621,28 @@ def test_outputs_smaller_than_their_tolerance_are_said_to_be_judged_blind_and_lo
     assert seen.below_tolerance() == "" and seen.blind_outputs == "" and not seen.outputs.passed
 
 
+class _CollapsedLayer(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = torch.nn.Linear(16, 16)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return F.gelu(self.lin(x)) * 1e-5
+
+
+def test_a_training_step_judged_blind_has_its_backward_looked_inside_too(tmp_path):
+    """A wrong exp only GELU's backward computes, in a step whose output and gradients are all under
+    the absolute tolerance: the forward's buffers match, the backward's (replayed on its saved tensors
+    and incoming gradients) hold it, at their own scale, and the repro is minified from there."""
+    torch.manual_seed(0)
+    with ib.faults.scaled("exp", 1.5):
+        result = ib.diagnose(_CollapsedLayer(), torch.randn(8, 16), train=True, out_dir=tmp_path)
+    assert result.verdict == "inaccurate", result.render()
+    assert result.blind_outputs.startswith("judged blind: 4 of the 4"), result.render()
+    assert result.divergence.graph.endswith("backward") and result.divergence.culprit == "exp", result.render()
+    assert result.gradients.passed and result.repro_path and "1 nodes" in result.minifier, result.minifier
+
+
 def softcapped(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     return torch.tanh(x / 50.0) * 50.0 + y  # Gemma-2's attention softcapping
 

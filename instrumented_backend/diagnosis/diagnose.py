@@ -1044,12 +1044,14 @@ def _search_inside(result: Diagnosis, graphs: list["GraphCapture"], *, seed: int
                    options: dict[str, Any]) -> Optional["GraphCapture"]:
     """For a call that passed judged blind (outputs under their absolute tolerance, which passes any
     error in them: a MobileViT built from a config with random weights pools its features to exact
-    zeros): the first buffer that differs inside its inference or forward graphs, and its culprit.
-    On one, ``result`` becomes inaccurate with that divergence, and keeps the blind line said of its
+    zeros): the first buffer that differs inside its graphs (inference or forward, then a training
+    step's backward, replayed on its saved tensors and incoming gradients), and its culprit. On
+    one, ``result`` becomes inaccurate with that divergence, and keeps the blind line said of its
     outputs; returns the graph it is in (None when every buffer matches)."""
     blind = result.below_tolerance()
     report = DivergenceReport()
-    for graph in (g for g in graphs if g.kind in ("inference", "forward") and g.call_args is not None):
+    ordered = [g for g in graphs if g.kind in ("inference", "forward")] + [g for g in graphs if g.kind == "backward"]
+    for graph in (g for g in ordered if g.call_args is not None):
         if divergence_in_graph(graph, graph.call_args, report, seed=seed, tol=tol, narrow_options=options):
             result.verdict, result.divergence, result.blind_outputs = "inaccurate", report, blind
             return graph
