@@ -290,22 +290,24 @@ def _scalar(value: torch.Tensor) -> "float | complex":
     return complex(value.item()) if value.is_complex() else float(value.item())
 
 
-def rmse(reference: torch.Tensor, value: torch.Tensor) -> float:
-    """Root mean square of ``value - reference``, in float64 (of the magnitudes, for complex ones)."""
+def _rmse(reference: torch.Tensor, value: torch.Tensor) -> float:
     if not reference.numel():
         return 0.0
     return math.sqrt(torch.mean(torch.square((widened(reference) - widened(value)).abs())).item())
 
 
 def compare_tensor(compiled: torch.Tensor, eager: torch.Tensor, fp64: Optional[torch.Tensor] = None,
-                   tol: Optional[float] = None) -> TensorVerdict:
+                   tol: Optional[float] = None, *, atol: Optional[float] = None,
+                   rmse_multiplier: float = RMSE_MULTIPLIER) -> TensorVerdict:
     """The accuracy rule for one output.
 
     Shape and dtype must match. Integer and bool outputs must be equal. A floating output passes
     when it is ``allclose`` to eager at ``tol`` (default: :func:`tolerance_for` its dtype), or,
     given an fp64 reference, when its RMSE against it is at most ``RMSE_MULTIPLIER`` times eager's
     own (plus tol/10): compiled code may be as wrong as eager is, not much more. This is the rule
-    of ``torch._dynamo.utils.same``, applied per output.
+    of ``torch._dynamo.utils.same``, applied per output. ``atol`` (default ``tol``) and
+    ``rmse_multiplier`` set the absolute tolerance and the multiplier apart, for a judgement at a
+    tensor's own scale (``instrumented_backend``'s first-divergence search).
     """
     if compiled.shape != eager.shape or compiled.dtype != eager.dtype:
         return TensorVerdict(False, note=f"compiled gave {compiled.dtype} {list(compiled.shape)}")
@@ -317,7 +319,8 @@ def compare_tensor(compiled: torch.Tensor, eager: torch.Tensor, fp64: Optional[t
         verdict.max_abs_error = float(difference.max().item()) if difference.numel() else 0.0
         verdict.passed = not bool(bad.any())
     else:
-        atol = rtol = tol if tol is not None else tolerance_for(eager.dtype)
+        rtol = tol if tol is not None else tolerance_for(eager.dtype)
+        atol = rtol if atol is None else atol
         wide_eager = widened(eager)
         difference = (widened(compiled) - wide_eager).abs()
         finite = torch.isfinite(difference)
@@ -333,9 +336,9 @@ def compare_tensor(compiled: torch.Tensor, eager: torch.Tensor, fp64: Optional[t
         bad = ~torch.isclose(compiled, eager, atol=atol, rtol=rtol, equal_nan=True)
         fp64_ok = isinstance(fp64, torch.Tensor) and fp64.shape == eager.shape
         if bad.any() and fp64_ok:
-            verdict.rmse_compiled = rmse(fp64.cpu(), compiled)
-            verdict.rmse_eager = rmse(fp64.cpu(), eager)
-            verdict.passed = verdict.rmse_compiled <= RMSE_MULTIPLIER * verdict.rmse_eager + atol / 10.0
+            verdict.rmse_compiled = _rmse(fp64.cpu(), compiled)
+            verdict.rmse_eager = _rmse(fp64.cpu(), eager)
+            verdict.passed = verdict.rmse_compiled <= rmse_multiplier * verdict.rmse_eager + atol / 10.0
         else:
             verdict.passed = not bool(bad.any())
     verdict.mismatched = int(bad.sum().item())

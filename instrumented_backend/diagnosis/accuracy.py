@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
 import torch
 import torch.utils._pytree as pytree
 
-from minifier.judge import RandomDraws, compare_tensor, replaying, rmse, tolerance_for, widened
+from minifier.judge import RandomDraws, compare_tensor, replaying, tolerance_for, widened
 
 from ..capture.as_written import judged_as_written, running_eagerly
 from ..capture.object_arguments import OBJECT_DEPTH, PLAIN, copy_object_argument, is_object_argument
@@ -158,17 +158,14 @@ def wrong_at_its_own_scale(compiled: torch.Tensor, eager: torch.Tensor, fp64: Op
     if (not isinstance(fp64, torch.Tensor) or fp64.shape != eager.shape or compiled.shape != eager.shape
             or compiled.dtype != eager.dtype or not (eager.is_floating_point() or eager.is_complex())):
         return False
-    compiled, eager, fp64 = compiled.detach().cpu(), eager.detach().cpu(), fp64.detach().cpu()
-    magnitude = widened(eager).abs()
+    magnitude = widened(eager.detach().cpu()).abs()
     magnitude = magnitude[torch.isfinite(magnitude)]
     scale = float(magnitude.max().item()) if magnitude.numel() else 0.0
     if not 0.0 < scale < 1.0:
         return False
     rtol = tol if tol is not None else tolerance_for(eager.dtype)
-    atol = rtol * scale
-    if torch.isclose(widened(compiled), widened(eager), atol=atol, rtol=rtol, equal_nan=True).all():
-        return False
-    return rmse(fp64, compiled) > SCALED_RMSE_MULTIPLIER * rmse(fp64, eager) + atol / 10.0
+    return not compare_tensor(compiled, eager, fp64, rtol, atol=rtol * scale,
+                              rmse_multiplier=SCALED_RMSE_MULTIPLIER).passed
 
 
 def _leaves(value: Any, prefix: str = "", depth: int = 0) -> list[tuple[str, Any]]:
