@@ -611,6 +611,9 @@ def test_profile_cli_profiles_what_a_script_compiles(tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "result torch.Size([64, 64])" in proc.stdout  # the script ran as before
     assert "[0] step (2 args, grad)" in proc.stderr
+    # kineto's "USDT: ... profiler_start" / "profiler_stop" lines, two per profiled run, stay out of
+    # the report's stderr (before: four per graph, between the progress lines).
+    assert "USDT:" not in proc.stderr and "profiler_start" not in proc.stderr, proc.stderr[-3000:]
     data = json.loads((tmp_path / "out" / "profile_0.json").read_text())
     [kernel] = data["kernels"]
     assert {"tanh", "mul", "add"} <= set(kernel["fx_nodes"])

@@ -384,3 +384,23 @@ def test_a_graph_with_dozens_of_inputs_is_summarized_in_tables_and_kept_whole_in
     assert short.endswith(", ... (+4 more)") and short.count("float32[") == INPUTS_SHOWN
     assert summarize_inputs(inputs).count("float32[") == INPUTS_SHOWN + 4
     assert summarize_inputs(inputs[:2], limit=INPUTS_SHOWN) == "float32[0, 4]@cpu, float32[1, 4]@cpu"
+
+
+def test_kineto_is_quieted_only_while_profiling_and_a_users_level_is_kept(monkeypatch):
+    """The level is set for the profiler's start alone: child processes started later inherit
+    nothing, and a level the user set is theirs."""
+    import os
+
+    from instrumented_backend.profiling import collect
+
+    monkeypatch.delenv(collect.KINETO_LOG_LEVEL, raising=False)
+    run = collect.run_profiled(lambda: os.environ.get(collect.KINETO_LOG_LEVEL), active=1, wait=0, warmup=0)
+    assert run.step_us and collect.KINETO_LOG_LEVEL not in os.environ
+    seen = []
+    with collect._kineto_quiet():
+        seen.append(os.environ[collect.KINETO_LOG_LEVEL])
+    assert seen == ["6"] and collect.KINETO_LOG_LEVEL not in os.environ
+    monkeypatch.setenv(collect.KINETO_LOG_LEVEL, "1")
+    with collect._kineto_quiet():
+        seen.append(os.environ[collect.KINETO_LOG_LEVEL])
+    assert seen[-1] == "1" and os.environ[collect.KINETO_LOG_LEVEL] == "1"

@@ -6,11 +6,12 @@ step), and the Chrome trace is loaded back as a dict so the report can annotate 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import tempfile
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Iterator, Optional
 
 __all__ = ["Event", "ProfiledRun", "run_profiled", "STEP_PREFIX"]
 
@@ -63,6 +64,30 @@ def _device_time(event: Any) -> float:
     return float(getattr(event, "device_time_total", 0.0) or 0.0)  # inclusive: a launcher's kernels
 
 
+# Kineto's logger reads its level from this variable once, when the profiler first starts in a
+# process; at its default it still writes two "USDT: ... profiler_start/profiler_stop" lines to
+# stderr for every profiled run (its ERROR and STAGE lines are below the default level already).
+KINETO_LOG_LEVEL = "KINETO_LOG_LEVEL"
+_ABOVE_EVERY_KINETO_LEVEL = "6"  # VERBOSE 0, INFO 1, WARNING 2, ERROR 3, STAGE 4, USDT 5
+
+
+@contextlib.contextmanager
+def _kineto_quiet() -> Iterator[None]:
+    """Keep kineto's USDT lines out of the user's stderr, when the user has not set its level.
+
+    The variable is set only while the profiler runs and taken away after: kineto keeps the level
+    it read for the process, and child processes the program starts later inherit nothing. A
+    process that profiled before keeps the level it started with (kineto reads it once)."""
+    if KINETO_LOG_LEVEL in os.environ:
+        yield
+        return
+    os.environ[KINETO_LOG_LEVEL] = _ABOVE_EVERY_KINETO_LEVEL
+    try:
+        yield
+    finally:
+        os.environ.pop(KINETO_LOG_LEVEL, None)
+
+
 def run_profiled(step: Callable[[], Any], *, active: int, wait: int = 1, warmup: int = 1,
                  device: str = "cpu", sync: Optional[Callable[[], None]] = None) -> ProfiledRun:
     """Call ``step`` ``wait + warmup + active`` times under torch.profiler; keep the active steps.
@@ -87,8 +112,8 @@ def run_profiled(step: Callable[[], Any], *, active: int, wait: int = 1, warmup:
         finally:
             os.unlink(path)
 
-    with profile(activities=activities, schedule=schedule(wait=wait, warmup=warmup, active=active, repeat=1),
-                 on_trace_ready=ready) as prof:
+    with _kineto_quiet(), profile(activities=activities, on_trace_ready=ready,
+                                  schedule=schedule(wait=wait, warmup=warmup, active=active, repeat=1)) as prof:
         for _ in range(wait + warmup + active):
             step()
             if sync is not None:
