@@ -25,18 +25,30 @@ __all__ = ["install", "check", "buffer_origins", "buffer_nodes"]
 
 
 def buffer_origins(graph: Any) -> dict[str, list[str]]:
-    """``{buffer name: FX node names}`` for every buffer of a GraphLowering, the op it computes first:
-    a buffer's origins are that op and the nodes lowered into its inputs (an extern GEMM's layer norm
-    and views before it). The buffer's ``origin_node`` leads when Inductor names one, then the rest,
-    latest in the graph first (a while_loop's result names none: the loop leads, then what feeds it).
-    The node whose value the buffer holds (:func:`~.ir_origins.value_node`) counts as its
-    ``origin_node``."""
+    """``{buffer name: FX node names}`` for every buffer of a GraphLowering, the op it computes first.
+
+    Inductor's ``origins`` of a buffer are that op and the nodes lowered into its inputs: for an
+    extern kernel's buffer (a GEMM, a fallback), the views folded into its ``reinterpret_tensor``
+    arguments, but also every node of the pointwise chain its input was realized from (the layer
+    norm before a linear), which a generated kernel computes and whose lines carry them. Those are
+    left out of an extern kernel's buffer, so its call line is the op's and its views', not the
+    norm's too (``lines_for("rsqrt")`` listed the query projection's ``mm``). The buffer's
+    ``origin_node`` leads when Inductor names one, then the rest, latest in the graph first (a
+    while_loop's result names none: the loop leads, then what feeds it). The node whose value the
+    buffer holds (:func:`~.ir_origins.value_node`) counts as its ``origin_node``."""
+    from torch._inductor import ir
+
     order = {node: index for index, node in enumerate(getattr(getattr(graph, "graph", None), "nodes", ()))}
+    buffers = graph.name_to_buffer
+    generated = {node for buffer in buffers.values() if not isinstance(buffer, ir.ExternKernel)
+                 for node in getattr(buffer, "origins", None) or ()}
     result: dict[str, list[str]] = {}
-    for name, buffer in graph.name_to_buffer.items():
+    for name, buffer in buffers.items():
         own = value_node(buffer)  # nodes outside this graph (-1) after the rest
-        ranked = sorted(getattr(buffer, "origins", None) or (),
-                        key=lambda node, own=own: (node is not own, -order.get(node, -1), node.name))
+        origins = getattr(buffer, "origins", None) or ()
+        if isinstance(buffer, ir.ExternKernel):
+            origins = [node for node in origins if node is own or node not in generated] or origins
+        ranked = sorted(origins, key=lambda node, own=own: (node is not own, -order.get(node, -1), node.name))
         result[name] = [provenance.fx_label(node) for node in ranked]
     return result
 
