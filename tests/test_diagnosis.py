@@ -423,6 +423,10 @@ def test_complex_buffers_are_compared_with_their_imaginary_parts():
     assert report.found and report.culprit_target == "aten.exp.default", report.render()
     first = report.checked[0]
     assert first.node == "view_as_complex" and not first.passed and first.max_abs_error > 1, report.render()
+    # The exp is in a buffer no node's value names (view_as_complex's input, realized in its
+    # layout), so no comparison saw it; the extern call's line is view_as_complex's alone, and the
+    # search takes the nodes upstream that no buffer showed as candidates too.
+    assert "exp" in report.unseen_upstream and "before it that no buffer showed" in report.render()
 
 
 def strided_across_a_break(x: torch.Tensor) -> torch.Tensor:

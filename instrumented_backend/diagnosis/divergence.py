@@ -77,6 +77,8 @@ class DivergenceReport:
     culprit_target: str = ""
     culprit_module: str = ""  # its nn.Module as named_modules() names it, and its class (``layers.1 (GELU)``)
     probed: list[tuple[str, bool]] = field(default_factory=list)  # (node, diverges) compiled together
+    # Nodes outside the writing kernel's lines among the candidates: upstream, no buffer showed them
+    unseen_upstream: list[str] = field(default_factory=list)
     narrowed: list[tuple[str, bool]] = field(default_factory=list)  # (node, diverges alone)
     lines: list[KernelLine] = field(default_factory=list)  # the culprit's lines in the kernel
     note: str = ""
@@ -117,7 +119,10 @@ class DivergenceReport:
             out.append(f"  written by kernel {self.kernel}")
         if self.probed:
             first_bad = next((node for node, diverges in self.probed if diverges), None)
-            out.append(f"  its {len(self.probed)} nodes compiled together, each value an output: "
+            unseen = {name for name, _ in self.probed} & set(self.unseen_upstream)
+            whose = (f"its {len(self.probed)} nodes" if not unseen else
+                     f"{len(self.probed)} nodes (its own, and {len(unseen)} before it that no buffer showed)")
+            out.append(f"  {whose} compiled together, each value an output: "
                        + (f"{first_bad} diverges first" if first_bad else "none diverges"))
         for node, diverges in self.narrowed:
             out.append(f"  {node} compiled alone: {'DIVERGES' if diverges else 'matches eager'}")
@@ -447,6 +452,29 @@ def _name_culprit(report: DivergenceReport, graph: GraphCapture, culprit: str, o
     report.culprit_module = node_module(graph.nodes.get(culprit))
     if report.kernel is not None:
         report.lines = [line for line in graph.kernel(report.kernel).lines if culprit in line.fx_nodes]
+
+
+def _unseen_upstream(graph: GraphCapture, name: str, compared: set[str]) -> list[str]:
+    """The nodes ``name`` is computed from whose values the search never compared: up from its
+    inputs, through every node no buffer showed, to the compared ones and the graph's inputs. Such a
+    value lives in registers of the kernel that writes ``name``, or in a buffer that holds no node's
+    value (an extern op's input realized in its layout: ``view_as_complex`` after a fused ``exp``),
+    and may be the wrong one."""
+    post_grad = graph.post_grad_graph
+    target = next((n for n in post_grad.graph.nodes if n.name == name), None) if post_grad is not None else None
+    if target is None:
+        return []
+    seen: list[str] = []
+    stack = list(target.all_input_nodes)
+    visited: set[torch.fx.Node] = set()
+    while stack:
+        node = stack.pop()
+        if node in visited or node.op != "call_function" or node.name in compared:
+            continue
+        visited.add(node)
+        seen.append(node.name)
+        stack.extend(node.all_input_nodes)
+    return seen
 
 
 def _ancestors(node: torch.fx.Node) -> set[torch.fx.Node]:
@@ -783,6 +811,9 @@ def _explain(report: DivergenceReport, graph: GraphCapture, name: str, eager: di
     if kernel is not None:
         for line in graph.kernel(kernel).lines:
             kernel_nodes.extend(n for n in line.fx_nodes if n not in kernel_nodes)
+    compared = {check.node for check in report.checked}
+    report.unseen_upstream = [n for n in _unseen_upstream(graph, name, compared) if n not in kernel_nodes]
+    kernel_nodes.extend(report.unseen_upstream)
     culprit = name
     if options is not None and len(kernel_nodes) > 1:
         found, probed, tried, note = _narrow(graph, name, kernel_nodes, eager, seed, tol, options)
