@@ -718,6 +718,40 @@ def test_a_cond_branchs_culprit_is_diagnosed_and_its_branch_minified(tmp_path):
     assert "torch.tanh(t)" in (tmp_path / "diagnosis.txt").read_text()  # the culprit's source line
 
 
+class _Refining(torch.nn.Module):
+    """A while_loop refining a state four times with a linear layer and a tanh."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = torch.nn.Linear(16, 16)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        from torch._higher_order_ops.while_loop import while_loop
+
+        def body(i: torch.Tensor, h: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+            return i + 1, torch.tanh(self.lin(h)) + h * 0.5
+
+        _, h = while_loop(lambda i, h: i < 4, body, (torch.zeros((), dtype=torch.int64), x))
+        return h.sum(-1)
+
+
+def test_a_wrong_op_inside_a_while_loop_body_is_the_culprit_and_the_body_is_minified(tmp_path):
+    """The loop's output diverged and the search stopped there: 'culprit: getitem_1 (getitem)',
+    and the minifier could not load a graph calling subgraphs. The body is searched as a cond's
+    branch is, run on the loop's inputs (its first iteration): its tanh is named, at the user's
+    line in the body, and the body alone is minified to it."""
+    torch.manual_seed(0)
+    with ib.faults.scaled("tanh", 1.01):
+        result = ib.diagnose(_Refining().eval(), torch.randn(8, 16), out_dir=tmp_path, progress=False)
+    report = result.divergence
+    assert result.found and report.culprit == "while_loop_body_graph_0.tanh", report.render()
+    assert report.culprit_target == "aten.tanh.default" and "its first iteration" in report.note
+    assert any(".tanh()" in line.text for line in report.lines), report.render()
+    assert "-> 1 nodes" in result.minifier and result.repro_path, result.minifier
+    line = inspect.getsourcelines(_Refining.forward)[1] + 4
+    assert f"test_diagnosis.py:{line}" in (tmp_path / "diagnosis.txt").read_text()
+
+
 def _sin_then_relu(x: torch.Tensor) -> torch.Tensor:
     return torch.sin(x * 2).relu()
 

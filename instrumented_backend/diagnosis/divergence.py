@@ -386,39 +386,50 @@ def _culprit_among(candidates: list[torch.fx.Node], values: dict[str, Any], seed
 
 
 def _branch_taken(post_grad: torch.fx.GraphModule, name: str, eager: dict[str, Any]
-                  ) -> Optional[tuple[str, torch.fx.GraphModule, list[Any]]]:
-    """When node ``name`` is an output of a ``torch.cond`` (one of its items), the branch that ran:
-    (its subgraph's attribute name, the subgraph, its operands' eager values); else None."""
+                  ) -> Optional[tuple[str, str, torch.fx.GraphModule, list[Any]]]:
+    """When node ``name`` is an output of a ``torch.cond`` or a ``while_loop`` (one of its items),
+    the subgraph that ran: the cond's branch taken, or the loop's body (on the loop's inputs: its
+    first iteration): ("cond" or "while_loop", its attribute name, the subgraph, its operands'
+    eager values); else None."""
     nodes = {n.name: n for n in post_grad.graph.nodes}
     node = nodes.get(name)
     if node is not None and node.op == "call_function" and node.target is operator.getitem:
         node = node.args[0]
-    if not (isinstance(node, torch.fx.Node) and node.op == "call_function"
-            and node.target is getattr(torch.ops.higher_order, "cond", None) and len(node.args) >= 4):
+    if not (isinstance(node, torch.fx.Node) and node.op == "call_function"):
         return None
-    predicate, on_true, on_false, operands = node.args[:4]
-    taken = eager.get(predicate.name) if isinstance(predicate, torch.fx.Node) else predicate
-    if taken is None:
+    if node.target is getattr(torch.ops.higher_order, "cond", None) and len(node.args) >= 4:
+        kind = "cond"
+        predicate, on_true, on_false, operands = node.args[:4]
+        taken = eager.get(predicate.name) if isinstance(predicate, torch.fx.Node) else predicate
+        if taken is None:
+            return None
+        branch = on_true if bool(taken) else on_false
+    elif node.target is getattr(torch.ops.higher_order, "while_loop", None) and len(node.args) >= 4:
+        kind = "while_loop"
+        _, branch, carried, additional = node.args[:4]
+        operands = [*carried, *additional]  # the body's placeholders: the carried values, then the rest
+    else:
         return None
-    branch = on_true if bool(taken) else on_false
     subgraph = getattr(post_grad, str(branch.target), None) if isinstance(branch, torch.fx.Node) else None
     if not isinstance(subgraph, torch.fx.GraphModule):
         return None
     values = [eager.get(o.name) if isinstance(o, torch.fx.Node) else o for o in operands]
-    return str(branch.target), subgraph, values
+    return kind, str(branch.target), subgraph, values
 
 
 def _explain_branch(report: DivergenceReport, graph: GraphCapture, name: str, eager: dict[str, Any], seed: int,
                     tol: Optional[float], options: Optional[dict[str, Any]]) -> bool:
-    """The diverging buffer is a ``torch.cond``'s output: compare the nodes of the branch that ran
-    (replayed eagerly on the operands' eager values) to name the culprit inside it; False when
-    ``name`` is no such output."""
+    """The diverging buffer is a ``torch.cond``'s or a ``while_loop``'s output: compare the nodes of
+    the branch that ran, or of the loop's body on its first iteration (replayed eagerly on the
+    operands' eager values) to name the culprit inside it; False when ``name`` is no such output."""
     taken = _branch_taken(graph.post_grad_graph, name, eager)
     if taken is None:
         return False
-    branch, subgraph, operands = taken
+    kind, branch, subgraph, operands = taken
     report.diverging_node = name
-    report.note = f"it is the output of torch.cond: its branch {branch} ran, and the culprit is looked for inside it"
+    report.note = (f"it is the output of torch.cond: its branch {branch} ran, and the culprit is looked for inside it"
+                   if kind == "cond" else f"it is the output of a while_loop: the culprit is looked for inside its "
+                   f"body {branch}, run on the loop's inputs (its first iteration)")
     if options is None:
         report.culprit = name
         return True
