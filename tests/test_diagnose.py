@@ -947,6 +947,10 @@ def _relu_plus_one(x: torch.Tensor) -> torch.Tensor:
     return torch.relu(x) + 1
 
 
+def _silu_twice(x: torch.Tensor) -> torch.Tensor:
+    return torch.nn.functional.silu(x) * 2
+
+
 def _softmax(x: torch.Tensor) -> torch.Tensor:
     return torch.softmax(x, dim=-1)
 
@@ -960,6 +964,13 @@ def test_an_injected_fault_that_finds_no_bug_is_said_why(tmp_path):
     (note,) = result.fault_notes
     assert "fault (doubling neg) was in effect, but no kernel compiled here computes neg" in note
     assert f"note: {note}" in result.render()
+    # SiLU is lowered as x / (1 + exp(-x)): a scaled sigmoid never reaches a Llama MLP's kernel;
+    # the note names the ops the kernels do compute, and which to scale instead.
+    with ib.faults.scaled("sigmoid", 1.01):
+        result = ib.diagnose(_silu_twice, torch.randn(8, 8), out_dir=tmp_path, minify=False)
+    (note,) = result.fault_notes
+    assert "computes sigmoid" in note and "the generated kernels compute exp" in note, note
+    assert "(--fault 'exp*1.01')" in note, note
     with ib.faults.bad_lowering("exp", "std::exp({x}) * decltype({x})(1.01)",
                                 vectorized="{x}.exp() * decltype({x})(1.01)"):
         result = ib.diagnose(_softmax, torch.randn(8, 8), out_dir=tmp_path, minify=False)

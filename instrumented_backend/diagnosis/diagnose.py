@@ -65,7 +65,7 @@ from .divergence import (
     has_cpp_wrapper,
     python_wrapper_note,
 )
-from .faults import active_faults, lowering_uses
+from .faults import active_faults, lowering_uses, patchable_ops
 from .keyword_call import KeywordCall, keyword_call
 from .layers import LayerReport, LayerResult, find_failing_layer, judge_layers, run_calls_before, same_random_numbers
 from .step_state import StepState
@@ -932,7 +932,7 @@ def _diagnose(fn: Callable[..., Any], *inputs: Any, kwargs: Optional[dict[str, A
             return _finish(result, out, graphs, started, say)
     if not result.found:
         release_worker(worker)
-        result.fault_notes = _unfound_faults(faults_before)
+        result.fault_notes = _unfound_faults(faults_before, graphs)
         return _finish(result, out, graphs, started, say)
     # torch.compile trusts a custom op's schema and fake implementation: a wrong one is the bug
     began = time.perf_counter()
@@ -1058,16 +1058,44 @@ def _search_inside(result: Diagnosis, graphs: list["GraphCapture"], *, seed: int
     return None
 
 
-def _unfound_faults(before: Sequence[tuple[Any, int]]) -> list[str]:
-    """Why each injected fault in effect made no bug: its op never reached generated code, or it
-    did and every result still matches eager."""
+def _generated_ops(graphs: Sequence["GraphCapture"]) -> list[str]:
+    """The ops a fault can scale that the generated kernels of ``graphs`` compute, most lines first
+    (``ops.exp`` on 12 lines: ``exp``), leaving out loads, stores, indexing and constants."""
+    from collections import Counter
+
+    plumbing = {"load", "store", "store_reduction", "index_expr", "constant", "masked", "to_dtype", "identity",
+                "indirect_indexing", "reduction", "paren"}
+    counts: Counter[str] = Counter()
+    for graph in graphs:
+        for kernel in graph.kernels:
+            if kernel.kind == "extern":
+                continue
+            for line in kernel.lines:
+                counts.update(op.removeprefix("ops.") for op in line.ir_ops if op.startswith("ops."))
+    patchable = set(patchable_ops())
+    ops = [op for op, _ in counts.most_common() if op in patchable and op not in plumbing]
+    arithmetic = {"add", "sub", "mul", "truediv", "div", "neg", "maximum", "minimum", "where", "eq", "ne", "lt",
+                  "le", "gt", "ge", "and_", "or_", "logical_and", "logical_or", "logical_not", "floordiv", "mod",
+                  "remainder", "abs", "relu", "square", "truncdiv", "int_truediv"}
+    return [op for op in ops if op not in arithmetic] + [op for op in ops if op in arithmetic]
+
+
+def _unfound_faults(before: Sequence[tuple[Any, int]], graphs: Sequence["GraphCapture"] = ()) -> list[str]:
+    """Why each injected fault in effect made no bug: its op never reached generated code (then
+    which ops the generated kernels do compute: SiLU is lowered as ``x / (1 + exp(-x))``, so a
+    scaled ``sigmoid`` never reaches a Llama's MLP), or it did and every result still matches eager."""
     notes = []
     for fault, uses in before:
         written = lowering_uses(fault) - uses
         if written == 0:
+            computed = _generated_ops(graphs)
+            shown = ", ".join(computed[:12]) + (f" (+{len(computed) - 12})" if len(computed) > 12 else "")
             notes.append(f"the injected fault ({fault.label}) was in effect, but no kernel compiled here computes "
                          f"{fault.op} in generated code (an extern kernel computes it, such as attention's SDPA, "
-                         "or the graphs have no such op)")
+                         "or the graphs have no such op, or Inductor decomposes it into others: SiLU into "
+                         "x / (1 + exp(-x)))"
+                         + (f"; the generated kernels compute {shown}: inject one of those "
+                            f"(--fault '{computed[0]}*1.01')" if computed else ""))
         else:
             notes.append(f"the injected fault ({fault.label}) went into {written} generated expression(s) of "
                          f"{fault.op}, yet every result matches eager (a change within tolerance, or one the ops "
