@@ -470,7 +470,7 @@ def _unseen_upstream(graph: GraphCapture, name: str, compared: set[str]) -> list
     inputs, through every node no buffer showed, to the compared ones and the graph's inputs. Such a
     value lives in registers of the kernel that writes ``name``, or in a buffer that holds no node's
     value (an extern op's input realized in its layout: ``view_as_complex`` after a fused ``exp``),
-    and may be the wrong one."""
+    and may be the wrong one. Views are looked through, not listed: they compute nothing."""
     post_grad = graph.post_grad_graph
     target = next((n for n in post_grad.graph.nodes if n.name == name), None) if post_grad is not None else None
     if target is None:
@@ -483,7 +483,8 @@ def _unseen_upstream(graph: GraphCapture, name: str, compared: set[str]) -> list
         if node in visited or node.op != "call_function" or node.name in compared:
             continue
         visited.add(node)
-        seen.append(node.name)
+        if not getattr(node.target, "is_view", False):  # a view computes nothing: looked through
+            seen.append(node.name)
         stack.extend(node.all_input_nodes)
     return seen
 
