@@ -55,6 +55,18 @@ def test_a_moved_wrapper_loader_is_reported(monkeypatch):
         wrapper_buffers.check()
 
 
+def test_extern_buffers_no_longer_told_from_generated_ones_are_reported(monkeypatch):
+    """buffer_origins keeps an extern call's line to its op by telling its buffer (an ExternKernel)
+    from a generated kernel's (a ComputedBuffer)."""
+    from torch._inductor import ir
+
+    from instrumented_backend.seams import wrapper_buffers
+
+    monkeypatch.delattr(ir, "ExternKernel")
+    with pytest.raises(SeamMoved, match="ir.ExternKernel no longer tells"):
+        wrapper_buffers.check()
+
+
 def test_a_copy_no_longer_made_over_its_inputs_loader_is_reported(monkeypatch):
     """A copy Inductor makes of a node's value (a fallback's layout) is recognised by its loader."""
     from torch._inductor import ir

@@ -103,7 +103,8 @@ def install() -> None:
 
 
 def check() -> None:
-    """Raise SeamMoved unless GraphLowering still loads the wrapper through _compile_to_module_lines."""
+    """Raise SeamMoved unless GraphLowering still loads the wrapper through _compile_to_module_lines,
+    and extern calls' buffers are still ``ir.ExternKernel``s and generated kernels' are not."""
     from torch._inductor.graph import GraphLowering
 
     method = getattr(GraphLowering, "_compile_to_module_lines", None)
@@ -115,6 +116,14 @@ def check() -> None:
     for attr in ("self.name_to_buffer", "self.graph_inputs"):
         if attr not in init_source:
             raise SeamMoved(f"wrapper_buffers: GraphLowering no longer has {attr.split('.')[1]}")
+    from torch._inductor import ir
+
+    extern = getattr(ir, "ExternKernel", None)
+    if not (isinstance(extern, type) and issubclass(getattr(ir, "ExternKernelOut", object), extern)
+            and issubclass(getattr(ir, "FallbackKernel", object), extern)
+            and not issubclass(getattr(ir, "ComputedBuffer", extern), extern)):
+        raise SeamMoved("wrapper_buffers: ir.ExternKernel no longer tells an extern call's buffer (ExternKernelOut, "
+                        "FallbackKernel) from a generated kernel's (ComputedBuffer); buffer_origins reads it")
     from torch._inductor.codecache import AotCodeCompiler
 
     if not isinstance(inspect.getattr_static(AotCodeCompiler, "compile", None), classmethod):
