@@ -1085,10 +1085,12 @@ def _unfound_faults(before: Sequence[tuple[Any, int]], graphs: Sequence["GraphCa
     which ops the generated kernels do compute: SiLU is lowered as ``x / (1 + exp(-x))``, so a
     scaled ``sigmoid`` never reaches a Llama's MLP), or it did and every result still matches eager."""
     notes = []
+    computed: Optional[list[str]] = None  # the same for every fault: counted once, when one needs it
     for fault, uses in before:
         written = lowering_uses(fault) - uses
         if written == 0:
-            computed = _generated_ops(graphs)
+            if computed is None:
+                computed = _generated_ops(graphs)
             shown = ", ".join(computed[:12]) + (f" (+{len(computed) - 12})" if len(computed) > 12 else "")
             notes.append(f"the injected fault ({fault.label}) was in effect, but no kernel compiled here computes "
                          f"{fault.op} in generated code (an extern kernel computes it, such as attention's SDPA, "
