@@ -722,16 +722,69 @@ def test_a_step_that_runs_its_own_backward_is_profiled_as_it_is(tmp_path):
     script = tmp_path / "train.py"
     script.write_text(_STEP_WITH_ITS_OWN_BACKWARD)
     said: list[str] = []
-    first, recompiled = profile_script(script, warmup=2, iters=5, active=2, echo=said.append)
+    (report,) = profile_script(script, warmup=2, iters=5, active=2, echo=said.append)
     assert "train_step (2 args, grad, runs its own backward)" in said[0], said
-    # SGD's momentum buffers exist from the second step on: it compiled new graphs, profiled too
-    assert "its call 2: the first that compiled a new graph (a recompile)" in said[1], said
-    for report in (first, recompiled):
-        assert report.graphs and not report.nothing_compiled, report.graphs
-        assert any("backward" in k.kernel for k in report.kernels), [k.kernel for k in report.kernels]
-        # its header said "forward per step", its backward graph listed beside it
-        assert report.step == "forward and its own backward" and not report.backward
-        assert str(report).startswith("instrumented-backend profile (cpu, forward and its own backward per step)")
+    # SGD's momentum buffers exist from the second step on: it compiled new graphs for the same
+    # sizes, which the profile's own later steps compile and time too: not a second report
+    assert "its call 2: compiled a new graph for arguments of the same sizes" in said[1], said
+    assert report.graphs and not report.nothing_compiled, report.graphs
+    assert any("backward" in k.kernel for k in report.kernels), [k.kernel for k in report.kernels]
+    # its header said "forward per step", its backward graph listed beside it
+    assert report.step == "forward and its own backward" and not report.backward
+    assert str(report).startswith("instrumented-backend profile (cpu, forward and its own backward per step)")
+
+
+_RECOMPILED_FOR_STATE_AND_GRAD_MODE = """\
+import torch
+
+
+class Classifier(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.head = torch.nn.Linear(8, 8)
+        self.problem_type = None
+
+    def forward(self, x):
+        if self.problem_type is None:  # set by the first call, as HF's models set config.problem_type
+            self.problem_type = "regression"
+        return torch.tanh(self.head(x)) if self.problem_type == "regression" else self.head(x)
+
+
+def score(x):
+    return torch.sigmoid(x) * 2
+
+
+model, scorer = torch.compile(Classifier()), torch.compile(score)
+x = torch.randn(4, 8, requires_grad=True)
+for _ in range(2):
+    model(x).sum().backward()
+scorer(x).sum().backward()
+with torch.no_grad():  # evaluation after training: the same sizes, another grad mode
+    scorer(x)
+"""
+
+
+def test_a_recompile_for_state_is_not_profiled_twice_and_one_for_grad_mode_is_profiled_under_it(tmp_path):
+    """A HF classifier's first call sets ``config.problem_type``, so its second call recompiles
+    for the same sizes: the script printed two near-identical reports, the recompile's replaying
+    the first call to time what the first report had timed already. Such a recompile is said and
+    skipped; one for another grad mode (evaluation under ``no_grad`` after training) is profiled
+    under that mode."""
+    from instrumented_backend.profiling.script import profile_script
+
+    script = tmp_path / "train_then_eval.py"
+    script.write_text(_RECOMPILED_FOR_STATE_AND_GRAD_MODE)
+    said: list[str] = []
+    torch._dynamo.reset()
+    model_report, trained, evaluated = profile_script(script, warmup=1, iters=2, active=1, echo=said.append)
+    assert "Classifier, its call 2: compiled a new graph for arguments of the same sizes" in said[1], said
+    assert "not profiled again" in said[1]
+    assert any("tanh" in k.kernel for k in model_report.kernels), model_report.kernels
+    assert "score (1 args, grad, forward and backward)" in said[2], said
+    assert "score, its call 2: the first that compiled a new graph (a recompile), under no_grad" in said[3], said
+    assert trained.backward and any("backward" in k.kernel for k in trained.kernels), trained.kernels
+    assert not evaluated.backward and not any("backward" in k.kernel for k in evaluated.kernels), evaluated.kernels
+    assert any("sigmoid" in k.kernel for k in evaluated.kernels), evaluated.kernels
 
 
 def test_backward_on_a_call_that_ran_its_own_says_what_to_do():

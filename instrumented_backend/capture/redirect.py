@@ -105,6 +105,7 @@ class LaterCall:
     number: int
     args: tuple[Any, ...]
     kwargs: dict[str, Any]
+    grad_enabled: bool = True  # grad mode at the call (an evaluation under no_grad after training)
 
 
 @dataclass
@@ -296,6 +297,7 @@ def record_compiled_calls(calls: list[CompiledCall]) -> Callable[[], None]:
                 # first: kept if it compiles one (a recompile: a new shape, another branch).
                 compiled_before = compiles_so_far()
                 copied = _copied_call(args, kwargs) if len(record.recompiles) < MAX_RECOMPILES_KEPT else None
+                grad_enabled = torch.is_grad_enabled()
                 try:
                     result = call(*args, **kwargs)
                 except Exception:
@@ -303,7 +305,7 @@ def record_compiled_calls(calls: list[CompiledCall]) -> Callable[[], None]:
                         _keep_raising_call(record, args, kwargs, copied)
                     raise
                 if copied is not None and compiles_so_far() != compiled_before:
-                    record.recompiles.append(LaterCall(record.calls, *copied))
+                    record.recompiles.append(LaterCall(record.calls, *copied, grad_enabled=grad_enabled))
                 if not record.backward:  # a warm-up call first, the training loop after it
                     _watch_backward(result, record)
                 return result

@@ -75,10 +75,23 @@ def profile_script(script: "str | Path", argv: Sequence[str] = (), *, warmup: in
                                        no_grad=not call.grad_enabled, backward=backward, options=call.options or None,
                                        **call.kwargs))
                 for later in call.recompiles[:1]:  # a generate loop's decode step, say: where the time goes
+                    if (later.grad_enabled == call.grad_enabled
+                            and _arguments_kind(later.args, later.kwargs) == _arguments_kind(call.args, call.kwargs)):
+                        # the same sizes: what recompiled was state the first call changed (HF's
+                        # config.problem_type), which the profile above compiled and timed already
+                        say(f"instrumented_backend profile: [{index}] {call.name}, its call {later.number}: "
+                            "compiled a new graph for arguments of the same sizes and kinds as the first "
+                            "call's, so for state the script changed (an attribute or setting its first call "
+                            "set, an optimizer's buffers); the profile above ran after that change and timed "
+                            "that graph: not profiled again")
+                        continue
+                    mode = "" if later.grad_enabled == call.grad_enabled else (
+                        ", under grad" if later.grad_enabled else ", under no_grad")
                     say(f"instrumented_backend profile: [{index}] {call.name}, its call {later.number}: the "
-                        "first that compiled a new graph (a recompile), after its first call")
+                        f"first that compiled a new graph (a recompile){mode}, after its first call")
                     reports.append(profile(call.target, *later.args, warmup=warmup, iters=iters,
-                                           active=active, no_grad=not call.grad_enabled, backward=backward,
+                                           active=active, no_grad=not later.grad_enabled,
+                                           backward=backward and later.grad_enabled,
                                            options=call.options or None, calls_before=[(call.args, call.kwargs)],
                                            **later.kwargs))
     return reports
@@ -101,6 +114,13 @@ def _program_of(call: CompiledCall) -> tuple[Any, ...]:
             for name, part in module.named_modules()), tuple(
             (name, tuple(p.shape), p.dtype, p.requires_grad) for name, p in module.named_parameters()))
 
+    return (code, _arguments_kind(call.args, call.kwargs), call.grad_enabled, call.backward, call.own_backward,
+            repr(sorted(call.compile_kwargs.items())), tuple(call.autocast), bool(call.recompiles), id(call.state))
+
+
+def _arguments_kind(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
+    """What of a call's arguments Dynamo compiles for: each tensor's size, dtype, device and
+    ``requires_grad``, each plain value itself, the type of anything else, and their nesting."""
     def kind(value: Any) -> Any:
         if isinstance(value, torch.Tensor):
             return ("tensor", tuple(value.shape), value.dtype, value.device.type, value.requires_grad)
@@ -108,7 +128,5 @@ def _program_of(call: CompiledCall) -> tuple[Any, ...]:
             return value
         return type(value).__qualname__
 
-    leaves = tuple(kind(v) for v in pytree.tree_leaves([list(call.args), call.kwargs]))
-    structure = str(pytree.tree_structure([list(call.args), call.kwargs]))
-    return (code, leaves, structure, call.grad_enabled, call.backward, call.own_backward,
-            repr(sorted(call.compile_kwargs.items())), tuple(call.autocast), bool(call.recompiles), id(call.state))
+    tree = [list(args), kwargs]
+    return tuple(kind(v) for v in pytree.tree_leaves(tree)), str(pytree.tree_structure(tree))
