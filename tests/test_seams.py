@@ -67,6 +67,21 @@ def test_extern_buffers_no_longer_told_from_generated_ones_are_reported(monkeypa
         wrapper_buffers.check()
 
 
+def test_an_extern_kernel_that_no_longer_keeps_its_op_is_reported(monkeypatch):
+    """buffer_origins tells a fallback's own node (``convolution_backward``, named by no
+    ``origin_node``) by the ``op_overload`` every ExternKernel keeps."""
+    from torch._inductor import ir
+
+    from instrumented_backend.seams import wrapper_buffers
+
+    def init(self, name, layout, inputs, constant_args=(), kwargs=None, op=None):  # keeps no op_overload
+        self.name = name
+
+    monkeypatch.setattr(ir.ExternKernel, "__init__", init)
+    with pytest.raises(SeamMoved, match="no longer keeps its op_overload"):
+        wrapper_buffers.check()
+
+
 def test_a_copy_no_longer_made_over_its_inputs_loader_is_reported(monkeypatch):
     """A copy Inductor makes of a node's value (a fallback's layout) is recognised by its loader."""
     from torch._inductor import ir

@@ -67,6 +67,39 @@ def test_an_extern_call_is_sourced_to_its_own_node_not_to_what_feeds_it():
     assert any(ln.text.strip().startswith("cpp_fused") for ln in norm_lines)  # its kernel's launch stays
 
 
+CONV = torch.nn.Conv2d(4, 4, 3, padding=1, groups=4)
+
+
+def _conv_then_channel_norm(x: torch.Tensor) -> torch.Tensor:
+    y = CONV(x).permute(0, 2, 3, 1)  # ConvNeXt's block: a depthwise conv, then a norm over channels
+    return torch.nn.functional.layer_norm(y, (4,)).tanh().sum()
+
+
+def test_a_fallbacks_line_is_its_op_even_when_its_input_was_realized_in_its_own_lowering():
+    """A convolution's backward needs its gradient in a layout of its own, so the norm backward
+    feeding it is realized while the backward itself is lowered: Inductor puts the convolution
+    among that buffer's origins, and the fallback (a multi-output kernel) names no ``origin_node``.
+    Every node looked computed by a generated kernel, the filter kept them all, and ConvNeXt's
+    profile listed ``convolution_backward, permute_26, mul_47, div_11 (+9)`` for the call: the
+    norm backward's nodes, which the fused kernel before it computes. The line is the op's and
+    the view it reads the gradient through."""
+    x = torch.randn(2, 4, 6, 6, requires_grad=True)
+    with ib.capture() as session:
+        torch.compile(_conv_then_channel_norm, backend="instrumented")(x).backward()
+    backward = next(cap for cap in session if cap.kind == "backward")
+    lines = [ln for ln in backward.wrapper_lines if "convolution_backward.default(" in ln.text]
+    assert lines, backward.output_code
+    for line in lines:
+        assert line.fx_nodes[0].startswith("convolution_backward"), line.fx_nodes
+        computed = [n for n in line.fx_nodes[1:] if not n.startswith(("permute", "view", "convolution_backward"))]
+        assert not computed, line.fx_nodes
+        assert line.source.code == "y = CONV(x).permute(0, 2, 3, 1)  # ConvNeXt's block: a depthwise conv, then " \
+            "a norm over channels", line.source
+    in_kernels = {n for kernel in backward.kernels if kernel.kind == "cpp" for ln in kernel.lines for n in ln.fx_nodes}
+    on_both = in_kernels & {n for line in lines for n in line.fx_nodes[1:]}
+    assert not on_both, on_both  # lines_for(a norm backward node) lists its kernel's lines, not the call
+
+
 def _looped(x: torch.Tensor) -> torch.Tensor:
     from torch._higher_order_ops.while_loop import while_loop
 

@@ -32,7 +32,10 @@ def buffer_origins(graph: Any) -> dict[str, list[str]]:
     arguments, but also every node of the pointwise chain its input was realized from (the layer
     norm before a linear), which a generated kernel computes and whose lines carry them. Those are
     left out of an extern kernel's buffer, so its call line is the op's and its views', not the
-    norm's too (``lines_for("rsqrt")`` listed the query projection's ``mm``). The buffer's
+    norm's too (``lines_for("rsqrt")`` listed the query projection's ``mm``). An input realized
+    while the extern op itself was being lowered (a convolution backward's gradient, copied into
+    the layout it needs) has the op among its own origins: the op's nodes (:func:`_own_nodes`) and
+    the views it reads its arguments through stay the extern buffer's all the same. The buffer's
     ``origin_node`` leads when Inductor names one, then the rest, latest in the graph first (a
     while_loop's result names none: the loop leads, then what feeds it). The node whose value the
     buffer holds (:func:`~.ir_origins.value_node`) counts as its ``origin_node``."""
@@ -47,10 +50,41 @@ def buffer_origins(graph: Any) -> dict[str, list[str]]:
         own = value_node(buffer)  # nodes outside this graph (-1) after the rest
         origins = getattr(buffer, "origins", None) or ()
         if isinstance(buffer, ir.ExternKernel):
-            origins = [node for node in origins if node is own or node not in generated] or origins
+            kept = _own_nodes(buffer, origins, own)
+            kept |= {view for node in kept for view in _argument_views(node)}
+            origins = [node for node in origins if node in kept or node not in generated] or origins
         ranked = sorted(origins, key=lambda node, own=own: (node is not own, -order.get(node, -1), node.name))
         result[name] = [provenance.fx_label(node) for node in ranked]
     return result
+
+
+def _own_nodes(buffer: Any, origins: Any, own: Any) -> set[Any]:
+    """The FX nodes an extern buffer's op is: the node whose value it holds, and those of its
+    origins that call its op (a multi-output fallback's: ``convolution_backward``, which names no
+    ``origin_node``; a ``MultiOutput`` item's: its fallback's op)."""
+    from torch._inductor import ir
+
+    nodes = {own} if own is not None else set()
+    kernel = buffer
+    if isinstance(buffer, ir.MultiOutput) and getattr(buffer, "inputs", None):
+        kernel = buffer.inputs[0]
+    op = getattr(kernel, "op_overload", None)
+    if op is not None:
+        nodes |= {node for node in origins if getattr(node, "target", None) is op}
+    return nodes
+
+
+def _argument_views(node: Any) -> set[Any]:
+    """The view nodes ``node`` reads its arguments through (a permute, a reshape), transitively."""
+    views: set[Any] = set()
+    stack = list(getattr(node, "all_input_nodes", ()))
+    while stack:
+        arg = stack.pop()
+        if arg in views or not getattr(getattr(arg, "target", None), "is_view", False):
+            continue
+        views.add(arg)
+        stack.extend(arg.all_input_nodes)
+    return views
 
 
 def buffer_nodes(graph: Any) -> dict[str, str]:
@@ -121,9 +155,14 @@ def check() -> None:
     extern = getattr(ir, "ExternKernel", None)
     if not (isinstance(extern, type) and issubclass(getattr(ir, "ExternKernelOut", object), extern)
             and issubclass(getattr(ir, "FallbackKernel", object), extern)
+            and issubclass(getattr(ir, "MultiOutput", object), extern)
             and not issubclass(getattr(ir, "ComputedBuffer", extern), extern)):
         raise SeamMoved("wrapper_buffers: ir.ExternKernel no longer tells an extern call's buffer (ExternKernelOut, "
-                        "FallbackKernel) from a generated kernel's (ComputedBuffer); buffer_origins reads it")
+                        "FallbackKernel, MultiOutput) from a generated kernel's (ComputedBuffer); buffer_origins "
+                        "reads it")
+    if "self.op_overload = " not in inspect.getsource(ir.ExternKernel.__init__):
+        raise SeamMoved("wrapper_buffers: ir.ExternKernel no longer keeps its op_overload; buffer_origins reads "
+                        "it to tell a fallback's own node from its inputs'")
     from torch._inductor.codecache import AotCodeCompiler
 
     if not isinstance(inspect.getattr_static(AotCodeCompiler, "compile", None), classmethod):
