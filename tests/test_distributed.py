@@ -11,6 +11,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
+import torch
 from conftest import REPO, scratch_tmpdir_env
 
 import instrumented_backend as ib
@@ -85,6 +86,37 @@ def test_a_rank_dependent_branch_is_named_with_its_graph_layer_and_source_line(t
     assert any("y = torch.sin(x) * 2" in line for line in divergence.source_lines)
     assert not comparison.collective_divergences  # the same all_reduce on both ranks
     assert main(["ranks", str(tmp_path)]) == 1
+
+
+def _scores(x, weight):
+    return torch.tanh(x @ weight).sum(-1)
+
+
+def test_ranks_that_compiled_for_other_sizes_are_told_so_before_the_diff():
+    """A DDP GPT-2 whose ranks got sequences of 16 and 12 tokens: every node of the Dynamo graph
+    differed in shape, and the comparison listed 25 source lines, the whole model, before a diff
+    whose first line was 3,000 characters of parameters. The inputs that differ lead, by name."""
+    from instrumented_backend.diagnosis.ranks import _input_name
+
+    weight = torch.randn(8, 8)
+    captures = []
+    for rank, length in ((0, 16), (1, 12)):  # each "rank" compiles afresh, as a process does
+        torch._dynamo.reset()
+        with ib.capture() as session:
+            torch.compile(_scores, backend="instrumented")(torch.randn(2, length, 8), weight)
+        for graph in session:
+            graph.rank = rank
+            captures.append(graph)
+    comparison = ib.compare_ranks(captures)
+    divergence = comparison.first_divergence
+    assert divergence is not None and divergence.layer == "Dynamo graph", comparison.render()
+    assert divergence.input_differences == ["x: f32[2, 16, 8] on rank 0, f32[2, 12, 8] on rank 1"]
+    text = comparison.render()
+    assert text.index("the graph's inputs differ in size or dtype") < text.index("--- rank 0")
+    assert "torch._dynamo.mark_dynamic" in text
+    assert any("torch.tanh(x @ weight)" in line for line in divergence.source_lines), divergence.source_lines
+    assert _input_name("L_self_modules_h_modules_0_modules_ln_1_parameters_weight_") == "self.h.0.ln_1.weight"
+    assert _input_name("L_input_ids_") == "input_ids" and _input_name("primals_1") == "primals_1"
 
 
 def test_a_collective_order_divergence_is_named_as_such(tmp_path, capsys):

@@ -30,6 +30,8 @@ _COLLECTIVE = re.compile(r'^\s*(?P<name>\w+): "(?P<shape>[^"]*)" = torch\.ops\._
                          r"\((?P<args>.*)\)")
 _NOT_COLLECTIVES = {"wait_tensor"}
 _ASSIGNED = re.compile(r"^\s*(?P<name>[A-Za-z_]\w*)(?:\s*:\s*\"[^\"]*\")?\s*=\s")
+_PARAMETER = re.compile(r'(?P<name>\w+): "(?P<kind>[^"]*)"')
+_SOURCE_LINES_SHOWN = 12  # the render's cap; RankDivergence.source_lines keeps them all
 # Text that differs between processes for reasons other than what they compiled.
 _NOISE = (re.compile(r"/[^\s'\"]*torchinductor[^\s'\"]*"), re.compile(r"# AOT ID: \S+"))
 
@@ -77,6 +79,9 @@ class RankDivergence:
     layer: str  # "compiled graphs" when the ranks compiled different sequences of graphs
     diff: str
     source_lines: list[str] = field(default_factory=list)  # "file:line: code" behind the differing nodes
+    # The graph inputs whose size or dtype differs ("input_ids: i64[2, 16] on rank 0, i64[2, 12] on
+    # rank 1"): uneven batches or sequence lengths, behind every shape in the diff after them.
+    input_differences: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -117,9 +122,19 @@ class RankComparison:
             div = self.first_divergence
             out.append(f"\nFIRST DIVERGENCE: graph [{div.position}] {div.graph}: ranks {div.ranks[0]} and "
                        f"{div.ranks[1]} differ first in the {div.layer}")
+            if div.input_differences:
+                out.append("the graph's inputs differ in size or dtype: the ranks compiled it for other data "
+                           "(uneven batches or sequence lengths), and every shape after them follows:")
+                out.extend(f"  {line}" for line in div.input_differences)
+                out.append("  (each rank recompiles whenever its own sizes change, and the others wait for it at "
+                           "the next collective; for one graph on every rank give them the same sizes, pad to one "
+                           "length, or mark the dimension dynamic with torch._dynamo.mark_dynamic)")
             if div.source_lines:
-                out.append("source lines behind the differing nodes:")
-                out.extend(f"  {line}" for line in div.source_lines)
+                shown = div.source_lines[:_SOURCE_LINES_SHOWN]
+                more = len(div.source_lines) - len(shown)
+                out.append("source lines behind the differing nodes" + (f" (the first {len(shown)} of "
+                                                                        f"{len(div.source_lines)}):" if more else ":"))
+                out.extend(f"  {line}" for line in shown)
             out.append(div.diff.rstrip())
         for cd in self.collective_divergences:
             out.append(f"\nCOLLECTIVES DIFFER (hang risk): graph [{cd.position}] {cd.graph}:")
@@ -230,5 +245,38 @@ def _first_difference(mine: Optional["GraphCapture"], theirs: Optional["GraphCap
             sources = _source_lines(mine, removed, key) + [s for s in _source_lines(theirs, added, key)
                                                           if s not in _source_lines(mine, removed, key)]
             return RankDivergence(position, f"{mine.compile_id} {mine.kind}", (my_rank, their_rank), LAYERS[key],
-                                  diff, sources)
+                                  diff, sources, _input_differences(mine, theirs, key, my_rank, their_rank))
     return None
+
+
+def _graph_inputs(code: str) -> dict[str, str]:
+    """``{placeholder: "dtype[sizes]"}`` from a printed graph's ``def forward(self, ...)`` line."""
+    for line in code.splitlines():
+        stripped = line.strip()
+        if stripped.startswith("def forward(self"):
+            return {m["name"]: m["kind"] for m in _PARAMETER.finditer(stripped)}
+    return {}
+
+
+def _input_name(placeholder: str) -> str:
+    """A Dynamo placeholder as the program names it: ``L_input_ids_`` -> ``input_ids``,
+    ``L_self_modules_wte_parameters_weight_`` -> ``self.wte.weight``; others as they are."""
+    match = re.fullmatch(r"[LG]_(\w+)_", placeholder)
+    if match is None:
+        return placeholder
+    name = match.group(1)
+    for part in ("_modules_", "_parameters_", "_buffers_"):
+        name = name.replace(part, ".")
+    return re.sub(r"^self_", "self.", name)
+
+
+def _input_differences(mine: "GraphCapture", theirs: "GraphCapture", key: str, my_rank: Optional[int],
+                       their_rank: Optional[int]) -> list[str]:
+    """The inputs of ``key``'s graph whose size or dtype differs between the two ranks."""
+    left, right = _graph_inputs(getattr(mine, key) or ""), _graph_inputs(getattr(theirs, key) or "")
+    differences = []
+    for name in [*left, *(n for n in right if n not in left)]:
+        if left.get(name) != right.get(name):
+            differences.append(f"{_input_name(name)}: {left.get(name, 'absent')} on rank {my_rank}, "
+                               f"{right.get(name, 'absent')} on rank {their_rank}")
+    return differences
