@@ -6,7 +6,8 @@ run --dump``), checks the result against eager, and prints ``rank R ok``.
 
 Scenarios: ``all_reduce`` (functional collective), ``diverge`` (rank 1 takes a rank-dependent
 branch that changes one op), ``order`` (the ranks reduce two tensors in opposite orders),
-``ddp`` (a DDP training step split into two buckets by DDPOptimizer), ``plain``.
+``ddp`` (a DDP training step split into two buckets by DDPOptimizer), ``ddp_plain`` (the same
+step compiled with the default backend, for ``diagnose``), ``plain``.
 """
 
 from __future__ import annotations
@@ -65,6 +66,10 @@ def main(scenario: str, out: str) -> int:
         model = torch.nn.parallel.DistributedDataParallel(TwoBuckets(), bucket_cap_mb=1)
         compiled = torch.compile(model, backend="instrumented", options=options)
         compiled(torch.randn(4, 512) + rank).backward()
+    elif scenario == "ddp_plain":  # for `diagnose` under torchrun: the default backend, as a user's script
+        torch.manual_seed(0)
+        model = torch.nn.parallel.DistributedDataParallel(TwoBuckets(), bucket_cap_mb=1)
+        torch.compile(model)(torch.randn(4, 512) + rank).backward()
     elif scenario == "plain":
         step = torch.compile(lambda t: fc.all_reduce(torch.tanh(t), "sum", dist.group.WORLD))
         assert torch.allclose(step(x), torch.tanh(x) * world)
@@ -76,7 +81,8 @@ def main(scenario: str, out: str) -> int:
 
 if __name__ == "__main__":
     status = main(sys.argv[1], sys.argv[2])
-    if sys.argv[1] == "plain":  # run by `python -m instrumented_backend run`, which dumps after the script
+    if sys.argv[1] in ("plain", "ddp_plain"):  # run by `python -m instrumented_backend run` or `diagnose`,
+        # which dump or diagnose after the script
         sys.exit(status)
     # The process group outlives destroy_process_group() (torch's opaque-object registry holds it,
     # with plain Inductor too) and is destroyed during interpreter finalization, where gloo's

@@ -26,15 +26,17 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-def torchrun(*argv: str, cwd: Path = REPO) -> subprocess.CompletedProcess:
-    """Run ``torchrun --nproc-per-node 2`` on 127.0.0.1 (a free port), bounded by TIMEOUT."""
+def torchrun(*argv: str, cwd: Path = REPO, status: int = 0) -> subprocess.CompletedProcess:
+    """Run ``torchrun --nproc-per-node 2`` on 127.0.0.1 (a free port), bounded by TIMEOUT; it must
+    exit with ``status``."""
     command = [sys.executable, "-m", "torch.distributed.run", "--nnodes", "1", "--nproc-per-node", "2",
                "--master-addr", "127.0.0.1", "--master-port", str(_free_port()), "--max-restarts", "0", *argv]
     with tempfile.TemporaryDirectory(prefix="ib-torchrun-") as scratch:  # torchrun leaves its logs' folder
         env = {**os.environ, "GLOO_SOCKET_IFNAME": "lo", "OMP_NUM_THREADS": "1", **scratch_tmpdir_env(scratch),
                "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
         proc = subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=TIMEOUT, env=env)
-    assert proc.returncode == 0, f"torchrun failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}"
+    assert proc.returncode == status, \
+        f"torchrun exited {proc.returncode}, not {status}:\n{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}"
     assert "rank 0 ok" in proc.stdout and "rank 1 ok" in proc.stdout, proc.stdout
     return proc
 
@@ -149,3 +151,20 @@ def test_torchrun_runs_the_cli_on_every_rank_and_show_reads_them(tmp_path):
     assert sorted(p.name for p in dump.iterdir()) == ["rank_0", "rank_1"]
     assert [g.rank for g in ib.load(dump)] == [0, 1]
     assert main(["show", str(dump)]) == 0
+
+
+def test_diagnose_under_torchrun_judges_each_ranks_model_in_a_folder_of_its_own(tmp_path):
+    """Under torchrun every rank runs the command. Both ranks wrote one ``--out``, each deleting
+    the other's crash folder as it started (a rank died of SIGBUS reading a file the other had
+    removed), and each replayed the DDP wrapper after the script had destroyed its process group.
+    Each rank now writes ``OUT/rank_<r>/`` and judges the model DDP wraps, on its own."""
+    out = tmp_path / "out"
+    proc = torchrun("-m", "instrumented_backend", "diagnose", "--fault", "relu*1.5", "--out", str(out), str(SCRIPT),
+                    "ddp_plain", str(tmp_path / "unused"), status=1)  # 1: each rank found the bug
+    assert sorted(p.name for p in out.iterdir()) == ["rank_0", "rank_1"]
+    assert proc.stderr.count("judged as the TwoBuckets it wraps (its .module), on this rank alone") == 2, proc.stderr
+    for rank in (0, 1):
+        text = (out / f"rank_{rank}" / "diagnosis.txt").read_text()
+        assert "the compiled outputs are wrong" in text and "culprit: relu (aten.relu.default)" in text, text
+        assert "h = torch.relu(self.first(x))" in text
+        assert list((out / f"rank_{rank}" / "repros").glob("repro_*.py")), text

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Optional
+from pathlib import Path
+from typing import Any, Optional
 
-__all__ = ["RankInfo", "current_rank"]
+__all__ = ["RankInfo", "current_rank", "rank_out_dir", "rank_file", "data_parallel_module"]
 
 
 @dataclass(frozen=True)
@@ -31,3 +32,33 @@ def current_rank() -> RankInfo:
     if rank is not None and world is not None and rank.isdigit() and world.isdigit():
         return RankInfo(int(rank), int(world), None)
     return RankInfo()
+
+
+def rank_out_dir(directory: "str | Path") -> Path:
+    """Where this process writes what a command makes: ``directory/rank_<r>`` when it is one rank of
+    several (under ``torchrun`` every rank runs the command, and they would overwrite, or delete,
+    each other's files), else ``directory``; the same layout as a dump's."""
+    info = current_rank()
+    root = Path(directory)
+    if info.rank is None or (info.world_size or 1) < 2:
+        return root
+    return root / f"rank_{info.rank}"
+
+
+def rank_file(path: "str | Path") -> Path:
+    """``path`` as this rank writes it: ``<folder>/rank_<r>/<name>`` when it is one rank of several
+    (:func:`rank_out_dir`), else ``path``."""
+    path = Path(path)
+    return rank_out_dir(path.parent) / path.name
+
+
+def data_parallel_module(target: Any) -> Optional[Any]:
+    """The model a ``DistributedDataParallel`` or ``DataParallel`` wrapper holds (its ``.module``),
+    or None for anything else. Replayed after the script, the wrapper's own work (DDP's gradient
+    all-reduce, its buffer broadcast) waits on ranks that are not in step, or on a process group
+    the script destroyed; the model it wraps computes the same values on this rank alone."""
+    import torch
+
+    wrappers = (torch.nn.DataParallel, torch.nn.parallel.DistributedDataParallel)
+    inner = getattr(target, "module", None)
+    return inner if isinstance(target, wrappers) and isinstance(inner, torch.nn.Module) else None

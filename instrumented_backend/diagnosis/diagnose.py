@@ -1175,6 +1175,7 @@ def diagnose_script(script: "str | Path", argv: Sequence[str] = (), *, out_dir: 
     fails (``train`` when it was called with gradients on and something to differentiate), at
     ``tol`` (see :func:`diagnose`). Returns the diagnoses made, the failing one last. An exception
     the compile raised inside the script is not re-raised: it is what the diagnosis explains."""
+    from ..capture.distributed import data_parallel_module
     from ..capture.redirect import CompiledCall, LaterCall, record_compiled_calls, run_as_main, state_at_first_call
 
     say = echo or (lambda line: print(line, file=sys.stderr))
@@ -1204,12 +1205,17 @@ def diagnose_script(script: "str | Path", argv: Sequence[str] = (), *, out_dir: 
                 which += ": grad was on, but no backward reached its outputs"
             say(f"instrumented_backend diagnose: [{index}] {call.name} ({len(args)} args{keywords}, "
                 f"{'training step' if train else 'inference'}{which})")
+            target = data_parallel_module(call.target) or call.target
+            if target is not call.target:
+                say(f"instrumented_backend diagnose: [{index}] {call.name}: judged as the {type(target).__name__} it "
+                    f"wraps (its .module), on this rank alone: replayed after the script, its gradient all-reduce "
+                    "would wait on ranks that are not in step, or on a process group the script destroyed")
             target_out = Path(out_dir) if len(calls) == 1 else Path(out_dir) / f"{index}_{call.name}"
             with _as_at_first_call(call) as restored, state_at_first_call(call):
                 if restored:
                     say(f"instrumented_backend diagnose: [{index}] {call.name}: on at its first call, off when the "
                         f"script ended, on again for its diagnosis: {'; '.join(restored)}")
-                result = diagnose(call.target, *args, kwargs=kwargs, train=train,
+                result = diagnose(target, *args, kwargs=kwargs, train=train,
                                   compile_kwargs=call.compile_kwargs, out_dir=target_out, minify=minify,
                                   progress=progress, name=call.name, tol=tol)
             if restored or call.raising_call:
@@ -1227,7 +1233,7 @@ def diagnose_script(script: "str | Path", argv: Sequence[str] = (), *, out_dir: 
                 say(f"instrumented_backend diagnose: [{index}] {call.name}, its call {later.number}: {nth} that "
                     f"compiled a new graph (a recompile), replayed after {after}")
                 with _as_at_first_call(call) as restored, state_at_first_call(call):
-                    result = diagnose(call.target, *later.args, kwargs=later.kwargs, train=train,
+                    result = diagnose(target, *later.args, kwargs=later.kwargs, train=train,
                                       compile_kwargs=call.compile_kwargs, out_dir=target_out, minify=minify,
                                       progress=progress, name=call.name, tol=tol,
                                       calls_before=[(c.args, c.kwargs) for c in replayed])

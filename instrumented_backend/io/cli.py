@@ -93,7 +93,9 @@ def _run(args: argparse.Namespace) -> int:
         session.dump(dump_dir)
         print(f"instrumented_backend: wrote {len(session)} graph(s) to {dump_dir}", file=sys.stderr)
     if args.html:
-        path = ib.report.html(session, args.html)
+        from ..capture.distributed import rank_file
+
+        path = ib.report.html(session, rank_file(args.html))  # under torchrun, each rank its own
         print(f"instrumented_backend: wrote the HTML report {path}", file=sys.stderr)
     return exit_code
 
@@ -102,8 +104,10 @@ def _diagnose(args: argparse.Namespace) -> int:
     """The diagnosis runs in a forked child: compiled code that kills it (a segfaulting kernel) is
     then reported by kernel and source line instead of ending the command, and the graph it ran
     is minified from the arguments of the call that crashed (unless ``--no-minify``)."""
+    from ..capture.distributed import rank_out_dir
     from ..diagnosis.crash import crash_folder, minify_crash, run_surviving_crashes
 
+    args.out = str(rank_out_dir(args.out))  # under torchrun, each rank its own folder
     code, crash = run_surviving_crashes(lambda: _diagnose_here(args), args.out)
     if crash is not None:
         if not args.no_minify and crash.located:
@@ -203,16 +207,19 @@ def _profile(args: argparse.Namespace) -> int:
     for index, report in enumerate(reports):
         print(report)
         if args.out:
-            out = Path(args.out)
+            from ..capture.distributed import rank_out_dir
+
+            out = rank_out_dir(args.out)
             out.mkdir(parents=True, exist_ok=True)
             report.to_json(out / f"profile_{index}.json")
             report.export_chrome_trace(out / f"trace_{index}.json")
             print(f"instrumented_backend: wrote {out / f'profile_{index}.json'} and {out / f'trace_{index}.json'} "
                   "(open the trace in ui.perfetto.dev)")
         if args.html:
+            from ..capture.distributed import rank_file
             from ..report import html
 
-            target = Path(args.html)
+            target = rank_file(args.html)
             if index:
                 target = target.with_name(f"{target.stem}_{index}{target.suffix}")
             html(report.captures, target, profile=report)

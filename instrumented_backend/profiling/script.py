@@ -22,6 +22,7 @@ import torch
 import torch.utils._pytree as pytree
 
 from ..capture.as_written import owning_module
+from ..capture.distributed import data_parallel_module
 from ..capture.redirect import (
     CompiledCall,
     autocast_at_first_call,
@@ -66,12 +67,17 @@ def profile_script(script: "str | Path", argv: Sequence[str] = (), *, warmup: in
             backward = call.grad_enabled and call.backward and not call.own_backward
             shape = ", forward and backward" if backward else ", runs its own backward" if call.own_backward else ""
             # an optimizer step: the gradients it had, not zero_grad()'s None; autocast as at the call
+            target = data_parallel_module(call.target) or call.target
+            if target is not call.target:
+                say(f"instrumented_backend profile: [{index}] {call.name}: profiled as the {type(target).__name__} it "
+                    "wraps (its .module), on this rank alone: replayed after the script, its gradient all-reduce "
+                    "would wait on ranks that are not in step, or on a process group the script destroyed")
             with state_at_first_call(call), autocast_at_first_call(call) as autocast:
                 under = f", under {', '.join(autocast)}" if autocast else ""
                 under += f", on {call.arguments_from}" if call.arguments_from else ""
                 say(f"instrumented_backend profile: [{index}] {call.name} ({len(call.args)} args, "
                     f"{'grad' if call.grad_enabled else 'no_grad'}{shape}{under})")
-                reports.append(profile(call.target, *call.args, warmup=warmup, iters=iters, active=active,
+                reports.append(profile(target, *call.args, warmup=warmup, iters=iters, active=active,
                                        no_grad=not call.grad_enabled, backward=backward, options=call.options or None,
                                        **call.kwargs))
                 for later in call.recompiles[:1]:  # a generate loop's decode step, say: where the time goes
@@ -89,7 +95,7 @@ def profile_script(script: "str | Path", argv: Sequence[str] = (), *, warmup: in
                         ", under grad" if later.grad_enabled else ", under no_grad")
                     say(f"instrumented_backend profile: [{index}] {call.name}, its call {later.number}: the "
                         f"first that compiled a new graph (a recompile){mode}, after its first call")
-                    reports.append(profile(call.target, *later.args, warmup=warmup, iters=iters,
+                    reports.append(profile(target, *later.args, warmup=warmup, iters=iters,
                                            active=active, no_grad=not later.grad_enabled,
                                            backward=backward and later.grad_enabled,
                                            options=call.options or None, calls_before=[(call.args, call.kwargs)],
