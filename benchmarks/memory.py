@@ -11,7 +11,7 @@ times a full collection (median of 7), which walks them all: what the kept captu
 program's own collections. The instrumented process does it again after ``ib.clear()``.
 
     python benchmarks/memory.py [--compiles 100] [--limit N]
-    python benchmarks/memory.py --smoke      # CI: 3 compiles each
+    python benchmarks/memory.py --smoke      # CI: 2 compiles each
 """
 
 from __future__ import annotations
@@ -86,8 +86,8 @@ def main(argv: list[str] | None = None) -> int:
         backend, compiles, limit = args.child
         child(backend, int(compiles), None if limit == "none" else int(limit))
         return 0
-    compiles = 3 if args.smoke else args.compiles
-    limit = 2 if args.smoke else args.limit
+    compiles = 2 if args.smoke else args.compiles
+    limit = 1 if args.smoke else args.limit
     series, collections = {}, {}
     for backend in ("inductor", "instrumented"):
         proc = subprocess.run([sys.executable, __file__, "--child", backend, str(compiles), str(limit)],

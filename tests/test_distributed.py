@@ -143,16 +143,6 @@ def test_ddp_buckets_are_captured_and_labelled(tmp_path):
     assert ib.compare_ranks(tmp_path).first_divergence is None
 
 
-def test_torchrun_runs_the_cli_on_every_rank_and_show_reads_them(tmp_path):
-    from instrumented_backend.io.cli import main
-
-    dump = tmp_path / "dump"
-    torchrun("-m", "instrumented_backend", "run", str(SCRIPT), "plain", str(tmp_path / "unused"), "--dump", str(dump))
-    assert sorted(p.name for p in dump.iterdir()) == ["rank_0", "rank_1"]
-    assert [g.rank for g in ib.load(dump)] == [0, 1]
-    assert main(["show", str(dump)]) == 0
-
-
 def test_diagnose_under_torchrun_judges_each_ranks_model_in_a_folder_of_its_own(tmp_path):
     """Under torchrun every rank runs the command. Both ranks wrote one ``--out``, each deleting
     the other's crash folder as it started (a rank died of SIGBUS reading a file the other had

@@ -146,10 +146,6 @@ def test_command_line_runs_as_written(command, placeholders):
         expected = 1 if "--fault" in filled else 0
         assert proc.returncode == expected, f"{filled}\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}"
         assert ("culprit source line" in proc.stdout) == bool(expected) and "checked 1 compiled target" in proc.stdout
-        if filled.startswith("torchrun"):  # every rank diagnoses, each into a folder of its own
-            out = placeholders["work"] / filled.split("--out")[1].split()[0]
-            assert sorted(p.name for p in out.iterdir()) == ["rank_0", "rank_1"], proc.stdout
-            assert all("culprit: tanh" in (out / f"rank_{r}" / "diagnosis.txt").read_text() for r in (0, 1))
         if "examples/tutorial_model.py" in filled:  # the demo's last step: the tutorial's script, unchanged
             assert "first failing layer: inductor" in proc.stdout and "a = torch.neg(x1)" in proc.stdout, proc.stdout
             repro = re.search(r"run it: python (diagnosis/repros/repro_\S+\.py)", proc.stdout)
