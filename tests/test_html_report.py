@@ -287,6 +287,34 @@ def test_the_index_says_why_each_graph_was_compiled(tmp_path):
     assert summaries["0/0"]["graph_break"] == by_id["0/0"].graph_break_reason
 
 
+def test_a_distributed_runs_graphs_are_told_apart_by_rank(browser, tutorial, tmp_path):
+    """Every rank of a torch.distributed run has its own #0: the report of a two-rank dump listed
+    #0 twice, with nothing to tell the rows apart, and headed both graphs alike. A rank column
+    and the heading's rank say whose each is."""
+    import copy
+
+    from selenium.webdriver.common.by import By
+
+    graph, _ = tutorial
+    ranks = []
+    for rank in (0, 1):
+        mine = copy.copy(graph)
+        mine.rank, mine.world_size = rank, 2
+        ranks.append(mine)
+    path = ib.report.html(ranks, tmp_path / "ranks.html")
+    _open(browser, path)
+    headers = [th.text for th in browser.find_elements(By.CSS_SELECTOR, "#graphs th")]
+    assert headers[:2] == ["rank", "#"], headers
+    rows = browser.find_elements(By.CSS_SELECTOR, "#graphs tr.graph-row")
+    assert [row.find_elements(By.TAG_NAME, "td")[0].text for row in rows] == ["0", "1"]
+    _click(browser, rows[1])
+    heading = [h.text for h in browser.find_elements(By.TAG_NAME, "h2") if h.text.startswith("Graph ")]
+    assert heading == [f"Graph {graph.label} on rank 1"], heading
+    assert console_errors(browser) == []
+    plain = _page_data(ib.report.render_html(graph))  # one process: no rank column, the label as it was
+    assert plain["graphs"][0]["label"] == graph.label and plain["graphs"][0]["summary"]["rank"] is None
+
+
 def test_the_browser_leaves_no_profile_folder_behind():
     driver = start_browser()
     profile = Path(driver.capabilities["chrome"]["userDataDir"])

@@ -245,8 +245,11 @@ def graph_page(graph: "GraphCapture", *, kernel_shares: Optional[dict[str, float
         "inputs": summarize_inputs(graph.inputs, limit=INPUTS_SHOWN),
         "inputs_all": summarize_inputs(graph.inputs),
         "graph_break": graph.graph_break_reason, "recompile": graph.recompile_reason,
+        "rank": graph.rank, "ddp_bucket": graph.ddp_bucket,
     }
-    return GraphPage(graph.index, graph.label, summary, panes, _relations(graph), kernels, graph_sections(graph))
+    # a distributed run's ranks each have a #0: the heading says whose
+    label = graph.label if graph.rank is None else f"{graph.label} on rank {graph.rank}"
+    return GraphPage(graph.index, label, summary, panes, _relations(graph), kernels, graph_sections(graph))
 
 
 def _accuracy_word(graph: "GraphCapture") -> str:

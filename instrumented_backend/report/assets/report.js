@@ -35,9 +35,16 @@
   function renderIndex() {
     var table = document.getElementById("graphs");
     var head = el("tr");
-    ["#", "compile id", "kind", "Dynamo / AOT / post-grad nodes", "kernels", "status", "accuracy",
-     "compile s", "inputs", "why compiled", "problems"].forEach(function (h) { head.appendChild(el("th", "", h)); });
+    // a rank column for a distributed run's graphs (two ranks' #0 are two graphs), a bucket column under DDP
+    var ranked = DATA.graphs.some(function (page) { return page.summary.rank !== null && page.summary.rank !== undefined; });
+    var bucketed = DATA.graphs.some(function (page) {
+      return page.summary.ddp_bucket !== null && page.summary.ddp_bucket !== undefined;
+    });
+    var headers = (ranked ? ["rank"] : []).concat(["#", "compile id", "kind"], bucketed ? ["ddp bucket"] : [],
+      ["Dynamo / AOT / post-grad nodes", "kernels", "status", "accuracy", "compile s", "inputs", "why compiled", "problems"]);
+    headers.forEach(function (h) { head.appendChild(el("th", "", h)); });
     table.appendChild(head);
+    function shown(value) { return value === null || value === undefined ? "" : value; }
     DATA.graphs.forEach(function (page, position) {
       var s = page.summary, n = s.nodes || {};
       var row = el("tr", "graph-row");
@@ -45,13 +52,15 @@
       var note = s.compile_id && /\/[1-9]/.test(s.compile_id) ? " (recompile)" : "";
       var why = [s.recompile ? "recompiled: " + s.recompile : "", s.graph_break ? "ended by a graph break: " + s.graph_break : ""]
         .filter(Boolean).join("; ");
-      [page.index, (s.compile_id || "?") + note, s.kind,
-       [n.dynamo, n.aot, n.post_grad].map(function (v) { return v === undefined ? "-" : v; }).join(" / "),
-       s.kernels, s.status, s.accuracy || "", s.compile_seconds, s.inputs, why, s.problems.join("; ")
-      ].forEach(function (value, column) {
-        var cell = el("td", column === 5 ? "status-" + s.status : (column === 6 && value === "FAILED" ? "bad" : ""), value);
-        if (column === 9) cell.className = "why";
-        if (column === 8 && s.inputs_all && s.inputs_all !== s.inputs) {  // dozens of inputs: the rest on request
+      var values = (ranked ? [shown(s.rank)] : []).concat([page.index, (s.compile_id || "?") + note, s.kind],
+        bucketed ? [shown(s.ddp_bucket)] : [],
+        [[n.dynamo, n.aot, n.post_grad].map(function (v) { return v === undefined ? "-" : v; }).join(" / "),
+         s.kernels, s.status, s.accuracy || "", s.compile_seconds, s.inputs, why, s.problems.join("; ")]);
+      values.forEach(function (value, column) {
+        var header = headers[column];
+        var cell = el("td", header === "status" ? "status-" + s.status : (header === "accuracy" && value === "FAILED" ? "bad" : ""), value);
+        if (header === "why compiled") cell.className = "why";
+        if (header === "inputs" && s.inputs_all && s.inputs_all !== s.inputs) {  // dozens of inputs: the rest on request
           cell.textContent = "";
           var more = el("details", "inputs");
           more.appendChild(el("summary", "", s.inputs));
