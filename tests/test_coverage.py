@@ -143,9 +143,11 @@ def test_several_functions_and_two_threads_do_not_mix():
     assert exp_graph.thread_name == "exp-thread" and erf_graph.thread_name == "erf-thread"
 
 
-def test_a_model_of_torch_modules_only_is_sourced_to_each_module_forward():
+def test_a_model_of_torch_modules_only_is_sourced_to_the_line_in_each_modules_forward():
     """Dynamo records no frame inside torch/nn/modules, so an nn.Sequential of torch's own modules
-    has no user frame at all: its lines are sourced to each module's forward, told apart by module."""
+    has no user frame at all: its lines were sourced to each module's ``def forward``. The frame
+    Dynamo was tracing when it made each node is kept (seams.dynamo_frames): the line in the
+    module's forward that calls the op, told apart by module."""
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4), torch.nn.Tanh())
     x = torch.randn(4, 8)
@@ -159,8 +161,11 @@ def test_a_model_of_torch_modules_only_is_sourced_to_each_module_forward():
     assert coverage.statements and coverage.sourced_percent == 100.0, coverage.unsourced_nodes
     functions = {line.source.function for k in graph.kernels for line in k.lines if line.source is not None}
     assert {"ReLU.forward", "Tanh.forward"} <= functions, functions
+    codes = set()
     for line in (line for k in graph.kernels for line in k.lines if line.source is not None):
         assert "torch/nn/modules/" in line.source.file.replace("\\", "/")
-        assert line.source.code.startswith("def forward"), line.source
+        assert not line.source.code.startswith("def forward"), line.source
+        codes.add(line.source.code)
+    assert {"return F.relu(input, inplace=self.inplace)", "return torch.tanh(input)"} <= codes, codes
     modules = {graph.nodes[name].module for name in ("relu", "tanh") if name in graph.nodes}
     assert len(modules) == 2 and all(m for m in modules), modules

@@ -563,3 +563,37 @@ def test_a_module_path_is_named_as_named_modules_names_it():
     assert module_name("L['self'].h._modules['0'].mlp") == "h.0.mlp"
     assert module_name("G['model'].layers[0]") == "model.layers.0"  # a global keeps its own name
     assert module_name("L['model']") == ""
+
+
+def test_the_frame_inside_torchs_modules_is_kept_only_for_the_instrumented_backend():
+    """dynamo_frames keeps, for a node Dynamo made inside torch/nn/modules (no stack_trace), the
+    line being traced; a compile for another backend is left as Dynamo made it."""
+    import instrumented_backend as ib
+    from instrumented_backend.seams.dynamo_frames import FRAME_KEY, traced_frame
+
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.BatchNorm1d(4))
+    seen = []
+
+    def keep(gm, example_inputs):
+        seen.extend(n.meta.get(FRAME_KEY) for n in gm.graph.nodes if n.op == "call_function")
+        return gm.forward
+
+    torch._dynamo.reset()
+    torch.compile(model, backend=keep)(torch.randn(3, 4))
+    assert seen and not any(seen), seen
+    torch._dynamo.reset()
+    with ib.capture() as session:
+        torch.compile(model, backend="instrumented")(torch.randn(3, 4))
+    frames = [traced_frame(n) for n in session[0].dynamo_graph.graph.nodes if n.op == "call_function"]
+    assert frames and all(frames), frames
+    assert any(code.startswith("return F.batch_norm(") for _, _, _, code in frames), frames
+
+
+def test_a_tracer_that_no_longer_makes_nodes_through_create_proxy_is_reported(monkeypatch):
+    from torch._dynamo import output_graph
+
+    from instrumented_backend.seams import dynamo_frames
+
+    monkeypatch.delattr(output_graph.SubgraphTracer, "create_proxy")
+    with pytest.raises(SeamMoved, match="SubgraphTracer.create_proxy is gone"):
+        dynamo_frames.check()

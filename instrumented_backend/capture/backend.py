@@ -55,6 +55,21 @@ def _install_ddp_buckets() -> None:
 
 _install_ddp_buckets()
 
+
+def _install_dynamo_frames() -> None:
+    """Dynamo traces a frame before it hands the graph to the backend: the hook that records where
+    torch's own modules made a node is put in place when this module loads."""
+    from ..seams import dynamo_frames
+
+    try:
+        dynamo_frames.install()
+    except Exception as exc:  # noqa: BLE001 - a finer source line is never worth a failure
+        warn_once("dynamo_frames", f"cannot tell where inside torch.nn's modules a node was made ({exc!r}); "
+                  "such nodes are sourced to their module's forward")
+
+
+_install_dynamo_frames()
+
 class CompileJob:
     """State shared by the AOT graphs of one Dynamo graph (its forward and lazy backward)."""
 

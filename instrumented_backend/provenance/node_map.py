@@ -155,6 +155,18 @@ def module_source(node: torch.fx.Node) -> Optional[SourceLocation]:
     return _forward_location(module_class) if isinstance(module_class, type) else None
 
 
+def _traced_source(node: torch.fx.Node) -> Optional[SourceLocation]:
+    """The line inside torch's own modules that made a Dynamo node Dynamo kept no frame for
+    (:func:`~..seams.dynamo_frames.traced_frame`), or None."""
+    from ..seams.dynamo_frames import traced_frame
+
+    frame = traced_frame(node)
+    if frame is None:
+        return None
+    file, line, function, code = frame
+    return SourceLocation(file=file, line=line, code=code, function=function)
+
+
 def seq_nr_index(post_grad: Any, node_map: dict[str, NodeProvenance]) -> dict[int, NodeProvenance]:
     """``{seq_nr: provenance}`` of a forward graph's attributed nodes (first node per number)."""
     index: dict[int, NodeProvenance] = {}
@@ -294,9 +306,10 @@ def build_node_map(post_grad: Any, post_grad_code: "str | Deferred[str]", dynamo
     _fill_from_data_flow(labelled, label_of, found)
     for label, node, _ in labelled:
         entry = found.get(label)
-        if entry is not None and entry[1] is None:  # no frame anywhere: the module's forward
+        if entry is not None and entry[1] is None:  # no frame Dynamo kept: torch's own, else the module's forward
             roots = entry[0]
-            location = module_source(dynamo_nodes[roots[0]]) if roots and roots[0] in dynamo_nodes else None
+            root = dynamo_nodes.get(roots[0]) if roots else None
+            location = (_traced_source(root) or module_source(root)) if root is not None else None
             found[label] = (roots, location or module_source(node), entry[2])
 
     result: dict[str, NodeProvenance] = {}

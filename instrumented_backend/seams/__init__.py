@@ -136,6 +136,7 @@ SEAMS: dict[str, bool] = {
     "sympy_linear_text": False,  # used by ir_format
     "graph_structure": False,  # used by capture.graph_copy
     "ddp_buckets": False,  # installed when the backend module loads: DDPOptimizer calls it mid-run
+    "dynamo_frames": False,  # installed when the backend module loads: Dynamo traces before the backend runs
     "errors": False,
     "fake_mode": False,
     "fake_tensor_log": False,  # used by diagnose
