@@ -62,13 +62,12 @@ def _install_dynamo_frames() -> None:
     from ..seams import dynamo_frames
 
     try:
+        setattr(instrumented, dynamo_frames.BACKEND_MARK, True)
         dynamo_frames.install()
     except Exception as exc:  # noqa: BLE001 - a finer source line is never worth a failure
         warn_once("dynamo_frames", f"cannot tell where inside torch.nn's modules a node was made ({exc!r}); "
                   "such nodes are sourced to their module's forward")
 
-
-_install_dynamo_frames()
 
 class CompileJob:
     """State shared by the AOT graphs of one Dynamo graph (its forward and lazy backward)."""
@@ -367,3 +366,6 @@ def _accuracy_checked(compiled: Callable[..., Any], job: CompileJob, *, raise_on
         return result
 
     return run
+
+
+_install_dynamo_frames()  # after ``instrumented`` is defined: it marks it

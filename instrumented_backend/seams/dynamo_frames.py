@@ -20,9 +20,11 @@ from typing import Any, Optional
 
 from . import SeamMoved, install_once
 
-__all__ = ["install", "check", "traced_frame", "FRAME_KEY"]
+__all__ = ["install", "check", "traced_frame", "FRAME_KEY", "BACKEND_MARK"]
 
 FRAME_KEY = "instrumented_backend_frame"
+# Set (True) on the instrumented backend's function by its module: how a trace tells it is for it.
+BACKEND_MARK = "_instrumented_backend_compiler"
 
 
 def traced_frame(node: Any) -> Optional[tuple[str, int, str, str]]:
@@ -38,11 +40,9 @@ def traced_frame(node: Any) -> Optional[tuple[str, int, str, str]]:
 def _compiles_instrumented(output_graph: Any) -> bool:
     """Whether the graph Dynamo is tracing goes to the instrumented backend (through Dynamo's
     debug wrapper, ``torch.compile``'s wrapper, DDPOptimizer, or a ``functools.partial``)."""
-    from ..capture.backend import instrumented
-
     backend = getattr(output_graph, "compiler_fn", None)
     for _ in range(8):
-        if backend is instrumented:
+        if getattr(backend, BACKEND_MARK, False) is True:
             return True
         owner = getattr(backend, "__self__", None)
         backend = (getattr(backend, "_torchdynamo_orig_backend", None)
