@@ -68,15 +68,16 @@ def profile_script(script: "str | Path", argv: Sequence[str] = (), *, warmup: in
             shape = ", forward and backward" if backward else ", runs its own backward" if call.own_backward else ""
             # an optimizer step: the gradients it had, not zero_grad()'s None; autocast as at the call
             target = data_parallel_module(call.target) or call.target
-            if target is not call.target:
-                say(f"instrumented_backend profile: [{index}] {call.name}: profiled as the {type(target).__name__} it "
-                    "wraps (its .module), on this rank alone: replayed after the script, its gradient all-reduce "
-                    "would wait on ranks that are not in step, or on a process group the script destroyed")
             with state_at_first_call(call), autocast_at_first_call(call) as autocast:
                 under = f", under {', '.join(autocast)}" if autocast else ""
                 under += f", on {call.arguments_from}" if call.arguments_from else ""
                 say(f"instrumented_backend profile: [{index}] {call.name} ({len(call.args)} args, "
                     f"{'grad' if call.grad_enabled else 'no_grad'}{shape}{under})")
+                if target is not call.target:
+                    say(f"instrumented_backend profile: [{index}] {call.name}: profiled as the {type(target).__name__} "
+                        "it wraps (its .module), on this rank alone: replayed after the script, its gradient "
+                        "all-reduce would wait on ranks that are not in step, or on a process group the script "
+                        "destroyed")
                 reports.append(profile(target, *call.args, warmup=warmup, iters=iters, active=active,
                                        no_grad=not call.grad_enabled, backward=backward, options=call.options or None,
                                        **call.kwargs))

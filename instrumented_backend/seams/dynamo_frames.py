@@ -54,9 +54,16 @@ def _compiles_instrumented(output_graph: Any) -> bool:
     return False
 
 
+_DECIDED = "_instrumented_backend_frames"  # on an OutputGraph: whether its frames are kept, once decided
+
+
 def _record(tracer: Any, node: Any) -> None:
     output_graph = tracer.output_graph
-    if not _compiles_instrumented(output_graph):
+    keep = getattr(output_graph, _DECIDED, None)
+    if keep is None:  # once per traced graph, not once per node
+        keep = _compiles_instrumented(output_graph)
+        setattr(output_graph, _DECIDED, keep)
+    if not keep:
         return
     tx = output_graph.current_tx
     code, line = getattr(tx, "f_code", None), getattr(tx, "lineno", None)
