@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
-__all__ = ["RankInfo", "current_rank", "rank_out_dir", "rank_file", "data_parallel_module"]
+__all__ = ["RankInfo", "current_rank", "rank_out_dir", "rank_file", "data_parallel_module",
+           "data_parallel_note"]
 
 
 @dataclass(frozen=True)
@@ -62,3 +63,11 @@ def data_parallel_module(target: Any) -> Optional[Any]:
     wrappers = (torch.nn.DataParallel, torch.nn.parallel.DistributedDataParallel)
     inner = getattr(target, "module", None)
     return inner if isinstance(target, wrappers) and isinstance(inner, torch.nn.Module) else None
+
+
+def data_parallel_note(inner: Any) -> str:
+    """What a command says when it replays ``inner``, the model a data-parallel wrapper holds
+    (:func:`data_parallel_module`), in the wrapper's place: "the <class> it wraps ... alone: why"."""
+    return (f"the {type(inner).__name__} it wraps (its .module), on this rank alone: replayed after the script, "
+            "its gradient all-reduce would wait on ranks that are not in step, or on a process group the script "
+            "destroyed")

@@ -1175,7 +1175,7 @@ def diagnose_script(script: "str | Path", argv: Sequence[str] = (), *, out_dir: 
     fails (``train`` when it was called with gradients on and something to differentiate), at
     ``tol`` (see :func:`diagnose`). Returns the diagnoses made, the failing one last. An exception
     the compile raised inside the script is not re-raised: it is what the diagnosis explains."""
-    from ..capture.distributed import data_parallel_module
+    from ..capture.distributed import data_parallel_module, data_parallel_note
     from ..capture.redirect import CompiledCall, LaterCall, record_compiled_calls, run_as_main, state_at_first_call
 
     say = echo or (lambda line: print(line, file=sys.stderr))
@@ -1207,9 +1207,7 @@ def diagnose_script(script: "str | Path", argv: Sequence[str] = (), *, out_dir: 
                 f"{'training step' if train else 'inference'}{which})")
             target = data_parallel_module(call.target) or call.target
             if target is not call.target:
-                say(f"instrumented_backend diagnose: [{index}] {call.name}: judged as the {type(target).__name__} it "
-                    f"wraps (its .module), on this rank alone: replayed after the script, its gradient all-reduce "
-                    "would wait on ranks that are not in step, or on a process group the script destroyed")
+                say(f"instrumented_backend diagnose: [{index}] {call.name}: judged as {data_parallel_note(target)}")
             target_out = Path(out_dir) if len(calls) == 1 else Path(out_dir) / f"{index}_{call.name}"
             with _as_at_first_call(call) as restored, state_at_first_call(call):
                 if restored:

@@ -22,7 +22,7 @@ import torch
 import torch.utils._pytree as pytree
 
 from ..capture.as_written import owning_module
-from ..capture.distributed import data_parallel_module
+from ..capture.distributed import data_parallel_module, data_parallel_note
 from ..capture.redirect import (
     CompiledCall,
     autocast_at_first_call,
@@ -74,10 +74,8 @@ def profile_script(script: "str | Path", argv: Sequence[str] = (), *, warmup: in
                 say(f"instrumented_backend profile: [{index}] {call.name} ({len(call.args)} args, "
                     f"{'grad' if call.grad_enabled else 'no_grad'}{shape}{under})")
                 if target is not call.target:
-                    say(f"instrumented_backend profile: [{index}] {call.name}: profiled as the {type(target).__name__} "
-                        "it wraps (its .module), on this rank alone: replayed after the script, its gradient "
-                        "all-reduce would wait on ranks that are not in step, or on a process group the script "
-                        "destroyed")
+                    say(f"instrumented_backend profile: [{index}] {call.name}: profiled as "
+                        f"{data_parallel_note(target)}")
                 reports.append(profile(target, *call.args, warmup=warmup, iters=iters, active=active,
                                        no_grad=not call.grad_enabled, backward=backward, options=call.options or None,
                                        **call.kwargs))
