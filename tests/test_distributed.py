@@ -158,3 +158,36 @@ def test_diagnose_under_torchrun_judges_each_ranks_model_in_a_folder_of_its_own(
         assert "the compiled outputs are wrong" in text and "culprit: relu (aten.relu.default)" in text, text
         assert "h = torch.relu(self.first(x))" in text
         assert list((out / f"rank_{rank}" / "repros").glob("repro_*.py")), text
+
+
+_EAGER_FAILS = """
+import torch
+
+def reshape(x):
+    return x.view(3, 7)  # 16 elements: eager raises as the compile does
+
+torch.compile(reshape)(torch.randn(4, 4))
+"""
+
+
+def test_the_python_diagnosis_on_one_rank_of_several_writes_that_ranks_folder(tmp_path, monkeypatch):
+    """``ib.diagnose`` and ``diagnose_script`` called on every rank (torchrun's variables set) each
+    write under ``out_dir/rank_<r>``, once: a folder already the rank's is not nested again."""
+    from instrumented_backend.capture.distributed import rank_out_dir
+    from instrumented_backend.diagnosis.diagnose import diagnose_script
+
+    monkeypatch.setenv("RANK", "1")
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    assert rank_out_dir(tmp_path / "a") == rank_out_dir(rank_out_dir(tmp_path / "a")) == tmp_path / "a" / "rank_1"
+    result = ib.diagnose(lambda x: x.view(3, 7), torch.randn(4, 4), out_dir=tmp_path / "api", progress=False)
+    assert result.verdict == "eager_error"
+    assert result.reports["text"] == str(tmp_path / "api" / "rank_1" / "diagnosis.txt")
+    assert sorted(p.name for p in (tmp_path / "api").iterdir()) == ["rank_1"]
+    script = tmp_path / "fails.py"
+    script.write_text(_EAGER_FAILS)
+    (scripted,) = diagnose_script(script, out_dir=tmp_path / "script", progress=False, echo=lambda line: None)
+    assert scripted.verdict == "eager_error"
+    assert (tmp_path / "script" / "rank_1" / "diagnosis.txt").is_file()
+    assert sorted(p.name for p in (tmp_path / "script").iterdir()) == ["rank_1"]
+    monkeypatch.setenv("WORLD_SIZE", "1")  # one rank alone: no folder of its own
+    assert rank_out_dir(tmp_path / "a") == tmp_path / "a"

@@ -38,10 +38,11 @@ def current_rank() -> RankInfo:
 def rank_out_dir(directory: "str | Path") -> Path:
     """Where this process writes what a command makes: ``directory/rank_<r>`` when it is one rank of
     several (under ``torchrun`` every rank runs the command, and they would overwrite, or delete,
-    each other's files), else ``directory``; the same layout as a dump's."""
+    each other's files), else ``directory``; the same layout as a dump's. A ``directory`` already
+    inside this rank's folder is kept as it is: the CLI and the library it calls may both ask."""
     info = current_rank()
     root = Path(directory)
-    if info.rank is None or (info.world_size or 1) < 2:
+    if info.rank is None or (info.world_size or 1) < 2 or f"rank_{info.rank}" in root.parts:
         return root
     return root / f"rank_{info.rank}"
 

@@ -733,13 +733,14 @@ def diagnose(fn: Callable[..., Any], *inputs: Any, kwargs: Optional[dict[str, An
     ``kwargs`` are keyword arguments of the call (``model(input_ids=ids)``: ``kwargs={"input_ids":
     ids}``); those holding tensors are inputs like the positional ones. ``compile_kwargs`` are the
     ``torch.compile`` arguments the target is compiled with (``dynamic``, ``mode``, ``options``,
-    ``fullgraph``): every compile of the diagnosis uses them. ``train=True`` judges a
-    training step too: gradients of every trainable parameter and floating input. Writes
-    ``diagnosis.txt``, ``diagnosis.json`` and ``report.html`` under ``out_dir`` (the minifier's
-    repro under ``out_dir/repros``). Returns a :class:`Diagnosis`; ``found`` says whether a bug was
-    found. ``calls_before`` (``(args, kwargs)`` each) are calls made on every compiled ``fn`` before
-    the judged one, unjudged, as a script made them: a later call that recompiled (a new shape,
-    another branch) is judged on the graph Dynamo made for it then (its sizes symbolic, say).
+    ``fullgraph``): every compile of the diagnosis uses them. ``train=True`` judges a training step
+    too: gradients of every trainable parameter and floating input. Writes ``diagnosis.txt``,
+    ``diagnosis.json`` and ``report.html`` under ``out_dir`` (the minifier's repro under
+    ``out_dir/repros``); on one rank of several (``torchrun``), under ``out_dir/rank_<r>``, so that
+    ranks do not overwrite each other's. Returns a :class:`Diagnosis`; ``found`` says whether a bug
+    was found. ``calls_before`` (``(args, kwargs)`` each) are calls made on every compiled ``fn``
+    before the judged one, unjudged, as a script made them: a later call that recompiled (a new
+    shape, another branch) is judged on the graph Dynamo made for it then (its sizes symbolic, say).
     A target already compiled (``torch.compile(model)``, a compiled function, ``block.compile()``
     inside it) is judged as written: eager runs it without that compile, which stays as it was;
     without ``compile_kwargs``, it is compiled with the ``dynamic``, ``fullgraph``, mode and options
@@ -749,8 +750,11 @@ def diagnose(fn: Callable[..., Any], *inputs: Any, kwargs: Optional[dict[str, An
     steps after it run on the Python-wrapper build of the same graph once it fails alike
     (:mod:`.aoti_package`).
     """
+    from ..capture.distributed import rank_out_dir
+
     if kwargs is not None and not isinstance(kwargs, dict):
         raise TypeError(f"diagnose: kwargs must be a dict of keyword arguments, got {type(kwargs).__name__}")
+    out_dir = rank_out_dir(out_dir)
     if is_exported_program(fn):  # its AOTInductor package is what ships: judged first
         if calls_before:
             raise ValueError("diagnose: an exported program has no earlier calls to replay (calls_before)")
@@ -1174,14 +1178,16 @@ def diagnose_script(script: "str | Path", argv: Sequence[str] = (), *, out_dir: 
     diagnose each function or module it compiled, on the arguments of its first call, until one
     fails (``train`` when it was called with gradients on and something to differentiate), at
     ``tol`` (see :func:`diagnose`). Returns the diagnoses made, the failing one last. An exception
-    the compile raised inside the script is not re-raised: it is what the diagnosis explains."""
-    from ..capture.distributed import data_parallel_module, data_parallel_note
+    the compile raised inside the script is not re-raised: it is what the diagnosis explains.
+    Under ``torchrun`` each rank writes under ``out_dir/rank_<r>``."""
+    from ..capture.distributed import data_parallel_module, data_parallel_note, rank_out_dir
     from ..capture.redirect import CompiledCall, LaterCall, record_compiled_calls, run_as_main, state_at_first_call
 
     say = echo or (lambda line: print(line, file=sys.stderr))
     script = Path(script)
     if not script.is_file():
         raise FileNotFoundError(f"no such script: {script}")
+    out_dir = rank_out_dir(out_dir)
     calls: list[CompiledCall] = []
     results: list[Diagnosis] = []
     with contextlib.ExitStack() as script_main:  # the script's __main__ stays until its targets are diagnosed
