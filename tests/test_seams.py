@@ -597,3 +597,42 @@ def test_a_tracer_that_no_longer_makes_nodes_through_create_proxy_is_reported(mo
     monkeypatch.delattr(output_graph.SubgraphTracer, "create_proxy")
     with pytest.raises(SeamMoved, match="SubgraphTracer.create_proxy is gone"):
         dynamo_frames.check()
+
+
+def test_names_used_reads_a_classs_code_as_its_checks_need_it():
+    """What the checks of large classes read instead of their source (which ``inspect`` finds by
+    parsing the whole file): every name a class's own functions use, nested ones included, its
+    call-time imports and its string keys; not a name only another class uses."""
+    from instrumented_backend.seams import names_used
+
+    class Traced:
+        def run(self):
+            from torch._inductor.debug import log_ir_pre_fusion
+
+            def inner():
+                return self.output_graph.current_tx
+
+            return log_ir_pre_fusion, inner, {"stack_trace": 1}
+
+        @property
+        def size(self):
+            return self._size
+
+        @staticmethod
+        def build():
+            return is_co_filename_from_nn_modules()  # noqa: F821 - a global name, never called here
+
+    used = names_used(Traced)
+    assert {"torch._inductor.debug", "log_ir_pre_fusion", "current_tx", "output_graph", "stack_trace", "_size",
+            "is_co_filename_from_nn_modules"} <= used
+    assert "reduction_prefix_generators" not in used and "log_ir_post_fusion" not in used
+    assert "current_tx" in names_used(Traced.run) and "_size" not in names_used(Traced.run)
+
+
+def test_a_scheduler_that_no_longer_imports_the_ir_loggers_at_call_time_is_reported(monkeypatch):
+    import instrumented_backend.seams as seams
+    from instrumented_backend.seams import ir_logging
+
+    monkeypatch.setattr(ir_logging, "names_used", lambda owner: seams.names_used(owner) - {"log_ir_post_fusion"})
+    with pytest.raises(SeamMoved, match="no longer imports log_ir_pre_fusion/log_ir_post_fusion at call time"):
+        ir_logging.check()

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from ..provenance import recorder as provenance
-from . import SeamMoved, install_once
+from . import SeamMoved, install_once, names_used
 
 __all__ = ["install", "check"]
 
@@ -59,11 +59,9 @@ def _tag_generated(generated: Any, origin: provenance.Origin) -> Any:
 
 def check() -> None:
     """Raise SeamMoved unless CppKernel still defers accumulator set-up through _gen_reduction_prefix."""
-    import inspect
-
     from torch._inductor.codegen.cpp import CppKernel
 
     if not callable(getattr(CppKernel, "_gen_reduction_prefix", None)):
         raise SeamMoved("cpp_reduction_prefix: CppKernel._gen_reduction_prefix is gone")
-    if "reduction_prefix_generators" not in inspect.getsource(CppKernel):
+    if "reduction_prefix_generators" not in names_used(CppKernel):
         raise SeamMoved("cpp_reduction_prefix: CppKernel no longer uses reduction_prefix_generators")

@@ -18,7 +18,7 @@ import functools
 import linecache
 from typing import Any, Optional
 
-from . import SeamMoved, install_once
+from . import SeamMoved, install_once, names_used
 
 __all__ = ["install", "check", "traced_frame", "FRAME_KEY", "BACKEND_MARK"]
 
@@ -95,19 +95,17 @@ def check() -> None:
     """Raise SeamMoved unless Dynamo's SubgraphTracer still makes nodes through create_proxy, still
     leaves torch.nn's frames out of their stack_trace, and its OutputGraph still names the
     translator being traced and the backend it compiles for."""
-    import inspect
-
     from torch._dynamo import output_graph
 
     tracer = getattr(output_graph, "SubgraphTracer", None)
     if tracer is None or not callable(vars(tracer).get("create_proxy")):  # its own, not fx.Tracer's
         raise SeamMoved("dynamo_frames: torch._dynamo.output_graph.SubgraphTracer.create_proxy is gone")
-    source = inspect.getsource(tracer)
+    used = names_used(tracer)
     for needed in ("stack_trace", "is_co_filename_from_nn_modules", "current_tx"):
-        if needed not in source:
+        if needed not in used:
             raise SeamMoved(f"dynamo_frames: SubgraphTracer no longer uses {needed}; the frames Dynamo leaves out "
                             "of a node's stack_trace may have changed")
-    graph_source = inspect.getsource(output_graph.OutputGraph)
-    for needed in ("def current_tx", "compiler_fn"):
-        if needed not in graph_source:
-            raise SeamMoved(f"dynamo_frames: OutputGraph no longer has {needed.replace('def ', '')}")
+    graph_class = output_graph.OutputGraph
+    if not isinstance(vars(graph_class).get("current_tx"), property) or "compiler_fn" not in names_used(graph_class):
+        raise SeamMoved("dynamo_frames: OutputGraph no longer has a current_tx property, or no longer keeps its "
+                        "compiler_fn")

@@ -8,11 +8,10 @@ listener active on the current thread (which formats them with :mod:`.ir_format`
 
 from __future__ import annotations
 
-import inspect
 from typing import Any, Callable, Optional
 
 from ..provenance.thread_state import thread_local
-from . import SeamMoved, install_once
+from . import SeamMoved, install_once, names_used
 
 __all__ = ["install", "set_listener", "check"]
 
@@ -63,8 +62,7 @@ def check() -> None:
     for attr in ("log_ir_pre_fusion", "log_ir_post_fusion"):
         if not callable(getattr(debug, attr, None)):
             raise SeamMoved(f"ir_logging: torch._inductor.debug.{attr} is gone")
-    source = inspect.getsource(Scheduler)
-    if "from torch._inductor.debug import log_ir_post_fusion, log_ir_pre_fusion" not in source:
+    if not {"torch._inductor.debug", "log_ir_post_fusion", "log_ir_pre_fusion"} <= names_used(Scheduler):
         raise SeamMoved(
             "ir_logging: the Scheduler no longer imports log_ir_pre_fusion/log_ir_post_fusion at "
             "call time, so patching torch._inductor.debug would capture no IR"
