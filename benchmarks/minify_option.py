@@ -49,7 +49,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--smoke", action="store_true", help="one pair: checks the benchmark runs")
     args = parser.parse_args(argv)
     pairs = 1 if args.smoke else args.pairs
-    run("off")  # the first run of a session pays for cold caches of the OS and of the C++ build
+    if not args.smoke:  # the smoke's figures mean nothing: no run to warm the caches for its one pair
+        run("off")  # the first run of a session pays for cold caches of the OS and of the C++ build
     first, process = [], []
     for index in range(pairs):
         on_first, on_process = run("on")
