@@ -22,6 +22,18 @@ def _fn(x: torch.Tensor) -> torch.Tensor:
 X = torch.randn(64)
 
 
+@pytest.fixture(autouse=True)
+def _no_earlier_captures(monkeypatch):
+    """Each test starts from an empty process-wide capture list. It keeps the newest 100: a
+    compile here past that evicts the oldest capture an earlier module left, and eviction prints
+    its graphs and assembles its line map first. With a step patched to fail, that old capture
+    warned, or was counted as assembled, inside a compile that must do neither (a run in which
+    this module came after 100 captures failed so)."""
+    from instrumented_backend.capture import registry
+
+    monkeypatch.setattr(registry, "_all", [])
+
+
 def _instrumentation_warnings(record) -> list[str]:
     return [str(w.message) for w in record if issubclass(w.category, ib.InstrumentationWarning)]
 
