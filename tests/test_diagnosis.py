@@ -773,3 +773,37 @@ def test_a_compile_error_raised_while_lowering_names_the_node_and_the_users_line
     assert result.lowering_at.startswith("post-grad node sin (aten.sin.default), from ")
     assert result.lowering_at.endswith(f"test_diagnosis.py:{line}: return torch.sin(x * 2).relu()")
     assert f"  while lowering: {result.lowering_at}" in result.render()
+
+
+def test_a_frozen_models_divergence_is_searched_past_its_onednn_fusions_and_sourced_inside_torchs_modules(tmp_path):
+    """Under freezing, a conv with its ReLU or SiLU becomes one oneDNN call that a post-grad pass
+    leaves as a call of an Inductor *lowering* function, which takes IR, not tensors, and the packed
+    weights are constants Inductor sets on the module it loads. The search's eager replay died on
+    the first ("'Tensor' object has no attribute 'realize'": no buffer compared), its hooked copy of
+    the code ran with those constants unset, and the first-call snapshot of a crash warned, unable
+    to save an opaque oneDNN tensor. Now such a node takes the compiled code's value, the copy gets
+    Inductor's constants, the snapshot says why it has no repro, and the culprit's line is the one
+    inside torch's module that a plain instrumented compile gives (the search's own backend was
+    not known as instrumented, so it was the module's ``def forward``)."""
+    from instrumented_backend.capture.backend import before_calls
+    from instrumented_backend.diagnosis.crash import save_first_call
+    from instrumented_backend.seams.lowering_patterns import lowered_only
+
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.ReLU(), torch.nn.Conv2d(8, 8, 3),
+                              torch.nn.SiLU(), torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(),
+                              torch.nn.Linear(8, 4)).eval()
+    x = torch.randn(2, 3, 16, 16)
+    with (warnings.catch_warnings(record=True) as caught, torch._inductor.config.patch(freezing=True),
+          ib.faults.scaled("truediv", 1.01), before_calls(lambda g, a, o: save_first_call(g, a, o, tmp_path))):
+        warnings.simplefilter("always")
+        report = ib.find_first_divergence(net, x)
+    assert not [w for w in caught if issubclass(w.category, ib.InstrumentationWarning)], [str(w.message) for w in caught]
+    graph = ib.last_capture()
+    assert sum(lowered_only(n) for n in graph.post_grad_graph.graph.nodes) == 2, graph.post_grad_graph.code
+    assert report.found and report.diverging_node == "mean", report.render()
+    assert report.kernel and report.kernel.startswith("cpp_fused_mean"), report.render()
+    sources = {line.source.code for line in report.lines if line.source is not None}
+    assert sources == {"return F.adaptive_avg_pool2d(input, self.output_size)"}, report.render()
+    (skipped,) = (tmp_path / "first_calls").glob("*.skipped")
+    assert "which only Inductor's lowering runs" in skipped.read_text()

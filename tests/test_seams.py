@@ -636,3 +636,29 @@ def test_a_scheduler_that_no_longer_imports_the_ir_loggers_at_call_time_is_repor
     monkeypatch.setattr(ir_logging, "names_used", lambda owner: seams.names_used(owner) - {"log_ir_post_fusion"})
     with pytest.raises(SeamMoved, match="no longer imports log_ir_pre_fusion/log_ir_post_fusion at call time"):
         ir_logging.check()
+
+
+def test_lowering_replacements_no_longer_marked_are_reported(monkeypatch):
+    import instrumented_backend.seams as seams
+    from instrumented_backend.seams import lowering_patterns
+
+    monkeypatch.setattr(lowering_patterns, "names_used",
+                        lambda owner: seams.names_used(owner) - {lowering_patterns.MARK})
+    with pytest.raises(SeamMoved, match="register_lowering_pattern no longer marks its handlers"):
+        lowering_patterns.check()
+
+
+def test_the_constants_inductor_sets_on_a_loaded_module_are_read_from_it():
+    """Frozen parameters are ``name = None`` in the output code until Inductor sets them on the
+    module it loaded: the search's copy of the code reads them there."""
+    from instrumented_backend.seams.output_code import loaded_constants
+
+    weight = torch.ones(2)
+    namespace = {"_frozen_param0": weight, "unset": None}
+    exec("def call(args):\n    return args", namespace)  # noqa: S102 - a stand-in for a loaded output code
+
+    class Compiled:
+        current_callable = staticmethod(namespace["call"])
+
+    assert loaded_constants(Compiled(), ["_frozen_param0", "unset", "absent"]) == {"_frozen_param0": weight}
+    assert loaded_constants(object(), ["_frozen_param0"]) == {}

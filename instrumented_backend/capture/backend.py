@@ -38,7 +38,7 @@ from .graph_copy import GraphSnapshot, count_nodes, printed_later
 from .options import BackendOptions, parse_options
 from .registry import open_sessions, record
 
-__all__ = ["instrumented", "CompileJob", "keep_call_args", "before_calls"]
+__all__ = ["instrumented", "CompileJob", "keep_call_args", "before_calls", "compiles_instrumented"]
 
 
 
@@ -223,6 +223,7 @@ def _watch_calls(compiled: Any, graph: GraphCapture, *, keep: bool,
                 warn_once("later_call_hook", f"before call {calls[0]} of graph {graph.label}: {exc!r}")
         return original(args)
 
+    call.__wrapped__ = original  # type: ignore[attr-defined]  # Inductor's own: what the search copies
     compiled.current_callable = call
 
 
@@ -366,6 +367,18 @@ def _accuracy_checked(compiled: Callable[..., Any], job: CompileJob, *, raise_on
         return result
 
     return run
+
+
+def compiles_instrumented(backend: Callable[..., Any]) -> Callable[..., Any]:
+    """Mark ``backend``, a backend function that compiles each graph through :func:`instrumented`
+    (the diagnosis's own, which record calls around it), as the instrumented backend: Dynamo then
+    keeps, for the nodes of its graphs, the frames inside torch's own modules
+    (:mod:`~instrumented_backend.seams.dynamo_frames`), and their source lines are the ones a
+    plain ``backend="instrumented"`` compile gives."""
+    from ..seams.dynamo_frames import BACKEND_MARK
+
+    setattr(backend, BACKEND_MARK, True)
+    return backend
 
 
 _install_dynamo_frames()  # after ``instrumented`` is defined: it marks it

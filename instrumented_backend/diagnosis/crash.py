@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Optional
 
 from ..capture.options import DUMP_DIR_ENV
+from ..seams.lowering_patterns import lowered_only
 
 __all__ = ["CrashReport", "run_surviving_crashes", "explain_crash", "minify_crash", "crash_folder",
            "save_first_call", "save_later_call", "SNAPSHOT_LIMIT"]
@@ -181,6 +182,14 @@ def save_first_call(graph: Any, args: list[Any], inductor_options: Mapping[str, 
     if graph.post_grad_graph is None:
         return
     path = _first_call_path(crash_dir, graph_folder_name(graph))
+    lowered = next((n for n in graph.post_grad_graph.graph.nodes if lowered_only(n)), None)
+    if lowered is not None:  # its target takes Inductor IR: no script can run the graph
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.with_suffix(".skipped").write_text(
+            f"its post-grad graph calls {getattr(lowered.target, '__module__', '?')}."
+            f"{getattr(lowered.target, '__name__', lowered.target)} ({lowered.name}), which only Inductor's lowering "
+            "runs (a oneDNN fusion under freezing, say): a repro of that graph could not run it\n")
+        return
     size = _tensor_bytes(args)
     if size > SNAPSHOT_LIMIT:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -212,7 +221,8 @@ def _skip_note(path: Path) -> Path:
 def _tensor_bytes(args: list[Any]) -> int:
     import torch
 
-    return sum(a.untyped_storage().nbytes() for a in args if isinstance(a, torch.Tensor))
+    return sum(a.numel() * a.element_size() if a.is_mkldnn else a.untyped_storage().nbytes()  # opaque: no storage
+               for a in args if isinstance(a, torch.Tensor))
 
 
 _snapshots: dict[Path, Any] = {}  # this process's CallSnapshot per graph

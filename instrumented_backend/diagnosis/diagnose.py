@@ -598,11 +598,12 @@ def _compile_and_judge(fn: Callable[..., Any], inputs: Sequence[Any], *, options
     (a training step when ``train``) after the calls ``before``, and judge it against ``eager``
     (its outputs, kept; a training step runs eager itself), keeping each graph's capture and
     call arguments."""
-    from ..capture.backend import instrumented, keep_call_args
+    from ..capture.backend import compiles_instrumented, instrumented, keep_call_args
     from ..capture.registry import capture
 
     calls: list[_GraphCall] = []
 
+    @compiles_instrumented
     def backend(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Callable[..., Any]:
         record: _GraphCall = (clone_inputs(example_inputs), [], gm.code)
         calls.append(record)  # before compiling: a graph whose compile fails is minified from these

@@ -44,6 +44,8 @@ from ..provenance.kernels import is_cpp_wrapper
 from ..provenance.node_map import node_module
 from ..records import KernelInfo, KernelLine
 from ..seams.intermediate_hooks import IMPORT_LINE, intermediate_hook
+from ..seams.lowering_patterns import lowered_only
+from ..seams.output_code import loaded_constants
 from .accuracy import clone_inputs, compare_outputs, fp64_reference, run_seeded, wrong_at_its_own_scale
 
 __all__ = ["BufferCheck", "DivergenceReport", "find_first_divergence", "divergence_in_graph", "hooked_output_code",
@@ -155,20 +157,34 @@ class _EagerReplay(torch.fx.Interpreter):
     tensors (Inductor lowers it so). Such a call's value is its updated first argument here.
     A graph that updates tensors in place has each value copied when computed, so a later update
     does not change what an earlier node is compared with (the compiled code's buffers are
-    copied when written, too)."""
+    copied when written, too). A node only Inductor's lowering can run (a oneDNN fusion freezing
+    enables) takes its value from ``given``, the compiled code's buffers, widened to float64
+    where its inputs were."""
 
-    def __init__(self, graph: torch.fx.GraphModule) -> None:
+    def __init__(self, graph: torch.fx.GraphModule, given: Optional[dict[str, Any]] = None) -> None:
         super().__init__(graph, garbage_collect_values=False)
         self.snapshot = any(updates_first_argument(node) for node in graph.graph.nodes)
         self.values: dict[str, Any] = {}
+        self.given = given or {}
 
     def run_node(self, n: torch.fx.Node) -> Any:
-        result = super().run_node(n)
+        result = self._given(n) if lowered_only(n) else super().run_node(n)
         if result is None and updates_first_argument(n):
             result = self.fetch_args_kwargs_from_env(n)[0][0]
         self.values[n.name] = (result.detach().clone() if self.snapshot and isinstance(result, torch.Tensor)
                                else result)
         return result
+
+    def _given(self, n: torch.fx.Node) -> Any:
+        if n.name not in self.given:
+            raise RuntimeError(f"{n.name} calls {getattr(n.target, '__module__', '?')}."
+                               f"{getattr(n.target, '__name__', n.target)}, which only Inductor's lowering runs, and "
+                               "the compiled code kept no buffer of its value")
+        value = self.given[n.name].clone()
+        inputs = [v for v in self.fetch_args_kwargs_from_env(n)[0] if isinstance(v, torch.Tensor)]
+        if value.is_floating_point() and any(v.dtype == torch.float64 for v in inputs):
+            value = value.to(torch.float64)  # the float64 referee's run: the compiled value, widened
+        return value
 
 
 def _viewed_input(node: Any, placeholders: set[torch.fx.Node]) -> Optional[torch.fx.Node]:
@@ -205,10 +221,12 @@ def _input_writers(graph: torch.fx.GraphModule) -> dict[str, str]:
     return writers
 
 
-def _eager_run(graph: torch.fx.GraphModule, args: list[Any], seed: int) -> tuple[dict[str, Any], dict[str, Any]]:
+def _eager_run(graph: torch.fx.GraphModule, args: list[Any], seed: int,
+               given: Optional[dict[str, Any]] = None) -> tuple[dict[str, Any], dict[str, Any]]:
     """Every node's value in one seeded eager run, as it was when computed; and each input the
-    graph updates, as it is at the end, under the name of its last writer (:func:`_input_writers`)."""
-    replay = _EagerReplay(graph)
+    graph updates, as it is at the end, under the name of its last writer (:func:`_input_writers`).
+    ``given``: the values of nodes only Inductor's lowering can run (:class:`_EagerReplay`)."""
+    replay = _EagerReplay(graph, given)
     copies = clone_inputs(args)
     run_seeded(lambda: replay.run(*copies), [], seed)
     placeholders = [n.name for n in graph.graph.nodes if n.op == "placeholder"]
@@ -222,19 +240,20 @@ class _NodeValues(torch.nn.Module):
     """A graph as a module whose call gives :func:`_eager_run`'s values, for
     :func:`~.accuracy.fp64_reference` to widen (its constants too) and run."""
 
-    def __init__(self, graph: torch.fx.GraphModule, seed: int) -> None:
+    def __init__(self, graph: torch.fx.GraphModule, seed: int, given: Optional[dict[str, Any]] = None) -> None:
         super().__init__()
-        self.graph_module, self.seed = graph, seed
+        self.graph_module, self.seed, self.given = graph, seed, given
 
     def forward(self, *args: Any) -> tuple[dict[str, Any], dict[str, Any]]:
-        return _eager_run(self.graph_module, list(args), self.seed)
+        return _eager_run(self.graph_module, list(args), self.seed, self.given)
 
 
-def _fp64_run(graph: torch.fx.GraphModule, args: list[Any], seed: int) -> Optional[dict[str, Any]]:
+def _fp64_run(graph: torch.fx.GraphModule, args: list[Any], seed: int,
+              given: Optional[dict[str, Any]] = None) -> Optional[dict[str, Any]]:
     """Every node's value (and each updated input's, as :func:`_eager_run` names it) in a float64
     run of ``graph`` on float64 copies of ``args``, drawing the random numbers a run at the graph's
     own precision draws; None when some op has no float64 kernel or the draws differ."""
-    result = fp64_reference(_NodeValues(graph, seed), args, seed)
+    result = fp64_reference(_NodeValues(graph, seed, given), args, seed)
     if result is None:
         return None
     values, finals = result
@@ -480,8 +499,8 @@ def _unseen_upstream(graph: GraphCapture, name: str, compared: set[str]) -> list
     visited: set[torch.fx.Node] = set()
     while stack:
         node = stack.pop()
-        if node in visited or node.op != "call_function" or node.name in compared:
-            continue
+        if node in visited or node.op != "call_function" or node.name in compared or lowered_only(node):
+            continue  # a node only Inductor's lowering runs: its value is the compiled code's own
         visited.add(node)
         if not getattr(node.target, "is_view", False):  # a view computes nothing: looked through
             seen.append(node.name)
@@ -668,6 +687,10 @@ def collect_buffers(graph: GraphCapture, args: list[Any], seed: int = 0) -> dict
     the eager run it is compared with (dropout draws the same numbers: the graph is compiled with
     ``fallback_random``); return {FX node: buffer value}."""
     module = _load_module(hooked_output_code(graph), f"ib_hooked_{graph.index}")
+    # what Inductor set on the module it loaded: frozen parameters, under freezing the oneDNN-packed weights
+    unset = [name for name, value in vars(module).items() if value is None and not name.startswith("__")]
+    for name, value in loaded_constants(graph.compiled, unset).items():
+        setattr(module, name, value)
     buffers: dict[str, torch.Tensor] = {}
     placeholders = [n.name for n in graph.post_grad_graph.graph.nodes if n.op == "placeholder"]
     updated = _input_writers(graph.post_grad_graph)
@@ -726,11 +749,12 @@ def python_wrapper_note(labels: "list[str]", *, fails_alike: bool = False) -> st
 def _first_divergence(fn: Callable[..., Any], inputs: tuple[Any, ...], compile_options: dict[str, Any],
                       tol: Optional[float], seed: int, narrow: bool) -> tuple[DivergenceReport, list[GraphCapture]]:
     """:func:`find_first_divergence` for one build: (the report, every graph it compiled)."""
-    from ..capture.backend import instrumented, keep_call_args
+    from ..capture.backend import compiles_instrumented, instrumented, keep_call_args
     from ..capture.registry import capture
 
     calls: list[tuple[list[GraphCapture], list[Any]]] = []
 
+    @compiles_instrumented
     def backend(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Callable[..., Any]:
         with capture() as session:  # not an index into captures(): that list keeps only the newest 100
             compiled = instrumented(gm, example_inputs, options=compile_options)
@@ -784,15 +808,18 @@ def divergence_in_graph(graph: GraphCapture, args: list[Any], report: Divergence
     if len(placeholders) != len(args):
         report.note = f"graph {graph.label}: its {len(placeholders)} inputs are not the call's {len(args)} arguments"
         return False
+    lowered = {n.name for n in graph.post_grad_graph.graph.nodes if lowered_only(n)}
     try:
-        eager, finals = _eager_run(graph.post_grad_graph, args, seed)
         buffers = collect_buffers(graph, args, seed)
+        eager, finals = _eager_run(graph.post_grad_graph, args, seed, given=buffers)
     except Exception as exc:  # noqa: BLE001 - the diagnosis stands without the search
         report.note = (f"graph {graph.label}: its post-grad graph could not be replayed to compare buffers "
                        f"({type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''})")
         return False
     fp64: list[Optional[dict[str, Any]]] = []  # computed once a small buffer needs it
     for name, value in buffers.items():
+        if name in lowered:  # its eager value is this buffer: nothing to compare
+            continue
         expected = finals[name] if name in finals else eager.get(name)
         if not isinstance(expected, torch.Tensor) or expected.shape != value.shape:
             continue
@@ -800,7 +827,7 @@ def divergence_in_graph(graph: GraphCapture, args: list[Any], report: Divergence
         at_scale = False
         if comparison.passed and comparison.largest_value is not None and 0.0 < comparison.largest_value < 1.0:
             if not fp64:
-                fp64.append(_fp64_run(graph.post_grad_graph, args, seed))
+                fp64.append(_fp64_run(graph.post_grad_graph, args, seed, given=buffers))
             at_scale = wrong_at_its_own_scale(value, expected, (fp64[0] or {}).get(name), tol)
         roots = graph.nodes[name].dynamo_nodes if name in graph.nodes else []
         report.checked.append(BufferCheck(name, ", ".join(roots), comparison.passed and not at_scale,

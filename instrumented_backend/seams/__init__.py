@@ -182,6 +182,7 @@ SEAMS: dict[str, bool] = {
     "kernel_profile": False,
     "lazy_graph": False,
     "lowering_node": False,  # used by diagnose
+    "lowering_patterns": False,  # used by diagnose
     "output_code": False,
 }
 CAPTURE_SEAMS = tuple(name for name, installed in SEAMS.items() if installed)

@@ -13,7 +13,7 @@ from typing import Any, Optional
 
 from . import SeamMoved
 
-__all__ = ["GeneratedCode", "read_generated_code", "runnable_graph_text", "check"]
+__all__ = ["GeneratedCode", "read_generated_code", "runnable_graph_text", "loaded_constants", "check"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -50,6 +50,20 @@ def read_generated_code(compiled: Any) -> Optional[GeneratedCode]:
     )
 
 
+def loaded_constants(compiled: Any, names: Any) -> dict[str, Any]:
+    """The values of ``names`` in the module Inductor loaded for ``compiled`` (its output code):
+    the constants Inductor sets on that module once loaded (frozen parameters, lifted tensors,
+    written ``name = None  # device(...)`` in the code). Empty when ``compiled`` has no loaded
+    Python module (AOTInductor, a released capture)."""
+    import inspect
+
+    call = getattr(compiled, "current_callable", None)
+    namespace = getattr(inspect.unwrap(call), "__globals__", None) if callable(call) else None
+    if not isinstance(namespace, dict):
+        return {}
+    return {name: namespace[name] for name in names if namespace.get(name) is not None}
+
+
 def runnable_graph_text(gm: Any, example_inputs: Any) -> str:
     """fx_graph_runnable.py text for ``gm``, made the way compile_fx_inner makes it.
 
@@ -76,6 +90,10 @@ def check() -> None:
         raise SeamMoved("output_code: torch._dynamo.repro.after_aot.save_graph_repro is gone")
     from torch._inductor.output_code import CompiledAOTI
 
+    from . import names_used
+
+    if "current_callable" not in names_used(CompiledFxGraph.__init__):
+        raise SeamMoved("output_code: CompiledFxGraph no longer keeps the loaded module's call as current_callable")
     if "filename" not in {f.name for f in dataclasses.fields(CompiledAOTI)}:
         raise SeamMoved("output_code: CompiledAOTI has no field 'filename' any more")
     fields = {f.name for f in dataclasses.fields(CompiledFxGraph)}
