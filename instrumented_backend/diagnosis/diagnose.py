@@ -1030,6 +1030,8 @@ def _diagnose(fn: Callable[..., Any], *inputs: Any, kwargs: Optional[dict[str, A
             target_graph, args = failed.dynamo_graph, calls[-1][0]
             for line in result.culprit_lines:
                 hints.extend(n for n in line.dynamo_nodes if n not in hints)
+    if result.divergence is not None:  # named as the user's model names it, not through our wrapper
+        result.divergence.culprit_module = _without_wrapper(result.divergence.culprit_module, fn)
     step("divergence", began, (result.divergence.culprit or "") if result.divergence else "")
 
     if minify and target_graph is not None and args:
@@ -1117,6 +1119,20 @@ def _finish(result: Diagnosis, out: Path, graphs: list["GraphCapture"], started:
     write_reports(result, out)
     say(f"done: {result.verdict} in {result.seconds:.1f} s; report in {out}")
     return result
+
+
+def _without_wrapper(label: str, judged: Any) -> str:
+    """A module label (``target.encoder.block.0 (T5Block)``) as the user's model names it when the
+    judged function is the wrapper a keyword call makes (:class:`~.keyword_call.KeywordCall`): its
+    attribute holding the model (``target``, ``owner``) left out; "" for the model itself."""
+    if not isinstance(judged, KeywordCall):
+        return label
+    for attribute in ("target", "owner"):
+        if label == attribute or label.startswith(f"{attribute} ("):
+            return ""
+        if label.startswith(f"{attribute}."):
+            return label.removeprefix(f"{attribute}.")
+    return label
 
 
 def write_reports(result: Diagnosis, out: Path) -> None:
