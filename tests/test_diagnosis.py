@@ -798,9 +798,15 @@ def test_a_frozen_models_divergence_is_searched_past_its_onednn_fusions_and_sour
           ib.faults.scaled("truediv", 1.01), before_calls(lambda g, a, o: save_first_call(g, a, o, tmp_path))):
         warnings.simplefilter("always")
         report = ib.find_first_divergence(net, x)
-    assert not [w for w in caught if issubclass(w.category, ib.InstrumentationWarning)], [str(w.message) for w in caught]
+    assert not [str(w.message) for w in caught if issubclass(w.category, ib.InstrumentationWarning)]
     graph = ib.last_capture()
-    assert sum(lowered_only(n) for n in graph.post_grad_graph.graph.nodes) == 2, graph.post_grad_graph.code
+    fused = [n.name for n in graph.post_grad_graph.graph.nodes if lowered_only(n)]
+    assert len(fused) == 2, graph.post_grad_graph.code
+    # each is known by what its match replaced: the convolution (its line, its module) and the epilogue
+    for name in fused:
+        node = graph.nodes[name]
+        assert node.module_type == "Conv2d" and node.source.code == "return F.conv2d(", node
+        assert len(node.dynamo_nodes) == 2, node
     assert report.found and report.diverging_node == "mean", report.render()
     assert report.kernel and report.kernel.startswith("cpp_fused_mean"), report.render()
     sources = {line.source.code for line in report.lines if line.source is not None}

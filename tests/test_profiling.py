@@ -310,6 +310,24 @@ def test_an_eager_op_inside_a_torch_nn_layer_meets_its_compiled_kernel_on_one_li
     assert row.compiled_us > 0 and row.eager_us > 0 and "aten::linear" in row.eager_ops
 
 
+def test_an_eager_op_no_kernel_meets_is_on_its_modules_line_not_in_torch_functional():
+    """An eager op whose line no compiled kernel names (a ReLU freezing folds into its oneDNN
+    convolution) is put on the innermost frame outside torch, or in torch's own modules, not on
+    ``torch.nn.functional``'s ``return handle_torch_function(...)`` below it."""
+    import os
+
+    from instrumented_backend.profiling.join import _pick_source
+
+    torch_dir = os.path.dirname(torch.__file__)
+    functional = f"{torch_dir}/nn/functional.py:1767"
+    activation = f"{torch_dir}/nn/modules/activation.py:143"
+    dispatch = f"{torch_dir}/overrides.py:1720"
+    assert _pick_source([functional, activation, "/home/me/model.py:12"], set()) == activation
+    assert _pick_source([dispatch, functional, "/home/me/model.py:12"], set()) == "/home/me/model.py:12"
+    assert _pick_source([functional, activation], {functional}) == functional  # a line a kernel names wins
+    assert _pick_source([functional], set()) == functional  # nothing else to show
+
+
 def test_time_by_module_splits_a_shared_line_between_layers_on_both_sides():
     """A training step of two blocks: compiled kernels (forward and backward) and eager ops
     (forward, and backward ops through the forward op they differentiate) land on the module

@@ -287,9 +287,21 @@ def eager_op_sources(tagged: ProfiledRun) -> dict[tuple[str, int], list[str]]:
     return result
 
 
+def _torch_internals() -> tuple[str, str]:
+    """(torch's package folder, its ``nn/modules`` folder), each ending in a separator."""
+    import os
+
+    import torch
+
+    root = os.path.join(os.path.dirname(torch.__file__), "")
+    return root, os.path.join(root, "nn", "modules", "")
+
+
 def _pick_source(stack: Sequence[str], known: set[str]) -> str:
     """The innermost frame of ``stack`` the compiled graphs also name; else the innermost function
-    whose first line they name (a module's ``forward``); else the innermost frame."""
+    whose first line they name (a module's ``forward``); else the innermost frame outside torch,
+    or in one of torch's own modules (``return F.relu(input, ...)`` in ``activation.py``, as the
+    compiled side names a node of such a model), rather than ``torch.nn.functional``'s dispatch."""
     frames = [frame for frame in stack if not frame.startswith((DEFINITION, MODULE))]
     for frame in frames:
         if frame in known:
@@ -297,7 +309,9 @@ def _pick_source(stack: Sequence[str], known: set[str]) -> str:
     for frame in stack:
         if frame.startswith(DEFINITION) and frame[len(DEFINITION):] in known:
             return frame[len(DEFINITION):]
-    return frames[0] if frames else ""
+    torch_root, torch_modules = _torch_internals()
+    readable = [frame for frame in frames if not frame.startswith(torch_root) or frame.startswith(torch_modules)]
+    return (readable or frames)[0] if frames else ""
 
 
 def join_eager(run: ProfiledRun, stacks: dict[tuple[str, int], list[str]], known_sources: set[str],

@@ -15,6 +15,10 @@ its first user (``attribution="data_flow"``). Graph inputs are listed with
 ``attribution="input"`` (constants an exported program or freezing put in the graph, ``get_attr``
 nodes, with ``"constant"``), no Dynamo node and no source; ``first_use`` names the line of their
 first user (the code Inductor writes for an input, e.g. a weight's layout copy, serves that line).
+A node a lowering pattern made (a oneDNN convolution with its ReLU, under freezing) is known by
+the nodes its match replaced (:func:`~..seams.lowering_patterns.matched_nodes`): all of their
+Dynamo nodes, and the computation's source line and module, not only the epilogue's whose
+metadata Inductor copied onto it.
 
 A node with no frame anywhere (Dynamo leaves out frames inside ``torch/nn/modules``, so a model
 made only of torch's own modules, an ``nn.Sequential`` of them, has none) takes the ``forward`` of
@@ -37,6 +41,7 @@ import torch.fx
 from ..deferred import Deferred, resolve
 from ..records import NodeProvenance, SourceLocation
 from ..seams.dynamo_sources import module_name
+from ..seams.lowering_patterns import matched_nodes
 from .recorder import subgraph_paths
 from .rewrites import ReplacedNode, RewriteLog, chain_root_graphs, chain_roots
 
@@ -279,7 +284,12 @@ def build_node_map(post_grad: Any, post_grad_code: "str | Deferred[str]", dynamo
             if subgraph not in code_lines:
                 code_lines[subgraph] = Deferred(partial(_graph_code_lines, node.graph), fallback={})
             continue
-        roots = in_dynamo(chain_roots(node)) or in_dynamo_subgraphs(node, source)
+        matched = matched_nodes(node)  # a oneDNN fusion freezing made: the convolution, then its ReLU
+        if matched:
+            roots = list(dict.fromkeys(r for m in matched for r in in_dynamo(chain_roots(m))))
+            source = parse_stack_trace(matched[0].meta.get("stack_trace"))
+        else:
+            roots = in_dynamo(chain_roots(node)) or in_dynamo_subgraphs(node, source)
         attribution = "from_node" if roots else "none"
         if not roots and source is not None:
             roots = same_line(source)
@@ -323,7 +333,7 @@ def build_node_map(post_grad: Any, post_grad_code: "str | Deferred[str]", dynamo
                                            first_use=users[0] if users else None)
         elif label in found:
             roots, source, attribution = found[label]
-            module, module_type = _module_path(node)
+            module, module_type = _module_path((matched_nodes(node) or [node])[0])  # a fusion: its computation's
             if not module and roots and roots[0] in dynamo_nodes:  # a backward node: its forward op's module
                 module, module_type = _module_path(dynamo_nodes[roots[0]])
             result[label] = NodeProvenance(
