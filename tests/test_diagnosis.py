@@ -813,3 +813,11 @@ def test_a_frozen_models_divergence_is_searched_past_its_onednn_fusions_and_sour
     assert sources == {"return F.adaptive_avg_pool2d(input, self.output_size)"}, report.render()
     (skipped,) = (tmp_path / "first_calls").glob("*.skipped")
     assert "which only Inductor's lowering runs" in skipped.read_text()
+    # a fault on an op fused into a oneDNN call reaches no generated code: the note names that call
+    from instrumented_backend.diagnosis.diagnose import _unfound_faults
+
+    with ib.faults.scaled("relu", 1.5):
+        (relu,) = ib.faults.active_faults()
+        (note,) = _unfound_faults([(relu, 0)], [graph])
+    fused = r"it runs inside the extern call fn\w* \(mkldnn\._convolution_pointwise, relu\) in graph #"
+    assert re.search(fused, note), note

@@ -1099,10 +1099,13 @@ def _unfound_faults(before: Sequence[tuple[Any, int]], graphs: Sequence["GraphCa
             if computed is None:
                 computed = _generated_ops(graphs)
             shown = ", ".join(computed[:12]) + (f" (+{len(computed) - 12})" if len(computed) > 12 else "")
+            fused = _fused_into_extern_calls(graphs, fault.op)
+            why = (f"it runs inside {fused}, which a post-grad pass fused it into (a oneDNN convolution or linear "
+                   "with its activation, under freezing)" if fused else
+                   "an extern kernel computes it, such as attention's SDPA, or the graphs have no such op, or "
+                   "Inductor decomposes it into others: SiLU into x / (1 + exp(-x))")
             notes.append(f"the injected fault ({fault.label}) was in effect, but no kernel compiled here computes "
-                         f"{fault.op} in generated code (an extern kernel computes it, such as attention's SDPA, "
-                         "or the graphs have no such op, or Inductor decomposes it into others: SiLU into "
-                         "x / (1 + exp(-x)))"
+                         f"{fault.op} in generated code ({why})"
                          + (f"; the generated kernels compute {shown}: inject one of those "
                             f"(--fault '{computed[0]}*1.01')" if computed else ""))
         else:
@@ -1110,6 +1113,22 @@ def _unfound_faults(before: Sequence[tuple[Any, int]], graphs: Sequence["GraphCa
                          f"{fault.op}, yet every result matches eager (a change within tolerance, or one the ops "
                          "after it undo, as a softmax undoes a scaled exp)")
     return notes
+
+
+def _fused_into_extern_calls(graphs: Sequence["GraphCapture"], op: str) -> str:
+    """The extern calls of ``graphs`` that compute ``op`` (an ATen op's name, ``relu``) inside them:
+    the nodes a lowering pattern made whose match replaced such an op (``the extern call fn_1
+    (mkldnn._convolution_pointwise, relu) in graph #1 0/0 inference``), or "" for none."""
+    from ..seams.lowering_patterns import matched_nodes
+
+    found = []
+    for graph in graphs:
+        for node in graph.post_grad_graph.graph.nodes if graph.post_grad_graph is not None else ():
+            targets = [str(m.target).removesuffix(".default") for m in matched_nodes(node)]  # [] for most
+            if op in {target.split(".")[1] for target in targets if target.count(".") >= 1}:
+                shown = ", ".join(dict.fromkeys(t.removeprefix("aten.") for t in targets))
+                found.append(f"the extern call {node.name} ({shown}) in graph {graph.label}")
+    return "; ".join(found[:3]) + (f" (+{len(found) - 3})" if len(found) > 3 else "")
 
 
 def _finish(result: Diagnosis, out: Path, graphs: list["GraphCapture"], started: float,
