@@ -1124,9 +1124,10 @@ def _fused_into_extern_calls(graphs: Sequence["GraphCapture"], op: str) -> str:
     found = []
     for graph in graphs:
         for node in graph.post_grad_graph.graph.nodes if graph.post_grad_graph is not None else ():
-            targets = [str(m.target).removesuffix(".default") for m in matched_nodes(node)]  # [] for most
-            if op in {target.split(".")[1] for target in targets if target.count(".") >= 1}:
-                shown = ", ".join(dict.fromkeys(t.removeprefix("aten.") for t in targets))
+            matched = matched_nodes(node)  # [] for most
+            if op in {getattr(getattr(m.target, "overloadpacket", None), "__name__", None) for m in matched}:
+                shown = ", ".join(dict.fromkeys(str(m.target).removesuffix(".default").removeprefix("aten.")
+                                                for m in matched))
                 found.append(f"the extern call {node.name} ({shown}) in graph {graph.label}")
     return "; ".join(found[:3]) + (f" (+{len(found) - 3})" if len(found) > 3 else "")
 

@@ -274,6 +274,7 @@ def build_node_map(post_grad: Any, post_grad_code: "str | Deferred[str]", dynamo
     labelled = _labelled_nodes(post_grad)
     label_of = {node: label for label, node, _ in labelled}
     found: dict[str, tuple[list[str], Optional[SourceLocation], str]] = {}
+    computation: dict[str, torch.fx.Node] = {}  # a fusion's node: the matched node whose module it ran in
     for label, node, subgraph in labelled:
         if node.op != "call_function":
             continue
@@ -286,6 +287,7 @@ def build_node_map(post_grad: Any, post_grad_code: "str | Deferred[str]", dynamo
             continue
         matched = matched_nodes(node)  # a oneDNN fusion freezing made: the convolution, then its ReLU
         if matched:
+            computation[label] = matched[0]
             roots = list(dict.fromkeys(r for m in matched for r in in_dynamo(chain_roots(m))))
             source = parse_stack_trace(matched[0].meta.get("stack_trace"))
         else:
@@ -333,7 +335,7 @@ def build_node_map(post_grad: Any, post_grad_code: "str | Deferred[str]", dynamo
                                            first_use=users[0] if users else None)
         elif label in found:
             roots, source, attribution = found[label]
-            module, module_type = _module_path((matched_nodes(node) or [node])[0])  # a fusion: its computation's
+            module, module_type = _module_path(computation.get(label, node))  # a fusion: its computation's
             if not module and roots and roots[0] in dynamo_nodes:  # a backward node: its forward op's module
                 module, module_type = _module_path(dynamo_nodes[roots[0]])
             result[label] = NodeProvenance(
