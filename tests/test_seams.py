@@ -662,3 +662,12 @@ def test_the_constants_inductor_sets_on_a_loaded_module_are_read_from_it():
 
     assert loaded_constants(Compiled(), ["_frozen_param0", "unset", "absent"]) == {"_frozen_param0": weight}
     assert loaded_constants(object(), ["_frozen_param0"]) == {}
+
+
+def test_a_compiled_graph_that_no_longer_keeps_its_loaded_call_is_reported(monkeypatch):
+    import instrumented_backend.seams as seams
+    from instrumented_backend.seams import output_code
+
+    monkeypatch.setattr(seams, "names_used", lambda owner: frozenset())
+    with pytest.raises(SeamMoved, match="no longer keeps the loaded module's call as current_callable"):
+        output_code.check()
