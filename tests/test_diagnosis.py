@@ -304,6 +304,30 @@ def test_a_buffer_completed_by_a_later_in_place_call_is_compared_once_complete()
     assert {"mul", "scatter_add"} <= {c.node for c in report.checked if c.passed}, report.render()
 
 
+def autocast_gelu_sum(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        g = F.gelu(F.linear(x, w, b)) * 3  # bfloat16 in eager; fused, Inductor keeps it in float32
+        s = g.sum(0)  # a bfloat16 sum of it
+    return s.float() * torch.sigmoid(x.sum())  # float32, judged at 1e-4
+
+
+def test_mixed_precision_roundings_inductor_leaves_out_are_no_divergence():
+    """Under autocast eager rounds every op's result to bfloat16; Inductor computes a fused kernel in
+    float32 and rounds once. The search compared buffers without the fp64 referee, and ran that
+    referee with the post-grad graph's ``convert_element_type(..., torch.bfloat16)`` kept, so it
+    rounded as eager did: a ViT training step under autocast, no bug in it, was reported as
+    diverging at its classifier's bias gradient (``mul_4`` here, max abs err 4.0). The referee now
+    computes in float64 throughout, and the search judges a buffer as outputs are judged."""
+    torch.manual_seed(0)
+    x = (torch.randn(64, 32), torch.randn(48, 32), torch.randn(48))
+    clean = ib.find_first_divergence(autocast_gelu_sum, *x)
+    assert not clean.found, clean.render()
+    assert any(c.node.startswith("mul") and c.max_abs_error > 1e-2 for c in clean.checked), clean.render()
+    with ib.faults.scaled("sigmoid", 1.01):
+        report = ib.find_first_divergence(autocast_gelu_sum, *x)
+    assert report.found and report.culprit_target == "aten.sigmoid.default", report.render()
+
+
 class _ResidualTanh(torch.nn.Module):
     def __init__(self) -> None:
         super().__init__()

@@ -1172,3 +1172,40 @@ def test_a_graph_updating_an_attribute_has_its_attributes_made_inputs_for_any_ch
     assert [n.op for n in lifted.graph.nodes].count("get_attr") == 0
     record_values(lifted, inputs)
     assert torch.equal(owner.state, torch.ones(3))  # the values were recorded on copies
+
+
+def test_the_fp64_referee_widens_a_graphs_casts_to_low_precision_but_keeps_autocast_and_bitcasts():
+    from minifier.judge import RandomDraws, _fp64_module, widen_graph
+
+    code_graph = torch.fx.Graph()  # as Dynamo records an autocast region: calls in the graph
+    x_node, n_node = code_graph.placeholder("x"), code_graph.placeholder("n")
+    region = code_graph.call_function(torch.amp.autocast_mode._enter_autocast, ("cpu", torch.bfloat16, True, None))
+    y = code_graph.call_method("mul", (code_graph.call_method("to", (x_node, torch.bfloat16)), 3))
+    code_graph.call_function(torch.amp.autocast_mode._exit_autocast, (region,))
+    z = code_graph.call_function(operator.add, (
+        code_graph.call_function(torch.ops.prims.convert_element_type.default, (x_node, torch.float16)),
+        code_graph.call_method("half", (y,))))
+    ones = code_graph.call_function(torch.ones, (3,), {"dtype": torch.bfloat16})
+    bits = code_graph.call_method("to", (code_graph.call_method("view", (n_node, torch.float32)), torch.float32))
+    code_graph.output(code_graph.call_function(operator.add, (code_graph.call_function(operator.add, (z, ones)), bits)))
+    graph = torch.fx.GraphModule(torch.nn.Module(), code_graph)
+    before = graph.code
+    widened = _fp64_module(graph)
+    assert widened is not graph and graph.code == before  # the judged graph is left as it is
+    code = widened.code
+    assert "torch.bfloat16" in code.split("_enter_autocast", 1)[1].split("\n", 1)[0]  # autocast keeps its dtype
+    assert "torch.float16" not in code and ".half()" not in code
+    assert ".double()" in code and "dtype = torch.float64" in code
+    assert "n.view(torch.float32)" in code and "to(torch.float64)" in code  # a bitcast keeps its dtype
+    out = widened(torch.randn(3, dtype=torch.float64), torch.ones(3, dtype=torch.int32))
+    assert out.dtype == torch.float64
+    assert not widen_graph(widened.graph)  # nothing left to widen
+    plain = torch.fx.symbolic_trace(lambda t: t * 2)
+    assert _fp64_module(plain) is plain  # nothing to widen: no copy
+
+    # attention without dropout draws nothing: the referee computes it instead of taking its value
+    q = torch.randn(1, 2, 4, 8)
+    with RandomDraws() as drawn:
+        torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default(q, q, q, 0.0)
+        torch.ops.aten.native_dropout.default(q, 0.5, True)
+    assert [name for name, _ in drawn.draws] == ["aten::native_dropout"]

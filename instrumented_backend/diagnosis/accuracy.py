@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
 import torch
 import torch.utils._pytree as pytree
 
-from minifier.judge import RandomDraws, compare_tensor, replaying, tolerance_for, widened
+from minifier.judge import RandomDraws, compare_tensor, replaying, tolerance_for, widened, widened_graphs
 
 from ..capture.as_written import judged_as_written, running_eagerly
 from ..capture.object_arguments import OBJECT_DEPTH, PLAIN, copy_object_argument, is_object_argument
@@ -111,13 +111,14 @@ class AccuracyError(AssertionError):
 
 
 def to_fp64(value: Any) -> Any:
-    """Floating tensors (and modules' floating parameters) converted to float64, complex ones to
-    complex128; an object with its own ``to_fp64()`` (a call judged with its effects) converts itself."""
+    """Floating tensors (and modules' floating parameters, and the dtypes their FX graphs cast to:
+    :func:`~minifier.judge.widen_graph`) converted to float64, complex ones to complex128; an object
+    with its own ``to_fp64()`` (a call judged with its effects) converts itself."""
     own = getattr(type(value), "to_fp64", None)
     if callable(own):
         return own(value)
-    if isinstance(value, torch.nn.Module):
-        return copy.deepcopy(value).double()
+    if isinstance(value, torch.nn.Module):  # its FX graphs' low-precision casts widened too
+        return widened_graphs(copy.deepcopy(value).double())
     if isinstance(value, types.MethodType) and isinstance(value.__self__, torch.nn.Module):
         return types.MethodType(value.__func__, to_fp64(value.__self__))  # a compiled ``model.forward``
     if isinstance(value, torch.Tensor) and (value.is_floating_point() or value.is_complex()):

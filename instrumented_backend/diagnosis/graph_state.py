@@ -18,7 +18,7 @@ import torch
 import torch.fx
 
 from minifier.graph import attribute, install_attribute
-from minifier.judge import widened
+from minifier.judge import widen_graph, widened
 
 from .copies import same_values
 
@@ -51,7 +51,8 @@ class GraphState:
         return state
 
     def module(self, graph: torch.fx.GraphModule, *, fp64: bool = False) -> torch.fx.GraphModule:
-        """``graph``'s code over fresh copies of this state (float64 ones with ``fp64``): running it
+        """``graph``'s code over fresh copies of this state (float64 ones with ``fp64``, the code's
+        low-precision casts widened too): running it
         changes neither this state nor the graph's own."""
         root = torch.nn.Module()
         for node in graph.graph.nodes:  # attributes that are not state (subgraphs, constants) are shared
@@ -65,6 +66,8 @@ class GraphState:
             install_attribute(root, path, fresh_module.double() if fp64 else fresh_module)
         code = torch.fx.Graph()
         code.output(code.graph_copy(graph.graph, {}))
+        if fp64:  # its casts to a low precision too (the shared subgraphs are left as they are)
+            widen_graph(code)
         return torch.fx.GraphModule(root, code)
 
     def changed(self, module: torch.nn.Module) -> list[str]:
