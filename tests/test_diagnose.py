@@ -713,6 +713,11 @@ def test_keyword_call_makes_tensor_keywords_inputs_and_keeps_the_parameters():
     fn, inputs = keyword_call(module, (), {"input": torch.ones(1, 3)})
     assert len(inputs) == 1 and list(fn.parameters()) == list(module.parameters())
     torch.testing.assert_close(fn(*inputs), module(torch.ones(1, 3)))
+    from instrumented_backend.diagnosis.effects import parameter_labels
+    from instrumented_backend.diagnosis.step_state import StepState
+
+    # gradients are named as the model names its parameters, not through the wrapper ('target.weight')
+    assert parameter_labels(StepState.of(fn)) == ["weight", "bias"]
 
     def scaled(x, *, by, times=1):
         return x * by * times

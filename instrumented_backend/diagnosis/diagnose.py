@@ -863,6 +863,7 @@ def _diagnose(fn: Callable[..., Any], *inputs: Any, kwargs: Optional[dict[str, A
     inductor_options = {**patches, "fallback_random": True}
     target = fn  # as called: a keyword call wraps it
     fn, inputs = keyword_call(fn, inputs, kwargs or {})
+    laid_out = fn  # a KeywordCall when kwargs were given, whatever wraps it later (effects)
     before = _laid_out(fn, calls_before, kwargs or {})
 
     started = time.perf_counter()
@@ -924,6 +925,7 @@ def _diagnose(fn: Callable[..., Any], *inputs: Any, kwargs: Optional[dict[str, A
         inside = _search_inside(result, graphs, seed=seed, tol=tol, options=inductor_options)
         step("inside", began, (result.divergence.culprit or "") if inside is not None else "")
         if inside is not None:
+            result.divergence.culprit_module = _without_wrapper(result.divergence.culprit_module, laid_out)
             if minify and inside.post_grad_graph is not None and result.divergence.culprit:
                 from minifier import AccuracyFailure
 
@@ -1031,7 +1033,7 @@ def _diagnose(fn: Callable[..., Any], *inputs: Any, kwargs: Optional[dict[str, A
             for line in result.culprit_lines:
                 hints.extend(n for n in line.dynamo_nodes if n not in hints)
     if result.divergence is not None:  # named as the user's model names it, not through our wrapper
-        result.divergence.culprit_module = _without_wrapper(result.divergence.culprit_module, fn)
+        result.divergence.culprit_module = _without_wrapper(result.divergence.culprit_module, laid_out)
     step("divergence", began, (result.divergence.culprit or "") if result.divergence else "")
 
     if minify and target_graph is not None and args:

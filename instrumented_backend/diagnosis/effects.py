@@ -30,6 +30,7 @@ import torch
 import torch.utils._pytree as pytree
 
 from .copies import clone_inputs, same_values
+from .keyword_call import user_module
 from .step_state import SavedState, StepState
 
 __all__ = ["Effects", "find_effects", "parameter_names", "parameter_labels"]
@@ -150,7 +151,7 @@ def parameter_names(state: StepState) -> dict[int, str]:
     of the function's namespace (``model.0.weight``), by ``id``."""
     names: dict[int, str] = {}
     for module in state.modules:
-        for name, parameter in module.named_parameters():
+        for name, parameter in user_module(module).named_parameters():
             names.setdefault(id(parameter), name)
     for prefix, module in state.namesakes:
         for name, parameter in module.named_parameters():
@@ -168,7 +169,7 @@ def parameter_labels(state: StepState) -> list[str]:
 def _buffers(state: StepState) -> list[tuple[str, torch.Tensor]]:
     found: dict[int, tuple[str, torch.Tensor]] = {}
     for module in state.modules:
-        for name, buffer in module.named_buffers():
+        for name, buffer in user_module(module).named_buffers():
             found.setdefault(id(buffer), (name, buffer))
     return list(found.values())
 

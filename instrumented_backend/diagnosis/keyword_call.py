@@ -10,7 +10,7 @@ import torch.utils._pytree as pytree
 
 from ..capture.object_arguments import is_object_argument
 
-__all__ = ["KeywordCall", "keyword_call"]
+__all__ = ["KeywordCall", "keyword_call", "user_module"]
 
 
 class KeywordCall(torch.nn.Module):
@@ -50,3 +50,15 @@ def keyword_call(fn: Callable[..., Any], inputs: Sequence[Any],
     constants = {k: v for k, v in kwargs.items() if k not in tensor_keys}
     wrapped = KeywordCall(fn, len(inputs), tensor_keys, constants)
     return wrapped, (*inputs, *(kwargs[k] for k in tensor_keys))
+
+
+def user_module(module: torch.nn.Module) -> torch.nn.Module:
+    """The module whose names a report uses for ``module``'s parameters and buffers: the user's model
+    a :class:`KeywordCall` wraps (its ``owner``, else its ``target`` when that is a module), so that
+    they read ``classifier.bias``, not ``target.classifier.bias``; any other module itself."""
+    if isinstance(module, KeywordCall):
+        for attribute in ("owner", "target"):
+            inner = getattr(module, attribute, None)
+            if isinstance(inner, torch.nn.Module):
+                return inner
+    return module
