@@ -21,8 +21,8 @@ A value differs from eager by the package's accuracy rule, an fp64 referee inclu
 outputs (the graph run in float64, its casts to a low precision widened too: Inductor leaves out
 of a fused kernel the roundings to bfloat16 eager makes between ops, and is closer to it than
 eager), and a small one (every value under 1, where the rule's absolute tolerance passes errors of
-any relative size) also when it is wrong at its own scale against a float64 run of the same computation
-(:func:`~.accuracy.wrong_at_its_own_scale`): a 1%-wrong ``tanh`` in a Gemma-2 attention's
+any relative size) also when it is wrong at its own scale against a float64 run of the same
+computation (:func:`~.accuracy.wrong_at_its_own_scale`): a 1%-wrong ``tanh`` in a Gemma-2 attention's
 softcapping (``tanh(logits / 50) * 50``, values of 1e-5) matched eager until the ``* 50``.
 """
 
@@ -818,7 +818,14 @@ def divergence_in_graph(graph: GraphCapture, args: list[Any], report: Divergence
         report.note = (f"graph {graph.label}: its post-grad graph could not be replayed to compare buffers "
                        f"({type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''})")
         return False
-    fp64: list[Optional[dict[str, Any]]] = []  # computed once a small buffer needs it
+    fp64: list[Optional[dict[str, Any]]] = []  # computed once a buffer needs it
+
+    def referee(node_name: str) -> Any:
+        """The float64 run's value of ``node_name`` (the run made on first need), or None."""
+        if not fp64:
+            fp64.append(_fp64_run(graph.post_grad_graph, args, seed, given=buffers))
+        return (fp64[0] or {}).get(node_name)
+
     for name, value in buffers.items():
         if name in lowered:  # its eager value is this buffer: nothing to compare
             continue
@@ -826,16 +833,12 @@ def divergence_in_graph(graph: GraphCapture, args: list[Any], report: Divergence
         if not isinstance(expected, torch.Tensor) or expected.shape != value.shape:
             continue
         comparison = compare_outputs(value, expected, tol=tol).outputs[0]
-        if not comparison.passed:  # judged as outputs are: no further from fp64 than eager's own error allows
-            if not fp64:
-                fp64.append(_fp64_run(graph.post_grad_graph, args, seed, given=buffers))
-            if (fp64[0] or {}).get(name) is not None:
-                comparison = compare_outputs(value, expected, fp64[0][name], tol=tol).outputs[0]
+        # judged as outputs are: failing allclose, no further from fp64 than eager's own error allows
+        if not comparison.passed and referee(name) is not None:
+            comparison = compare_outputs(value, expected, referee(name), tol=tol).outputs[0]
         at_scale = False
         if comparison.passed and comparison.largest_value is not None and 0.0 < comparison.largest_value < 1.0:
-            if not fp64:
-                fp64.append(_fp64_run(graph.post_grad_graph, args, seed, given=buffers))
-            at_scale = wrong_at_its_own_scale(value, expected, (fp64[0] or {}).get(name), tol)
+            at_scale = wrong_at_its_own_scale(value, expected, referee(name), tol)
         roots = graph.nodes[name].dynamo_nodes if name in graph.nodes else []
         report.checked.append(BufferCheck(name, ", ".join(roots), comparison.passed and not at_scale,
                                           comparison.max_abs_error, comparison.first_bad_index,

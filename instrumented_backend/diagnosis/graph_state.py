@@ -52,8 +52,7 @@ class GraphState:
 
     def module(self, graph: torch.fx.GraphModule, *, fp64: bool = False) -> torch.fx.GraphModule:
         """``graph``'s code over fresh copies of this state (float64 ones with ``fp64``, the code's
-        low-precision casts widened too): running it
-        changes neither this state nor the graph's own."""
+        low-precision casts widened too): running it changes neither this state nor the graph's own."""
         root = torch.nn.Module()
         for node in graph.graph.nodes:  # attributes that are not state (subgraphs, constants) are shared
             if node.op == "get_attr" and str(node.target) not in self.tensors:
