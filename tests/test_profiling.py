@@ -372,6 +372,76 @@ def test_a_target_that_compiles_nothing_is_said_so_not_called_overhead_bound():
     assert "Nothing was compiled" in report.render()
 
 
+@torch._dynamo.disable
+def _mixed_eagerly(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+    return torch.tanh(x @ weight)  # Dynamo breaks the graph around this call: it runs eagerly
+
+
+class _BrokenInTwo(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.a, self.b = torch.nn.Linear(256, 256), torch.nn.Linear(256, 256)
+        self.weight = torch.nn.Parameter(torch.randn(256, 256) / 16)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = torch.relu(self.a(x))
+        x = _mixed_eagerly(x, self.weight)
+        return torch.sigmoid(self.b(x))
+
+
+def test_ops_run_eagerly_between_graph_breaks_are_work_in_their_category_not_overhead():
+    """A forward with a graph break around a function Dynamo does not trace: its matmul and tanh
+    run eagerly inside each compiled step, between the two compiled graphs. They were counted as
+    the compiled step's overhead (the compiled side had no GEMM but the two addmms). Now they are
+    a table of their own, in their categories on the compiled side, and the diagnosis names the
+    graph break with its line and the time the step spends outside the graphs."""
+    torch.manual_seed(0)
+    report = ib.profile(_BrokenInTwo(), torch.randn(256, 256), warmup=2, iters=5, active=3, bandwidth=False)
+    assert len(report.graphs) == 2, report.graphs
+    outside = {op.name: op for op in report.ops_outside_graphs}
+    assert {"aten::matmul", "aten::tanh"} <= set(outside), sorted(outside)
+    assert "aten::addmm" not in outside  # an extern kernel inside a compiled graph is a kernel, not eager
+    assert outside["aten::matmul"].category == "gemm" and outside["aten::matmul"].calls == 1
+    categories = {c.category: c for c in report.compare().categories}
+    assert "aten::matmul (eager)" in categories["gemm"].kernels and "aten::tanh (eager)" in categories[
+        "memory-bound"].kernels
+    gemm_kernels = sum(k.busy_us for k in report.kernels if k.category == "gemm")
+    assert categories["gemm"].compiled_us == pytest.approx(gemm_kernels + outside["aten::matmul"].busy_us)
+    step = report.compiled_step_median_us
+    assert categories["overhead"].compiled_us == pytest.approx(
+        max(0.0, step - report.kernel_us - report.outside_graphs_us))
+    findings = {f.kind: f for f in report.findings}
+    [where] = findings["graph-breaks"].evidence["graph_breaks"]
+    assert f"({_line_of(_BrokenInTwo.forward, '_mixed_eagerly(x')})" in where, where
+    assert "into 2 graphs at 1 break(s)" in findings["graph-breaks"].message
+    assert "aten::matmul" in findings["outside-graphs"].message, findings.get("outside-graphs")
+    assert "Ran eagerly in the compiled step, outside every compiled graph" in report.render()
+
+
+def test_a_model_whose_compile_failed_before_the_profile_is_named_with_its_error():
+    """A script compiles and calls a model calling ``nn.GRU`` before it is profiled: Dynamo's compile
+    of its forward fails and the code is marked to skip, so the profile's own compile notes no frame,
+    and its "nothing was compiled" said nothing of why. It names the forward with Dynamo's error."""
+
+    class Recurrent(torch.nn.Module):  # a forward no other test compiled
+        def __init__(self) -> None:
+            super().__init__()
+            self.gru = torch.nn.GRU(8, 8, batch_first=True)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.gru(x)[0].sum(-1)
+
+    model, x = Recurrent(), torch.randn(2, 5, 8)
+    torch.compile(model)(x)  # the script's own call: the compile fails, it runs eagerly
+    report = ib.profile(model, x, warmup=1, iters=3, active=2, bandwidth=False)
+    assert not report.graphs and report.nothing_compiled is not None
+    [frame] = report.nothing_compiled.frames
+    assert frame.name == "forward" and frame.file == __file__, frame
+    assert frame.reason.startswith("its compile failed: Unsupported: Attempted to wrap RNN, GRU, or LSTM"), frame
+    message = report.findings[0].message
+    assert "Dynamo skipped the one frame it was handed, forward" in message and "allow_rnn=True" in message
+
+
 def test_a_model_profiled_again_in_one_process_is_compiled_and_joined_again():
     """Dynamo reuses what an equal backend compiled for the same code: the second profile of a
     model found every graph cached, captured none, joined no kernel and said "nothing was
@@ -518,6 +588,16 @@ def test_rules_flag_cold_start_many_calls_and_cost_in_children():
     assert kinds["many-calls"].evidence == {"side": "compiled", "event": "graph_0_k0", "calls": 120}
     assert "aten::linear" in kinds["children"].message
     assert kinds["compute-bound"].evidence["busy"] == pytest.approx(0.9)
+
+
+def test_eager_ops_outside_the_graphs_are_flagged_past_a_tenth_of_the_step_and_count_as_busy():
+    kernel = KernelTiming("k0", "graph_0_k0", "cpp", "#0", calls=1, time_us=200.0)
+    lstm = OpTiming("aten::lstm", calls=1, total_us=500.0, self_us=10.0)
+    kinds = {f.kind: f for f in diagnose(_report(kernels=[kernel], ops_outside_graphs=[lstm]))}
+    assert "500.0 us of each compiled step (50%)" in kinds["outside-graphs"].message
+    assert kinds["compute-bound"].evidence["busy"] == pytest.approx(0.7)  # the eager op is work, not overhead
+    small = OpTiming("aten::zeros", calls=1, total_us=50.0, self_us=10.0)
+    assert "outside-graphs" not in {f.kind for f in diagnose(_report(kernels=[kernel], ops_outside_graphs=[small]))}
 
 
 def test_the_hotspot_names_the_modules_its_kernel_computes_for_most():

@@ -82,8 +82,11 @@ class NothingCompiled:
 
     def summary(self) -> str:
         """One sentence or two: how many frames and the first, the advice."""
-        out = [f"Dynamo skipped all {len(self.frames)} frame(s) it was handed, the first "
-               f"{self.frames[0].render()}."] if self.frames else []
+        if len(self.frames) == 1:
+            out = [f"Dynamo skipped the one frame it was handed, {self.frames[0].render()}."]
+        else:
+            out = [f"Dynamo skipped all {len(self.frames)} frames it was handed, the first "
+                   f"{self.frames[0].render()}."] if self.frames else []
         if self.advice:
             out.append(f"{self.advice}.")
         return " ".join(out)
@@ -102,12 +105,32 @@ def _with_its_error(frame: SkippedFrame) -> SkippedFrame:
     return dataclasses.replace(frame, reason=_FAILED + failure) if failure else frame
 
 
+def _own_code(target: Any) -> Any:
+    """The code object Dynamo is handed first when the compiled ``target`` is called: a module's
+    ``forward`` (``model.compile()``'s ``_call_impl`` is torch's, so its module's), a function's own."""
+    target = getattr(target, "_orig_mod", target)  # an OptimizedModule
+    if _is_module_compile(target):
+        target = target.__self__
+    if isinstance(target, torch.nn.Module):
+        target = type(target).forward
+    return getattr(getattr(target, "__func__", target), "__code__", None)
+
+
+def _failed_earlier(target: Any) -> list[SkippedFrame]:
+    """The target's own frame, with its error, when an earlier compile of it failed: Dynamo then
+    marks its code to skip and never notes it again (a script's own call compiled it first)."""
+    code = _own_code(target)
+    failure = frame_failure(code.co_name, code.co_filename, code.co_firstlineno) if code is not None else ""
+    return [SkippedFrame(code.co_name, code.co_filename, code.co_firstlineno, _FAILED + failure)] if failure else []
+
+
 def explain_nothing_compiled(target: Any, skipped: Sequence[str]) -> NothingCompiled:
     """Why calling the compiled ``target`` compiled nothing, from the frames Dynamo skipped meanwhile
     (``skipped``, as :func:`~instrumented_backend.seams.dynamo_skips.skipped_frames` collects them).
     Dynamo notes a frame only the first time it skips it (until ``torch.compiler.reset()``): with
-    none noted, the advice comes from where the target's code is defined."""
-    frames = [_with_its_error(SkippedFrame.parse(text)) for text in skipped]
+    none noted, the target's own frame is named when a compile of it failed earlier in the process,
+    and the advice comes from where the target's code is defined."""
+    frames = [_with_its_error(SkippedFrame.parse(text)) for text in skipped] or _failed_earlier(target)
     frames.sort(key=lambda frame: not frame.reason.startswith(_FAILED))  # what explains it first
     advice = ""
     if _is_module_compile(target):

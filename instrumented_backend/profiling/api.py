@@ -18,7 +18,7 @@ from ..seams.kernel_profile import KERNEL_PROFILE_OPTION, call_event_name
 from .backward import BackwardStep
 from .collect import run_profiled
 from .diagnose import diagnose
-from .join import eager_op_sources, join_compiled, join_eager, module_names, source_code
+from .join import eager_op_sources, join_compiled, join_eager, module_names, ops_outside_graphs, source_code
 from .report import ProfileReport
 from .roofline import apply_roofline, measure_copy_bandwidth
 from .sources import SourceTagging, interpreted_with_node_sources
@@ -245,7 +245,8 @@ def _profile(model: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str,
         eager_step_us=eager_run.step_us, compiled_step_us=compiled_run.step_us, copy_bandwidth_gbps=bandwidth_gbps,
         graphs=[g.label for g in graphs], unmatched_events=unmatched, source_code=source_code(sources, graphs),
         compiled_trace=compiled_run.trace, eager_trace=eager_run.trace, captures=graphs, backward=backward,
-        nothing_compiled=None if graphs else explain_nothing_compiled(model, skipped))
+        nothing_compiled=None if graphs else explain_nothing_compiled(model, skipped),
+        ops_outside_graphs=ops_outside_graphs(compiled_run))
     for row in kernels:
         row.share = row.busy_us / report.share_total_us if report.share_total_us else 0.0
     for op in eager_ops:

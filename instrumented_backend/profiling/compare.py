@@ -5,7 +5,9 @@ that fuses several lines is split between them in proportion to its kernel lines
 By category: GEMM-like ops (matmul, linear, conv: eager ``aten::addmm`` vs compiled extern
 GEMMs), memory-bound ops (eager pointwise/reduction ops vs the fused kernels replacing them),
 and framework overhead (step time outside any op or kernel: Python dispatch in eager, guard
-checks and the wrapper when compiled), each with its share of the time saved.
+checks and the wrapper when compiled), each with its share of the time saved. An op the compiled
+step ran eagerly, outside every compiled graph (between graph breaks), counts in its category on
+the compiled side, not as overhead.
 """
 
 from __future__ import annotations
@@ -92,13 +94,21 @@ def compare(report: "ProfileReport") -> Comparison:
     eager_step, compiled_step = report.eager_step_median_us, report.compiled_step_median_us
     eager_gemm = [op for op in report.eager_ops if op.category == GEMM]
     eager_rest = [op for op in report.eager_ops if op.category != GEMM]
-    compiled_gemm = [k for k in report.kernels if k.category == GEMM]
-    compiled_rest = [k for k in report.kernels if k.category != GEMM]
+    eager_rows = {id(op) for op in report.eager_ops}
+    compiled_gemm: list = [k for k in report.kernels if k.category == GEMM]
+    compiled_rest: list = [k for k in report.kernels if k.category != GEMM]
+    compiled_gemm += [op for op in report.ops_outside_graphs if op.category == GEMM]
+    compiled_rest += [op for op in report.ops_outside_graphs if op.category != GEMM]
 
     def names(rows: list) -> list[str]:
+        """Each row's name once, in order: an eager op's, a kernel's; an op a compiled step ran
+        eagerly marked so."""
         seen: list[str] = []
         for row in rows:
-            name = getattr(row, "name", None) or getattr(row, "kernel")
+            if isinstance(row, OpTiming):
+                name = row.name if id(row) in eager_rows else f"{row.name} (eager)"
+            else:
+                name = row.kernel
             if name not in seen:
                 seen.append(name)
         return seen
@@ -109,7 +119,8 @@ def compare(report: "ProfileReport") -> Comparison:
                            names(eager_gemm), names(compiled_gemm)),
         CategoryComparison(MEMORY_BOUND, sum(o.busy_us for o in eager_rest), sum(k.busy_us for k in compiled_rest),
                            names(eager_rest), names(compiled_rest)),
-        CategoryComparison(OVERHEAD, max(0.0, eager_step - eager_ops_us), max(0.0, compiled_step - report.kernel_us)),
+        CategoryComparison(OVERHEAD, max(0.0, eager_step - eager_ops_us),
+                           max(0.0, compiled_step - report.kernel_us - report.outside_graphs_us)),
     ]
     set_shares_of_saving(categories)
     lines = [LineComparison(r.source, r.code, r.eager_ops, r.eager_us, r.kernels, r.compiled_us)

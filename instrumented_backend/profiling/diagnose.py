@@ -3,8 +3,9 @@
 Each rule reads the joined tables and states one conclusion in plain words with its numbers:
 speed-up, overhead-bound vs compute-bound, the hotspot (with the FX nodes and source lines it
 computes), events called many times per step, a first step much wider than the rest (cold
-start), ops whose CPU total is mostly their children, and where memory-bound kernels stand
-against the measured copy bandwidth.
+start), ops whose CPU total is mostly their children, where memory-bound kernels stand
+against the measured copy bandwidth, the graph breaks that split the compiled code, and the
+time a compiled step spends in ops run eagerly outside every compiled graph.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ THRESHOLDS = {
     "roofline_low": 0.3,          # memory-bound kernel below this share of copy bandwidth
     "roofline_high": 0.7,         # ... at or above: at the memory roofline
     "roofline_min_share": 0.05,   # only kernels with at least this share of kernel time
+    "outside_graphs_share": 0.1,  # eager ops outside the compiled graphs with this share of the compiled step
 }
 
 
@@ -125,19 +127,66 @@ def _bound(report: "ProfileReport") -> list[Finding]:
     if not report.compiled_step_us or report.nothing_compiled is not None:  # no kernel: not a measure of overhead
         return []
     step = report.compiled_step_median_us
-    busy = min(report.kernel_us, step) / step if step else 0.0
-    evidence = {"kernel_us": report.kernel_us, "step_us": step, "busy": busy}
+    work = report.kernel_us + report.outside_graphs_us  # an op run eagerly between graphs is work, not overhead
+    busy = min(work, step) / step if step else 0.0
+    evidence = {"kernel_us": report.kernel_us, "outside_graphs_us": report.outside_graphs_us, "step_us": step,
+                "busy": busy}
+    kernels = "the GPU" if report.device == "cuda" else "kernels"
+    if report.ops_outside_graphs:
+        kernels += " and the ops run eagerly between graphs"
     if busy < THRESHOLDS["overhead_bound_busy"]:
-        where = "the GPU" if report.device == "cuda" else "kernels"
         return [Finding("overhead-bound", (
-            f"Overhead-bound: {where} are busy only {busy:.0%} of each compiled step "
-            f"({format_us(report.kernel_us)} of {format_us(step)}); the rest is Dynamo's guard check, the AOT wrapper "
+            f"Overhead-bound: {kernels} are busy only {busy:.0%} of each compiled step "
+            f"({format_us(work)} of {format_us(step)}); the rest is Dynamo's guard check, the AOT wrapper "
             "and launching kernels. Make the work bigger (batch more), put more of the program in one graph, "
             "or cut launch cost (mode='reduce-overhead' uses CUDA graphs on GPU)."), evidence)]
     return [Finding("compute-bound", (
-        f"Compute-bound: kernels are busy {busy:.0%} of each compiled step "
-        f"({format_us(report.kernel_us)} of {format_us(step)}); "
+        f"Compute-bound: {kernels} are busy {busy:.0%} of each compiled step "
+        f"({format_us(work)} of {format_us(step)}); "
         "speed now comes from the kernels themselves (see the hotspot and the roofline)."), evidence)]
+
+
+def _graph_breaks(report: "ProfileReport") -> list[str]:
+    """The graph breaks that ended the compiled Dynamo graphs, each once, in compile order."""
+    return list(dict.fromkeys(g.graph_break_reason for g in report.captures if g.graph_break_reason))
+
+
+@rule("graph-breaks")
+def _graph_breaks_found(report: "ProfileReport") -> list[Finding]:
+    breaks = _graph_breaks(report)
+    if not breaks:
+        return []
+    graphs = len({g.compile_id for g in report.captures})
+    shown = "; ".join(breaks[:3]) + (f"; and {len(breaks) - 3} more" if len(breaks) > 3 else "")
+    return [Finding("graph-breaks", (
+        f"Graph breaks: Dynamo split the compiled code into {graphs} graphs at {len(breaks)} "
+        f"break(s): {shown}. At each break the step returns to Python and runs the code there eagerly, and no "
+        "kernel fuses across it. Remove them where you can: fullgraph=True raises at the first, "
+        "torch._dynamo.explain lists them all."), {"graph_breaks": breaks, "graphs": graphs})]
+
+
+@rule("outside-graphs")
+def _outside_graphs(report: "ProfileReport") -> list[Finding]:
+    step = report.compiled_step_median_us
+    ops = report.ops_outside_graphs
+    if not ops or not step:
+        return []
+    share = min(report.outside_graphs_us, step) / step
+    if share < THRESHOLDS["outside_graphs_share"]:
+        return []
+    top = ", ".join(f"{op.name} {format_us(op.busy_us)}" for op in ops[:3])
+    more = f" and {len(ops) - 3} more" if len(ops) > 3 else ""
+    if report.nothing_compiled is not None:
+        where = "nothing was compiled (above)"
+    elif _graph_breaks(report):
+        where = "the code between the graph breaks runs as eager code"
+    else:
+        where = "code the compiled graphs do not hold ran eagerly (a frame Dynamo skipped, or a call outside them)"
+    return [Finding("outside-graphs", (
+        f"Outside the compiled graphs: {format_us(report.outside_graphs_us)} of each compiled step ({share:.0%}) is "
+        f"ops run eagerly, one at a time and unfused: {top}{more}. That is because {where}; this time is not "
+        "Inductor's to speed up."), {"outside_graphs_us": report.outside_graphs_us, "share": share,
+                                     "ops": [op.name for op in ops]})]
 
 
 @rule("hotspot")

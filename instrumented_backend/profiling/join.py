@@ -28,7 +28,7 @@ from .records import FUSED, GEMM, OTHER, KernelTiming, OpTiming
 from .sources import DEFINITION, MODULE, SOURCE_PREFIX, label_module, parse_source_label
 
 __all__ = ["event_name", "call_sequence", "join_compiled", "join_eager", "eager_op_sources", "module_names",
-           "GEMM_OPS", "CALL_EVENT"]
+           "ops_outside_graphs", "GEMM_OPS", "CALL_EVENT"]
 
 GEMM_OPS = frozenset({
     "addmm", "mm", "bmm", "baddbmm", "addbmm", "matmul", "linear", "_mkl_linear", "mkldnn_linear",
@@ -250,6 +250,57 @@ def _top_level_ops(run: ProfiledRun, step: int) -> list[tuple[Event, Optional[Ev
 
     walk(run.roots_in(step), None)
     return found
+
+
+def _runs_a_graph(run: ProfiledRun, event: Event) -> bool:
+    """Some event under ``event`` (or ``event`` itself) is a compiled graph's call."""
+    stack = [event]
+    while stack:
+        inner = stack.pop()
+        if CALL_EVENT.match(inner.name):
+            return True
+        stack.extend(run.events[i] for i in inner.children)
+    return False
+
+
+def _ops_outside_graphs(run: ProfiledRun, step: int) -> list[Event]:
+    """The outermost ``ns::op`` events of a compiled step that no compiled graph's call holds or
+    runs: what the step ran eagerly. An op that runs a graph (autograd's
+    ``evaluate_function: CompiledFunctionBackward``) is looked into, not counted."""
+    found: list[Event] = []
+
+    def walk(events: Iterable[Event]) -> None:
+        for event in events:
+            if CALL_EVENT.match(event.name):
+                continue
+            if "::" in event.name and not event.name.startswith("##") and not _runs_a_graph(run, event):
+                found.append(event)
+            else:
+                walk(run.events[i] for i in event.children)
+
+    walk(run.roots_in(step))
+    return found
+
+
+def ops_outside_graphs(run: ProfiledRun) -> list[OpTiming]:
+    """One row per op the compiled steps ran eagerly, outside every compiled graph (the code
+    between graph breaks, a frame Dynamo skipped, an optimizer step left uncompiled), medians over
+    the steps of its per-step sums, largest first. No source line: no tagging pass runs compiled."""
+    steps = max(1, len(run.step_us))
+    rows: dict[str, OpTiming] = {}
+    per_step: dict[str, _PerStep] = {}
+    for step in range(len(run.step_us)):
+        for event in _ops_outside_graphs(run, step):
+            if event.name not in rows:
+                rows[event.name] = OpTiming(name=event.name, calls=0.0, total_us=0.0, self_us=0.0,
+                                            category=category_of_op(event.name))
+                per_step[event.name] = _PerStep(steps)
+            per_step[event.name].add(step, event)
+    for name, row in rows.items():
+        sums = per_step[name]
+        row.calls, row.total_us = _median(sums.calls), _median(sums.total)
+        row.self_us, row.device_us = _median(sums.own), _median(sums.device)
+    return sorted(rows.values(), key=lambda r: -r.busy_us)
 
 
 def _labels_by_sequence(run: ProfiledRun, ops: Sequence[tuple[Event, Optional[Event]]]) -> dict[int, Event]:

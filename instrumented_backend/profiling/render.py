@@ -77,6 +77,15 @@ def render(report: "ProfileReport", *, rows: int = 15) -> str:
             out.append(f"  ... {len(modules) - rows} more modules")
         out.append("")
     comparison = report.compare()
+    if report.ops_outside_graphs:
+        step = report.compiled_step_median_us
+        out.append("Ran eagerly in the compiled step, outside every compiled graph (per step):")
+        out.append(tabulate([[op.name, f"{op.calls:g}", format_us(op.busy_us), format_us(op.self_us),
+                              f"{op.busy_us / step:.1%}" if step else ""] for op in report.ops_outside_graphs[:rows]],
+                            headers=["op", "calls", "total", "self", "of the step"], disable_numparse=True))
+        if len(report.ops_outside_graphs) > rows:
+            out.append(f"  ... {len(report.ops_outside_graphs) - rows} more ops")
+        out.append("")
     out.append("Eager vs compiled by category (profiled step):")
     out.append(
         tabulate(
@@ -92,7 +101,8 @@ def render(report: "ProfileReport", *, rows: int = 15) -> str:
                 ]
                 for c in comparison.categories
             ],
-            headers=["category", "eager", "compiled", "speed-up", "share of saving", "eager ops", "kernels"],
+            headers=["category", "eager", "compiled", "speed-up", "share of saving", "eager ops",
+                     "kernels" + (" (and ops run eagerly)" if report.ops_outside_graphs else "")],
             disable_numparse=True,
         )
     )

@@ -45,6 +45,9 @@ class ProfileReport:
     backward: bool = False  # each step ran the backward too (``ib.profile(..., backward=True)``)
     nothing_compiled: Optional["NothingCompiled"] = None  # no graph compiled: the frames Dynamo skipped
     as_written: list[str] = field(default_factory=list)  # the torch.compile already on the target, taken off
+    # The ops each compiled step ran eagerly, outside every compiled graph (between graph breaks,
+    # in a frame Dynamo skipped, an optimizer step left uncompiled): time of the step no kernel has.
+    ops_outside_graphs: list[OpTiming] = field(default_factory=list)
     # Chrome traces (dicts), kept in memory for export_chrome_trace; not part of to_json.
     compiled_trace: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
     eager_trace: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
@@ -82,16 +85,22 @@ class ProfileReport:
         return sum(k.busy_us for k in self.kernels)
 
     @property
+    def outside_graphs_us(self) -> float:
+        """Time per compiled step in ops run eagerly, outside every compiled graph."""
+        return sum(op.busy_us for op in self.ops_outside_graphs)
+
+    @property
     def share_total_us(self) -> float:
-        """What kernel shares are of: the median compiled step, or the kernels' summed medians when
-        those come to more (medians of parts need not add up to the median of the whole)."""
-        return max(self.compiled_step_median_us, self.kernel_us)
+        """What kernel shares are of: the median compiled step, or the kernels' and the eager ops'
+        summed medians when those come to more (medians of parts need not add up to the median of
+        the whole)."""
+        return max(self.compiled_step_median_us, self.kernel_us + self.outside_graphs_us)
 
     @property
     def share_total_label(self) -> str:
         """The total shares are of, in words."""
-        if self.kernel_us > self.compiled_step_median_us:
-            return "the kernels' summed median time"
+        if self.kernel_us + self.outside_graphs_us > self.compiled_step_median_us:
+            return "the kernels' summed median time" + (" and the eager ops'" if self.ops_outside_graphs else "")
         return "the median compiled step"
 
     def kernel(self, name: str) -> KernelTiming:
