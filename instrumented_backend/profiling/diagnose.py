@@ -133,7 +133,7 @@ def _bound(report: "ProfileReport") -> list[Finding]:
                 "busy": busy}
     kernels = "the GPU" if report.device == "cuda" else "kernels"
     if report.ops_outside_graphs:
-        kernels += " and the ops run eagerly between graphs"
+        kernels += " and the ops run eagerly outside the graphs"
     if busy < THRESHOLDS["overhead_bound_busy"]:
         return [Finding("overhead-bound", (
             f"Overhead-bound: {kernels} are busy only {busy:.0%} of each compiled step "
