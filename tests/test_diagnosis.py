@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import inspect
 import re
 import warnings
@@ -547,6 +548,126 @@ def test_the_fp64_referee_draws_the_random_numbers_eager_drew():
     assert (reference - eager.double()).abs().max() < 1e-4  # the same masks: fp32 rounding apart
     drawn_again = run_seeded(drop_path_then_tanh, [v.double() for v in x], seed=0)  # not replayed
     assert (drawn_again - eager.double()).abs().max() > 1.0  # other masks
+
+
+_GLOBAL_HEAD = torch.nn.Sequential(torch.nn.Linear(16, 16), torch.nn.GELU(), torch.nn.Linear(16, 4))
+_GLOBAL_SCALE = torch.linspace(0.5, 1.5, 4)
+
+
+def _head_of_global_model(x: torch.Tensor) -> torch.Tensor:
+    return _GLOBAL_HEAD(x).softmax(-1) * _GLOBAL_SCALE  # a model and a tensor the function reads as globals
+
+
+def _head_of_token_ids(ids: torch.Tensor) -> torch.Tensor:
+    bias = torch.zeros(4, dtype=torch.float32)  # a cast and a factory of its own, at float32
+    return _GLOBAL_HEAD(ids.float() / 10).softmax(-1, dtype=torch.float32) + bias
+
+
+def test_the_fp64_referee_of_a_function_widens_the_model_it_names_and_its_own_casts():
+    """``def fn(x): return model(x)`` with a global ``model``, the commonest function a user checks:
+    its float64 run met the float32 weights and raised, so it was judged with no referee at all (and
+    a function of token ids ran at float32, its "referee" eager itself). The referee reads float64
+    copies of the modules and tensors a function names, and its own casts to float32 are to
+    float64; the user's model is left as it was."""
+    from instrumented_backend.diagnosis.accuracy import fp64_reference
+    from instrumented_backend.diagnosis.widened_casts import WidenedCasts
+
+    weight = _GLOBAL_HEAD[0].weight
+    x = torch.randn(8, 16)
+    reference = fp64_reference(_head_of_global_model, [x], seed=0)
+    assert reference is not None and reference.dtype == torch.float64
+    double = copy.deepcopy(_GLOBAL_HEAD).double()
+    expected = double(x.double()).softmax(-1) * _GLOBAL_SCALE.double()
+    assert torch.equal(reference, expected)
+    assert _GLOBAL_HEAD[0].weight is weight and weight.dtype == torch.float32  # the user's model untouched
+    ids = torch.randint(0, 50, (8, 16))
+    from_ids = fp64_reference(_head_of_token_ids, [ids], seed=0)
+    assert from_ids is not None and from_ids.dtype == torch.float64
+    assert torch.equal(from_ids, double(ids.double() / 10).softmax(-1))
+    assert torch.get_default_dtype() == torch.float32
+    with WidenedCasts():  # bitcasts and integer casts are left alone
+        bits = torch.ones(2).view(torch.int32)
+        assert bits.dtype == torch.int32 and torch.ones(2).to(torch.int64).dtype == torch.int64
+        assert torch.ones(2, dtype=torch.bfloat16).dtype == torch.float64 and torch.arange(3.0).half().dtype == (
+            torch.float64)
+
+
+def test_a_function_of_a_global_model_is_judged_with_its_referee():
+    """End to end: a wrong GELU in a function of a global model is judged with the referee's RMSE,
+    which the report showed as "-" (no referee) before."""
+    torch.manual_seed(0)
+    with ib.faults.scaled("erf", 1.01):
+        report = ib.check_accuracy(_head_of_global_model, torch.randn(8, 16))
+    [output] = report.outputs
+    assert not report.passed and output.rmse_eager is not None and output.rmse_compiled > 10 * output.rmse_eager
+
+
+_STEP_MODEL: torch.nn.Module
+_STEP_OPTIMIZER: torch.optim.Optimizer
+
+
+def _global_training_step(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    loss = F.cross_entropy(_STEP_MODEL(x), y)
+    loss.backward()
+    _STEP_OPTIMIZER.step()
+    _STEP_OPTIMIZER.zero_grad()
+    return loss
+
+
+def test_a_training_step_of_a_global_model_is_judged_with_a_float64_referee_and_left_as_it_was():
+    """A training step as scripts write it, a function of a global model and optimizer: its float64
+    run "read the same globals", met the float32 weights with float64 inputs and raised, so its
+    loss, gradients and updated weights were judged with no referee. The referee now runs on the
+    very parameters the step names, widened to float64 in place (the optimizer holds them), and
+    puts back their values, gradients and the optimizer's momentum, untouched."""
+    from instrumented_backend.diagnosis.diagnose import _judge_training
+
+    global _STEP_MODEL, _STEP_OPTIMIZER
+    torch.manual_seed(0)
+    _STEP_MODEL = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.GELU(), torch.nn.Linear(32, 4))
+    _STEP_OPTIMIZER = torch.optim.AdamW(_STEP_MODEL.parameters(), lr=0.01)  # on CPU, one tensor at a time
+    x, y = torch.randn(8, 16), torch.randint(0, 4, (8,))
+    _global_training_step(x, y)  # momentum buffers to put back
+    weight = _STEP_MODEL[0].weight
+    before = [p.detach().clone() for p in _STEP_MODEL.parameters()]
+    moments = {key: value.clone() for key, value in _STEP_OPTIMIZER.state[weight].items()}
+    with ib.faults.scaled("erf", 1.1):
+        compiled = torch.compile(_global_training_step, backend="instrumented")
+        outputs, gradients = _judge_training(_global_training_step, compiled, [x, y], 0, None)
+    # it drops its gradients (zero_grad): its loss and the weights after its step are judged
+    assert not outputs.passed, outputs.render()
+    wrong = [o for o in outputs.outputs if not o.passed]
+    assert all(o.rmse_eager is not None and o.rmse_compiled > 2 * o.rmse_eager for o in wrong), outputs.render()
+    assert _STEP_MODEL[0].weight is weight and weight.dtype == torch.float32 and weight.grad is None
+    assert all(torch.equal(p, b) for p, b in zip(_STEP_MODEL.parameters(), before))
+    # Adam's moments back as they were, float32 (cast to float64 by the referee's widened casts as
+    # they were put back, they met float32 gradients in the compiled step: lerp_ raised), and its
+    # step count too (loaded as it is, the referee's run counted it on)
+    state = _STEP_OPTIMIZER.state[weight]
+    assert all(torch.equal(state[key], value) and state[key].dtype == value.dtype for key, value in moments.items())
+
+
+def test_a_step_that_drops_its_gradients_and_takes_no_floating_input_runs_its_own_backward():
+    """A language model's step: token ids in, ``loss.backward()``, ``optimizer.step()``,
+    ``zero_grad()`` last. No gradient was left to see its backward by, so it was differentiated
+    again through the graph its own backward had freed: "eager itself raises"."""
+    from instrumented_backend.diagnosis.diagnose import _training_step
+    from instrumented_backend.diagnosis.step_state import StepState
+
+    global _STEP_MODEL, _STEP_OPTIMIZER
+    torch.manual_seed(0)
+    _STEP_MODEL = torch.nn.Sequential(torch.nn.Embedding(10, 8), torch.nn.Linear(8, 4))
+    _STEP_OPTIMIZER = torch.optim.SGD(_STEP_MODEL.parameters(), lr=0.1)
+
+    def step(ids: torch.Tensor) -> torch.Tensor:
+        loss = _STEP_MODEL(ids).logsumexp(-1).mean()
+        loss.backward()
+        _STEP_OPTIMIZER.step()
+        _STEP_OPTIMIZER.zero_grad()
+        return loss
+
+    ran = _training_step(step, [torch.randint(0, 10, (2, 5))], 0, StepState.of(step))
+    assert ran.own_backward and set(ran.outputs) == {"output", "updated"}
 
 
 def test_random_draws_are_replayed_in_order_and_a_run_that_draws_otherwise_diverges():

@@ -23,13 +23,14 @@ from minifier.judge import RandomDraws, compare_tensor, replaying, tolerance_for
 from ..capture.as_written import judged_as_written, running_eagerly
 from ..capture.object_arguments import OBJECT_DEPTH, PLAIN, copy_object_argument, is_object_argument
 from .copies import clone_inputs
+from .widened_casts import WidenedCasts
 
 if TYPE_CHECKING:
     from .graph_state import GraphState
 
 __all__ = ["OutputComparison", "AccuracyReport", "AccuracyError", "compare_outputs", "check_accuracy",
            "default_tolerance", "clone_inputs", "to_fp64", "check_graph_call",
-           "run_seeded", "fp64_reference", "eager_is_nondeterministic", "wrong_at_its_own_scale"]
+           "run_seeded", "fp64_reference", "fp64_function", "eager_is_nondeterministic", "wrong_at_its_own_scale"]
 
 default_tolerance = tolerance_for  # the tolerance of one floating dtype, as the rule applies it
 
@@ -110,10 +111,54 @@ class AccuracyError(AssertionError):
         super().__init__((f"{where}: " if where else "") + report.render())
 
 
+def _widenable(value: Any) -> bool:
+    """A module or a floating (or complex) tensor: what :func:`to_fp64` gives a float64 copy of."""
+    return isinstance(value, torch.nn.Module) or (
+        isinstance(value, torch.Tensor) and (value.is_floating_point() or value.is_complex()))
+
+
+def _global_names(code: types.CodeType) -> set[str]:
+    """The names ``code`` (and the code of the functions, lambdas and comprehensions in it) may
+    read as globals."""
+    names = set(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names |= _global_names(const)
+    return names
+
+
+def fp64_function(fn: types.FunctionType) -> types.FunctionType:
+    """``fn`` reading float64 copies of the modules and floating tensors it reaches through its
+    globals and closure cells (``def fn(x): return model(x)`` with a global ``model``): run as it
+    is on float64 inputs, it met float32 weights, raised on the dtype mismatch, and was judged with
+    no referee. ``fn`` itself when it reaches none; the user's objects are never changed."""
+    module_globals = fn.__globals__
+    replaced = {name: to_fp64(module_globals[name]) for name in _global_names(fn.__code__)
+                if name in module_globals and _widenable(module_globals[name])}
+    cells = fn.__closure__ or ()
+    contents = []
+    for cell in cells:
+        try:
+            contents.append(cell.cell_contents)
+        except ValueError:  # a cell not filled yet
+            contents.append(cell)
+    widened_cells = tuple(types.CellType(to_fp64(value)) if _widenable(value) else cell
+                          for cell, value in zip(cells, contents))
+    if not replaced and all(a is b for a, b in zip(widened_cells, cells)):
+        return fn
+    copy_ = types.FunctionType(fn.__code__, {**module_globals, **replaced} if replaced else module_globals,
+                               fn.__name__, fn.__defaults__, widened_cells or None)
+    copy_.__kwdefaults__ = fn.__kwdefaults__
+    copy_.__dict__.update(fn.__dict__)
+    return copy_
+
+
 def to_fp64(value: Any) -> Any:
     """Floating tensors (and modules' floating parameters, and the dtypes their FX graphs cast to:
     :func:`~minifier.judge.widen_graph`) converted to float64, complex ones to complex128; an object
-    with its own ``to_fp64()`` (a call judged with its effects) converts itself."""
+    with its own ``to_fp64()`` (a call judged with its effects) converts itself. A function is
+    itself: a training step's float64 run must leave its gradients on the parameters it names
+    (see :func:`fp64_reference` for a function whose outputs alone are judged)."""
     own = getattr(type(value), "to_fp64", None)
     if callable(own):
         return own(value)
@@ -224,14 +269,18 @@ def fp64_reference(fn: Callable[..., Any], inputs: Sequence[Any], seed: int) -> 
     """``fn`` (and its parameters) run in float64 on float64 copies of ``inputs``, with the random
     numbers a run at their own precision draws (:class:`~minifier.judge.RandomDraws`); None when
     an op has no float64 kernel or the float64 run draws differently (the comparison then goes on
-    without the referee)."""
+    without the referee). A function reads float64 copies of the modules and tensors it names
+    (:func:`fp64_function`), and its own casts to float32 or lower are to float64
+    (:class:`~.widened_casts.WidenedCasts`)."""
     with running_eagerly():
         try:
             with RandomDraws() as drawn:
                 run_seeded(fn, inputs, seed)
         except Exception:  # noqa: BLE001 - judged without the referee
             return None
-        return replaying(drawn.draws, lambda: run_seeded(to_fp64(fn), [to_fp64(v) for v in inputs], seed))
+        widen = fp64_function if isinstance(fn, types.FunctionType) else to_fp64
+        with WidenedCasts():  # a copy that cannot be made (a oneDNN weight) is no referee, as a raise is
+            return replaying(drawn.draws, lambda: run_seeded(widen(fn), [to_fp64(v) for v in inputs], seed))
 
 
 def eager_is_nondeterministic(fn: Callable[..., Any], inputs: Sequence[Any], seed: int = 0,

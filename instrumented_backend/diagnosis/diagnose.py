@@ -69,6 +69,7 @@ from .faults import active_faults, lowering_uses, patchable_ops
 from .keyword_call import KeywordCall, keyword_call
 from .layers import LayerReport, LayerResult, find_failing_layer, judge_layers, run_calls_before, same_random_numbers
 from .step_state import StepState
+from .widened_casts import WidenedCasts
 
 if TYPE_CHECKING:
     from ..graphs import GraphCapture
@@ -374,8 +375,9 @@ def _training_step(fn: Callable[..., Any], inputs: Sequence[Any], seed: int,
             param.grad = None
         torch.manual_seed(seed)
         with torch.enable_grad():
-            out = fn(*inputs)
-            own_backward = any(leaf.grad is not None for leaf in leaves)
+            with state.gradients_reached() as reached:  # seen even when the step drops them (zero_grad last)
+                out = fn(*inputs)
+            own_backward = reached[0] or any(leaf.grad is not None for leaf in leaves)
             if own_backward:
                 grads = [None if leaf.grad is None else leaf.grad.detach().clone() for leaf in leaves]
                 if state.optimizers:  # the update it made is judged too: the weights after the step
@@ -411,14 +413,17 @@ def _training_is_nondeterministic(fn: Callable[..., Any], inputs: Sequence[Any],
 def _judge_training(fn: Callable[..., Any], compiled: Callable[..., Any], inputs: Sequence[Any], seed: int,
                     tol: Optional[float], calls_before: Sequence[Sequence[Any]] = ()) -> tuple[AccuracyReport,
                                                                                           AccuracyReport]:
-    # A function's float64 run reads the same globals; a module's is a float64 copy, its own state.
     # The float64 run draws the random numbers eager drew (a drop path's masks): RandomDraws.
     named = None if isinstance(fn, torch.nn.Module) else StepState.of(fn)
     with running_eagerly():
         with RandomDraws() as drawn:
             eager = _training_step(fn, inputs, seed, named)
-        reference = replaying(drawn.draws, lambda: _training_step(to_fp64(fn), [to_fp64(v) for v in inputs], seed,
-                                                                  named))
+        # A module's float64 run is a float64 copy; a function's widens the state it names in place,
+        # put back after (its optimizer holds those very parameters). Both cast to float64 where
+        # their code casts lower (``mask.float()``).
+        with WidenedCasts(), named.widened() if named is not None else contextlib.nullcontext():
+            reference = replaying(drawn.draws, lambda: _training_step(to_fp64(fn), [to_fp64(v) for v in inputs],
+                                                                      seed, named))
         ref_out, ref_grads = (None, None) if reference is None else (reference.outputs, reference.grads)
     for before in calls_before:  # steps the script took first: Dynamo recompiles for these inputs as it did
         _training_step(compiled, before, seed, named)

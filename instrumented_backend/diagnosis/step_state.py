@@ -19,6 +19,8 @@ from typing import Any, Callable, Iterator, Optional
 
 import torch
 
+from .widened_casts import as_they_are
+
 __all__ = ["StepState", "SavedState"]
 
 
@@ -104,6 +106,10 @@ class StepState:
 
     def save(self) -> "SavedState":
         """Copies of every parameter, gradient, buffer and optimizer state, for :meth:`restore`."""
+        with as_they_are():
+            return self._save()
+
+    def _save(self) -> "SavedState":
         params = self.parameters()
         return SavedState([p.detach().clone() for p in params],
                           [None if p.grad is None else p.grad.detach().clone() for p in params],
@@ -111,15 +117,53 @@ class StepState:
                           [copy.deepcopy(o.state_dict()) for o in self.optimizers])
 
     def restore(self, saved: "SavedState") -> None:
-        """Put back what :meth:`save` copied."""
-        with torch.no_grad():
-            for param, value, grad in zip(self.parameters(), saved.values, saved.grads):
-                param.copy_(value)
-                param.grad = grad
-            for buffer, value in saved.buffers:
-                buffer.copy_(value)
-        for optimizer, state in zip(self.optimizers, saved.optimizer_states):
-            optimizer.load_state_dict(state)
+        """Put back what :meth:`save` copied (each optimizer state cast to its parameter's dtype as
+        it was saved, also inside the fp64 referee's :class:`~.widened_casts.WidenedCasts`)."""
+        with as_they_are():
+            with torch.no_grad():
+                for param, value, grad in zip(self.parameters(), saved.values, saved.grads):
+                    param.copy_(value)
+                    param.grad = grad
+                for buffer, value in saved.buffers:
+                    buffer.copy_(value)
+            for optimizer, state in zip(self.optimizers, saved.optimizer_states):
+                optimizer.load_state_dict(state)
+
+    @contextlib.contextmanager
+    def widened(self) -> Iterator[None]:
+        """Inside the block, every floating parameter, trainable tensor and buffer named holds a
+        float64 copy of its value (and each optimizer's state follows its parameters), for the fp64
+        referee of a training step: the step's backward and optimizer then run in float64 on the
+        very parameters it names. The originals (values, gradients, optimizer states) are put back
+        after, untouched: the float64 run writes only the copies."""
+        leaves = [t for t in self.parameters() if t.is_floating_point()]
+        saved = [(t, t.data, t.grad) for t in leaves]
+        buffers = [(m, name, b) for m in self.modules for name, b in list(m._buffers.items())
+                   if isinstance(b, torch.Tensor) and b.is_floating_point()]
+        states = [copy.deepcopy(o.state_dict()) for o in self.optimizers]
+        try:
+            with torch.no_grad():
+                for tensor, data, _ in saved:
+                    tensor.grad = None
+                    tensor.data = data.double()
+                for module, name, buffer in buffers:
+                    module._buffers[name] = buffer.double()
+            for optimizer, state in zip(self.optimizers, states):
+                # its floating state cast to its parameters' float64; a copy, since a state it loads
+                # as it is (Adam's ``step`` count) is its own from then on, and counted in place
+                optimizer.load_state_dict(copy.deepcopy(state))
+            yield
+        finally:
+            with torch.no_grad():
+                for tensor, data, grad in saved:
+                    tensor.grad = None
+                    tensor.data = data
+                    tensor.grad = grad
+                for module, name, buffer in buffers:
+                    module._buffers[name] = buffer
+            with as_they_are():  # each state cast back to its parameter's own dtype
+                for optimizer, state in zip(self.optimizers, states):
+                    optimizer.load_state_dict(state)
 
     @contextlib.contextmanager
     def kept(self) -> Iterator[None]:
