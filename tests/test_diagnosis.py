@@ -567,8 +567,8 @@ def test_the_fp64_referee_of_a_function_widens_the_model_it_names_and_its_own_ca
     """``def fn(x): return model(x)`` with a global ``model``, the commonest function a user checks:
     its float64 run met the float32 weights and raised, so it was judged with no referee at all (and
     a function of token ids ran at float32, its "referee" eager itself). The referee reads float64
-    copies of the modules and tensors a function names, and its own casts to float32 are to
-    float64; the user's model is left as it was."""
+    copies of the modules and tensors a function names (or an object holding a model holds), and
+    its own casts to float32 are to float64; the user's model is left as it was."""
     from instrumented_backend.diagnosis.accuracy import fp64_reference
     from instrumented_backend.diagnosis.widened_casts import WidenedCasts
 
@@ -585,6 +585,22 @@ def test_the_fp64_referee_of_a_function_widens_the_model_it_names_and_its_own_ca
     assert from_ids is not None and from_ids.dtype == torch.float64
     assert torch.equal(from_ids, double(ids.double() / 10).softmax(-1))
     assert torch.get_default_dtype() == torch.float32
+
+    class Pipeline:  # an object holding the model, judged by its __call__ and by a method
+        def __init__(self) -> None:
+            self.model, self.steps = _GLOBAL_HEAD, 1
+
+        def __call__(self, x: torch.Tensor) -> torch.Tensor:
+            return self.model(x)
+
+        def logits(self, x: torch.Tensor) -> torch.Tensor:
+            return self.model(x)
+
+    pipeline = Pipeline()
+    for call in (pipeline, pipeline.logits):
+        held = fp64_reference(call, [x], seed=0)
+        assert held is not None and torch.equal(held, double(x.double()))
+    assert pipeline.model is _GLOBAL_HEAD and weight.dtype == torch.float32
     with WidenedCasts():  # bitcasts and integer casts are left alone
         bits = torch.ones(2).view(torch.int32)
         assert bits.dtype == torch.int32 and torch.ones(2).to(torch.int64).dtype == torch.int64

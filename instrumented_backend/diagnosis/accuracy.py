@@ -30,7 +30,8 @@ if TYPE_CHECKING:
 
 __all__ = ["OutputComparison", "AccuracyReport", "AccuracyError", "compare_outputs", "check_accuracy",
            "default_tolerance", "clone_inputs", "to_fp64", "check_graph_call",
-           "run_seeded", "fp64_reference", "fp64_function", "eager_is_nondeterministic", "wrong_at_its_own_scale"]
+           "run_seeded", "fp64_reference", "fp64_function", "fp64_callable", "eager_is_nondeterministic",
+           "wrong_at_its_own_scale"]
 
 default_tolerance = tolerance_for  # the tolerance of one floating dtype, as the rule applies it
 
@@ -153,6 +154,34 @@ def fp64_function(fn: types.FunctionType) -> types.FunctionType:
     return copy_
 
 
+def _fp64_holder(holder: Any) -> Any:
+    """A shallow copy of ``holder`` (an object whose ``__call__`` or method is judged: a pipeline
+    holding a model) whose module and floating tensor attributes are float64 copies; ``holder``
+    itself when it has none."""
+    attributes = getattr(holder, "__dict__", None)
+    if not isinstance(attributes, dict):
+        return holder
+    widened = {name: to_fp64(value) for name, value in attributes.items() if _widenable(value)}
+    if not widened:
+        return holder
+    copied = copy.copy(holder)
+    copied.__dict__.update(widened)
+    return copied
+
+
+def fp64_callable(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """What the fp64 referee of a call whose outputs alone are judged runs: a function's
+    :func:`fp64_function`; a method of an object holding a model, or the object's own
+    ``__call__``, on a copy holding float64 copies (:func:`_fp64_holder`); else :func:`to_fp64`."""
+    if isinstance(fn, types.FunctionType):
+        return fp64_function(fn)
+    if isinstance(fn, types.MethodType) and not isinstance(fn.__self__, torch.nn.Module):
+        return types.MethodType(fn.__func__, _fp64_holder(fn.__self__))
+    if isinstance(fn, torch.nn.Module) or callable(getattr(type(fn), "to_fp64", None)):
+        return to_fp64(fn)
+    return _fp64_holder(fn)
+
+
 def to_fp64(value: Any) -> Any:
     """Floating tensors (and modules' floating parameters, and the dtypes their FX graphs cast to:
     :func:`~minifier.judge.widen_graph`) converted to float64, complex ones to complex128; an object
@@ -269,18 +298,17 @@ def fp64_reference(fn: Callable[..., Any], inputs: Sequence[Any], seed: int) -> 
     """``fn`` (and its parameters) run in float64 on float64 copies of ``inputs``, with the random
     numbers a run at their own precision draws (:class:`~minifier.judge.RandomDraws`); None when
     an op has no float64 kernel or the float64 run draws differently (the comparison then goes on
-    without the referee). A function reads float64 copies of the modules and tensors it names
-    (:func:`fp64_function`), and its own casts to float32 or lower are to float64
-    (:class:`~.widened_casts.WidenedCasts`)."""
+    without the referee). A function reads float64 copies of the modules and tensors it names,
+    an object holding a model a copy holding float64 ones (:func:`fp64_callable`), and their own
+    casts to float32 or lower are to float64 (:class:`~.widened_casts.WidenedCasts`)."""
     with running_eagerly():
         try:
             with RandomDraws() as drawn:
                 run_seeded(fn, inputs, seed)
         except Exception:  # noqa: BLE001 - judged without the referee
             return None
-        widen = fp64_function if isinstance(fn, types.FunctionType) else to_fp64
         with WidenedCasts():  # a copy that cannot be made (a oneDNN weight) is no referee, as a raise is
-            return replaying(drawn.draws, lambda: run_seeded(widen(fn), [to_fp64(v) for v in inputs], seed))
+            return replaying(drawn.draws, lambda: run_seeded(fp64_callable(fn), [to_fp64(v) for v in inputs], seed))
 
 
 def eager_is_nondeterministic(fn: Callable[..., Any], inputs: Sequence[Any], seed: int = 0,
