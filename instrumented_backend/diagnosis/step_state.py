@@ -106,10 +106,6 @@ class StepState:
 
     def save(self) -> "SavedState":
         """Copies of every parameter, gradient, buffer and optimizer state, for :meth:`restore`."""
-        with as_they_are():
-            return self._save()
-
-    def _save(self) -> "SavedState":
         params = self.parameters()
         return SavedState([p.detach().clone() for p in params],
                           [None if p.grad is None else p.grad.detach().clone() for p in params],

@@ -17,7 +17,7 @@ import linecache
 import re
 import statistics
 from collections import defaultdict
-from typing import Iterable, Optional, Sequence
+from typing import Any, Iterable, Optional, Sequence
 
 from ..graphs import GraphCapture
 from ..provenance.node_map import module_labels, node_module
@@ -183,6 +183,15 @@ def _median(values: list[float]) -> float:
     return statistics.median(values) if values else 0.0
 
 
+def _by_median(rows: dict[Any, OpTiming], per_step: dict[Any, _PerStep]) -> list[OpTiming]:
+    """Each op row given the medians of its per-step sums; the rows, largest first."""
+    for key, row in rows.items():
+        sums = per_step[key]
+        row.calls, row.total_us = _median(sums.calls), _median(sums.total)
+        row.self_us, row.device_us = _median(sums.own), _median(sums.device)
+    return sorted(rows.values(), key=lambda r: -r.busy_us)
+
+
 def join_compiled(run: ProfiledRun, graphs: Sequence[GraphCapture]) -> tuple[list[KernelTiming], list[str]]:
     """Kernel rows for every kernel call found in the run; and the unmatched child events.
 
@@ -296,11 +305,7 @@ def ops_outside_graphs(run: ProfiledRun) -> list[OpTiming]:
                                             category=category_of_op(event.name))
                 per_step[event.name] = _PerStep(steps)
             per_step[event.name].add(step, event)
-    for name, row in rows.items():
-        sums = per_step[name]
-        row.calls, row.total_us = _median(sums.calls), _median(sums.total)
-        row.self_us, row.device_us = _median(sums.own), _median(sums.device)
-    return sorted(rows.values(), key=lambda r: -r.busy_us)
+    return _by_median(rows, per_step)
 
 
 def _labels_by_sequence(run: ProfiledRun, ops: Sequence[tuple[Event, Optional[Event]]]) -> dict[int, Event]:
@@ -389,11 +394,7 @@ def join_eager(run: ProfiledRun, stacks: dict[tuple[str, int], list[str]], known
                     source_lines=[source] if source else [], module=key[2])
                 per_step[key] = _PerStep(steps)
             per_step[key].add(step, event)
-    for key, row in rows.items():
-        sums = per_step[key]
-        row.calls, row.total_us = _median(sums.calls), _median(sums.total)
-        row.self_us, row.device_us = _median(sums.own), _median(sums.device)
-    return sorted(rows.values(), key=lambda r: -r.busy_us)
+    return _by_median(rows, per_step)
 
 
 def module_names(graphs: Sequence[GraphCapture]) -> dict[str, str]:
