@@ -416,6 +416,8 @@ def test_ops_run_eagerly_between_graph_breaks_are_work_in_their_category_not_ove
     assert "into 2 graphs at 1 break(s)" in findings["graph-breaks"].message
     assert "aten::matmul" in findings["outside-graphs"].message, findings.get("outside-graphs")
     assert "Ran eagerly in the compiled step, outside every compiled graph" in report.render()
+    shares = [k.share for k in report.kernels] + [op.share for op in report.ops_outside_graphs]
+    assert outside["aten::matmul"].share > 0 and sum(shares) <= 1.0 + 1e-9  # both tables' shares, of one total
 
 
 def test_a_model_whose_compile_failed_before_the_profile_is_named_with_its_error():

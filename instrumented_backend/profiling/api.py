@@ -247,7 +247,7 @@ def _profile(model: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str,
         compiled_trace=compiled_run.trace, eager_trace=eager_run.trace, captures=graphs, backward=backward,
         nothing_compiled=None if graphs else explain_nothing_compiled(model, skipped),
         ops_outside_graphs=ops_outside_graphs(compiled_run))
-    for row in kernels:
+    for row in [*kernels, *report.ops_outside_graphs]:  # of one total: the two tables' shares add up
         row.share = row.busy_us / report.share_total_us if report.share_total_us else 0.0
     for op in eager_ops:
         op.share = op.busy_us / report.eager_step_median_us if report.eager_step_median_us else 0.0

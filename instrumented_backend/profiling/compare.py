@@ -94,31 +94,27 @@ def compare(report: "ProfileReport") -> Comparison:
     eager_step, compiled_step = report.eager_step_median_us, report.compiled_step_median_us
     eager_gemm = [op for op in report.eager_ops if op.category == GEMM]
     eager_rest = [op for op in report.eager_ops if op.category != GEMM]
-    eager_rows = {id(op) for op in report.eager_ops}
-    compiled_gemm: list = [k for k in report.kernels if k.category == GEMM]
-    compiled_rest: list = [k for k in report.kernels if k.category != GEMM]
-    compiled_gemm += [op for op in report.ops_outside_graphs if op.category == GEMM]
-    compiled_rest += [op for op in report.ops_outside_graphs if op.category != GEMM]
+    compiled_gemm = [k for k in report.kernels if k.category == GEMM]
+    compiled_rest = [k for k in report.kernels if k.category != GEMM]
+    outside_gemm = [op for op in report.ops_outside_graphs if op.category == GEMM]
+    outside_rest = [op for op in report.ops_outside_graphs if op.category != GEMM]
 
-    def names(rows: list) -> list[str]:
-        """Each row's name once, in order: an eager op's, a kernel's; an op a compiled step ran
-        eagerly marked so."""
+    def names(rows: list, suffix: str = "") -> list[str]:
         seen: list[str] = []
         for row in rows:
-            if isinstance(row, OpTiming):
-                name = row.name if id(row) in eager_rows else f"{row.name} (eager)"
-            else:
-                name = row.kernel
+            name = (getattr(row, "name", None) or getattr(row, "kernel")) + suffix
             if name not in seen:
                 seen.append(name)
         return seen
 
     eager_ops_us = sum(op.busy_us for op in report.eager_ops)
     categories = [
-        CategoryComparison(GEMM, sum(o.busy_us for o in eager_gemm), sum(k.busy_us for k in compiled_gemm),
-                           names(eager_gemm), names(compiled_gemm)),
-        CategoryComparison(MEMORY_BOUND, sum(o.busy_us for o in eager_rest), sum(k.busy_us for k in compiled_rest),
-                           names(eager_rest), names(compiled_rest)),
+        CategoryComparison(GEMM, sum(o.busy_us for o in eager_gemm),
+                           sum(r.busy_us for r in compiled_gemm) + sum(o.busy_us for o in outside_gemm),
+                           names(eager_gemm), names(compiled_gemm) + names(outside_gemm, " (eager)")),
+        CategoryComparison(MEMORY_BOUND, sum(o.busy_us for o in eager_rest),
+                           sum(r.busy_us for r in compiled_rest) + sum(o.busy_us for o in outside_rest),
+                           names(eager_rest), names(compiled_rest) + names(outside_rest, " (eager)")),
         CategoryComparison(OVERHEAD, max(0.0, eager_step - eager_ops_us),
                            max(0.0, compiled_step - report.kernel_us - report.outside_graphs_us)),
     ]

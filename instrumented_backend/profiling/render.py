@@ -78,11 +78,11 @@ def render(report: "ProfileReport", *, rows: int = 15) -> str:
         out.append("")
     comparison = report.compare()
     if report.ops_outside_graphs:
-        step = report.compiled_step_median_us
-        out.append("Ran eagerly in the compiled step, outside every compiled graph (per step):")
+        out.append("Ran eagerly in the compiled step, outside every compiled graph (per step; share of "
+                   f"{report.share_total_label}, as the kernels'):")
         out.append(tabulate([[op.name, f"{op.calls:g}", format_us(op.busy_us), format_us(op.self_us),
-                              f"{op.busy_us / step:.1%}" if step else ""] for op in report.ops_outside_graphs[:rows]],
-                            headers=["op", "calls", "total", "self", "of the step"], disable_numparse=True))
+                              f"{op.share:.1%}" if total else ""] for op in report.ops_outside_graphs[:rows]],
+                            headers=["op", "calls", "total", "self", "share"], disable_numparse=True))
         if len(report.ops_outside_graphs) > rows:
             out.append(f"  ... {len(report.ops_outside_graphs) - rows} more ops")
         out.append("")
