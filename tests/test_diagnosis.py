@@ -608,6 +608,54 @@ def test_the_fp64_referee_of_a_function_widens_the_model_it_names_and_its_own_ca
             torch.float64)
 
 
+def _encode_with_global_model(x: torch.Tensor) -> torch.Tensor:
+    return _GLOBAL_HEAD(x)  # a helper of the judged function reads the model
+
+
+def _model_and_its_helper(x: torch.Tensor) -> torch.Tensor:
+    return _GLOBAL_HEAD(x) + _encode_with_global_model(x)
+
+
+def _predict_through_a_helper(x: torch.Tensor, depth: int = 1) -> torch.Tensor:
+    if depth:  # calls itself by its global name once, then the helper
+        return _predict_through_a_helper(x, depth - 1) * 2
+    return _encode_with_global_model(x).softmax(-1) * _GLOBAL_SCALE
+
+
+def test_the_fp64_referee_and_the_step_state_look_through_the_helpers_a_function_calls():
+    """``predict(x)`` calling ``encode(x)``, which reads a global model: the function itself names
+    no model, so its float64 run met the float32 weights (no referee), and a training step written
+    so had no parameter judged at all, only its inputs' gradients. The user's own functions it calls
+    are looked through, transitively (torch's and the standard library's are not); each helper
+    and module is copied once, a recursive call reaches the copy, and the originals stay as they were."""
+    from instrumented_backend.diagnosis.accuracy import fp64_function, fp64_reference
+    from instrumented_backend.diagnosis.reached_names import is_user_function, reached_names
+    from instrumented_backend.diagnosis.step_state import StepState
+
+    x = torch.randn(8, 16)
+    reference = fp64_reference(_predict_through_a_helper, [x], seed=0)
+    double = copy.deepcopy(_GLOBAL_HEAD).double()
+    assert reference is not None and torch.equal(reference, double(x.double()).softmax(-1) * _GLOBAL_SCALE.double() * 2)
+    assert _GLOBAL_HEAD[0].weight.dtype == torch.float32 and globals()["_encode_with_global_model"].__globals__ is globals()
+    widened = fp64_function(_predict_through_a_helper)
+    helper = widened.__globals__["_encode_with_global_model"]
+    assert widened.__globals__["_predict_through_a_helper"] is widened and helper is not _encode_with_global_model
+    assert helper.__globals__["_GLOBAL_HEAD"][0].weight.dtype == torch.float64
+    both = fp64_function(_model_and_its_helper)
+    assert both.__globals__["_GLOBAL_HEAD"] is both.__globals__["_encode_with_global_model"].__globals__["_GLOBAL_HEAD"]
+
+    def closure_step(x: torch.Tensor) -> torch.Tensor:  # the helper reached through a closure cell
+        return F.mse_loss(encode(x), torch.zeros(8, 4))
+
+    encode = _encode_with_global_model
+    state = StepState.of(closure_step)
+    assert state.modules == [_GLOBAL_HEAD] and len(state.parameters()) == 4
+    names = dict(reached_names(closure_step))
+    assert names["_GLOBAL_HEAD"] is _GLOBAL_HEAD and "F" in names
+    assert is_user_function(_encode_with_global_model) and not is_user_function(F.mse_loss)
+    assert not is_user_function(copy.deepcopy) and not is_user_function(fp64_function)
+
+
 def test_a_function_of_a_global_model_is_judged_with_its_referee():
     """End to end: a wrong GELU in a function of a global model is judged with the referee's RMSE,
     which the report showed as "-" (no referee) before."""

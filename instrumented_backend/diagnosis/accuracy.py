@@ -23,6 +23,7 @@ from minifier.judge import RandomDraws, compare_tensor, replaying, tolerance_for
 from ..capture.as_written import judged_as_written, running_eagerly
 from ..capture.object_arguments import OBJECT_DEPTH, PLAIN, copy_object_argument, is_object_argument
 from .copies import clone_inputs
+from .reached_names import is_user_function
 from .widened_casts import WidenedCasts
 
 if TYPE_CHECKING:
@@ -128,29 +129,51 @@ def _global_names(code: types.CodeType) -> set[str]:
     return names
 
 
-def fp64_function(fn: types.FunctionType) -> types.FunctionType:
+def fp64_function(fn: types.FunctionType, _copies: Optional[dict[int, Any]] = None) -> types.FunctionType:
     """``fn`` reading float64 copies of the modules and floating tensors it reaches through its
-    globals and closure cells (``def fn(x): return model(x)`` with a global ``model``): run as it
-    is on float64 inputs, it met float32 weights, raised on the dtype mismatch, and was judged with
-    no referee. ``fn`` itself when it reaches none; the user's objects are never changed."""
+    globals and closure cells (``def fn(x): return model(x)`` with a global ``model``), and calling
+    such copies of the user functions it calls that reach any (``encode(x)`` reading the model):
+    run as it is on float64 inputs, it met float32 weights, raised on the dtype mismatch, and was
+    judged with no referee. ``fn`` itself when it reaches none; the user's objects are never
+    changed. A module two functions read is copied once, as is each function (``_copies``, by the
+    original's ``id``)."""
+    copies: dict[int, Any] = {} if _copies is None else _copies
+    if id(fn) in copies:
+        return copies[id(fn)]
+    copies[id(fn)] = fn  # while it is built: a function calling itself calls this copy (set below)
+
+    def widen(value: Any) -> Any:
+        if id(value) not in copies:
+            if _widenable(value):
+                copies[id(value)] = to_fp64(value)
+            elif is_user_function(value):
+                fp64_function(value, copies)
+            else:
+                return value
+        return copies[id(value)]
+
     module_globals = fn.__globals__
-    replaced = {name: to_fp64(module_globals[name]) for name in _global_names(fn.__code__)
-                if name in module_globals and _widenable(module_globals[name])}
+    own = [name for name in _global_names(fn.__code__) if name in module_globals]
+    replaced = {name: copied for name in own if (copied := widen(module_globals[name])) is not module_globals[name]}
     cells = fn.__closure__ or ()
-    contents = []
+    widened_cells = []
     for cell in cells:
         try:
-            contents.append(cell.cell_contents)
+            value = cell.cell_contents
         except ValueError:  # a cell not filled yet
-            contents.append(cell)
-    widened_cells = tuple(types.CellType(to_fp64(value)) if _widenable(value) else cell
-                          for cell, value in zip(cells, contents))
+            widened_cells.append(cell)
+            continue
+        copied = widen(value)
+        widened_cells.append(cell if copied is value else types.CellType(copied))
     if not replaced and all(a is b for a, b in zip(widened_cells, cells)):
         return fn
-    copy_ = types.FunctionType(fn.__code__, {**module_globals, **replaced} if replaced else module_globals,
-                               fn.__name__, fn.__defaults__, widened_cells or None)
+    namespace = {**module_globals, **replaced} if replaced else module_globals
+    copy_ = types.FunctionType(fn.__code__, namespace, fn.__name__, fn.__defaults__, tuple(widened_cells) or None)
     copy_.__kwdefaults__ = fn.__kwdefaults__
     copy_.__dict__.update(fn.__dict__)
+    copies[id(fn)] = copy_
+    if replaced:  # its recursive calls by global name reach the copy
+        namespace.update({name: copy_ for name in own if module_globals[name] is fn})
     return copy_
 
 

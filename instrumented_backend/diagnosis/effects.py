@@ -22,7 +22,6 @@ the graphs compiled are the ones ``torch.compile(fn)`` makes.
 from __future__ import annotations
 
 import copy
-import inspect
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Sequence
 
@@ -31,6 +30,7 @@ import torch.utils._pytree as pytree
 
 from .copies import clone_inputs, same_values
 from .keyword_call import user_module
+from .reached_names import reached_names
 from .step_state import SavedState, StepState
 
 __all__ = ["Effects", "find_effects", "parameter_names", "parameter_labels"]
@@ -113,19 +113,13 @@ def find_effects(fn: Callable[..., Any], inputs: Sequence[Any], seed: int = 0) -
 
 
 def _named_tensors(fn: Callable[..., Any]) -> list[tuple[str, torch.Tensor]]:
-    """The tensors ``fn`` names in its closure and globals, trainable or not (a moving average's
-    buffer), by name; none for a module or a callable Python cannot inspect."""
+    """The tensors ``fn`` names in its closure and globals, and the user functions it calls in
+    theirs, trainable or not (a moving average's buffer), by name; none for a module or a callable
+    Python cannot inspect."""
     if isinstance(fn, torch.nn.Module):
         return []
-    function = inspect.unwrap(getattr(fn, "__func__", fn))
-    if not inspect.isfunction(function):
-        return []
-    try:
-        names = inspect.getclosurevars(function)
-    except (TypeError, ValueError):
-        return []
     found: dict[int, tuple[str, torch.Tensor]] = {}
-    for name, value in [*names.nonlocals.items(), *names.globals.items()]:
+    for name, value in reached_names(fn):  # its own names, and those of the helpers it calls
         if isinstance(value, torch.Tensor):
             found.setdefault(id(value), (name, value))
     return list(found.values())

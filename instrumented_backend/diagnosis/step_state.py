@@ -19,6 +19,7 @@ from typing import Any, Callable, Iterator, Optional
 
 import torch
 
+from .reached_names import reached_names
 from .widened_casts import as_they_are
 
 __all__ = ["StepState", "SavedState"]
@@ -38,7 +39,8 @@ class StepState:
 
     @classmethod
     def of(cls, fn: Callable[..., Any]) -> "StepState":
-        """What ``fn`` names; a module (or a module's method) is its own state; empty for a callable
+        """What ``fn`` names, itself or through the user functions it calls (a helper reading a
+        global model); a module (or a module's method) is its own state; empty for a callable
         Python cannot inspect."""
         state = cls()
         owner = fn if isinstance(fn, torch.nn.Module) else getattr(fn, "__self__", None)
@@ -48,11 +50,7 @@ class StepState:
         function = inspect.unwrap(getattr(fn, "__func__", fn))
         if not inspect.isfunction(function):
             return state
-        try:
-            names = inspect.getclosurevars(function)
-        except (TypeError, ValueError):
-            return state
-        for value in [*names.nonlocals.values(), *names.globals.values()]:
+        for _, value in reached_names(function):  # its own names, and those of the helpers it calls
             if isinstance(value, torch.nn.Module) and not any(value is m for m in state.modules):
                 state.modules.append(value)
             elif isinstance(value, torch.optim.Optimizer) and not any(value is o for o in state.optimizers):
