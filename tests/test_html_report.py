@@ -287,6 +287,26 @@ def test_the_index_says_why_each_graph_was_compiled(tmp_path):
     assert summaries["0/0"]["graph_break"] == by_id["0/0"].graph_break_reason
 
 
+def _breaks_before_any_op(x):
+    torch._dynamo.graph_break()  # ends an empty graph: no backend receives it
+    return torch.sin(x) * 2
+
+
+def test_a_break_that_ends_an_empty_graph_is_not_named_as_the_next_graphs():
+    """A break before the frame traced any op ends an empty graph, which no backend receives: its
+    reason was left over, and the next graph compiled (here the resumed frame, under a DDP forward
+    the module's own graph) was named as ended by it: a profile then said "1 graphs at 1 break"."""
+    torch.compiler.reset()
+    with ib.capture() as session:
+        torch.compile(_breaks_before_any_op, backend="instrumented")(torch.randn(4))
+        torch.compile(_breaks_and_recompiles, backend="instrumented")(torch.randn(4), 1)
+    first, *rest = list(session)
+    assert first.graph_break_reason == "" and "sin" in first.dynamo_graph_code
+    print_line = _breaks_and_recompiles.__code__.co_firstlineno + 2
+    ended = [g for g in rest if g.graph_break_reason]
+    assert len(ended) == 1 and ended[0].graph_break_reason.endswith(f"{Path(__file__).name}:{print_line})")
+
+
 def test_a_distributed_runs_graphs_are_told_apart_by_rank(browser, tutorial, tmp_path):
     """Every rank of a torch.distributed run has its own #0: the report of a two-rank dump listed
     #0 twice, with nothing to tell the rows apart, and headed both graphs alike. A rank column

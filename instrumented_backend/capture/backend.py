@@ -79,7 +79,7 @@ class CompileJob:
         self.ahead_of_time = ahead_of_time
         self.compile_id = current_compile_id() or ("aoti" if ahead_of_time else "")  # no Dynamo frame: "#0 aoti ..."
         try:
-            self.graph_break_reason = take_graph_break_reason()  # the break that ended this graph
+            self.graph_break_reason = take_graph_break_reason(gm)  # the break that ended this graph
         except Exception:  # noqa: BLE001 - a reason is worth no failure
             self.graph_break_reason = ""
         try:

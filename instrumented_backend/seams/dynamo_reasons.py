@@ -1,9 +1,15 @@
 """Seam: why Dynamo compiled a graph: the graph break that ended it, and why a frame recompiled.
 
-* Dynamo records a ``GraphCompileReason`` (reason text and user stack) in
-  ``torch._dynamo.utils.graph_break_reasons`` when a graph break ends a graph, just before it
-  hands that graph to the backend; :func:`take_graph_break_reason` returns the newest one not
-  handed out yet, read when the backend receives the graph.
+* Dynamo hands the backend each graph with the ``GraphCompileReason`` (reason text, user stack,
+  whether a graph break made it) it compiled the graph for, as ``gm.compile_subgraph_reason``, and
+  keeps it on its ``OutputGraph`` (``compile_subgraph_reason``) while the backend runs: that is
+  where :func:`take_graph_break_reason` reads it (through the translator being run for a
+  DDPOptimizer bucket, a submodule split from that graph). Before, it took the newest reason of
+  ``torch._dynamo.utils.graph_break_reasons`` not handed out yet; but a break before the frame
+  traced any op ends an empty graph, which no backend receives, and its reason went to the next
+  graph compiled anywhere (the resumed frame after a ``torch._dynamo.graph_break()`` at a
+  function's top, a profiled module after a DDP forward's untraceable logger call), named as
+  the break that ended it.
 * Each frame compile ends with a ``CompilationMetrics`` record (``get_compilation_metrics()``)
   whose ``recompile_reason`` names the guard that failed; it is written after the backend
   returns, so :func:`recompile_reason` is read later, on first use. A frame whose compile failed
@@ -16,7 +22,7 @@ from __future__ import annotations
 
 import threading
 
-from . import SeamMoved
+from . import SeamMoved, names_used
 
 __all__ = ["take_graph_break_reason", "recompile_reason", "frame_failure", "check"]
 
@@ -24,20 +30,34 @@ _lock = threading.Lock()
 _seen: set[int] = set()
 
 
-def take_graph_break_reason() -> str:
-    """The graph break that ended the graph being compiled now (the reason's first line and the
-    user's ``(file:line)``), or ""."""
-    from torch._dynamo.utils import graph_break_reasons
+def _reason_of(gm: object) -> object:
+    """The ``GraphCompileReason`` Dynamo compiled ``gm`` (or the graph it was split from) for, or None."""
+    reason = getattr(gm, "compile_subgraph_reason", None)
+    if reason is None:
+        from torch._dynamo.symbolic_convert import InstructionTranslator
 
+        try:
+            tx = InstructionTranslator.current_tx()
+        except Exception:  # noqa: BLE001 - no Dynamo frame on this thread (AOTInductor's export)
+            return None
+        reason = getattr(getattr(tx, "output", None), "compile_subgraph_reason", None)
+    return reason
+
+
+def take_graph_break_reason(gm: object = None) -> str:
+    """The graph break that ended graph ``gm`` being compiled now (the reason's first line and the
+    user's ``(file:line)``), or "": not ended by a break, or its break named already (the graphs of
+    DDPOptimizer's buckets share one; the first compiled is named)."""
+    reason = _reason_of(gm)
+    if reason is None or not getattr(reason, "graph_break", False):
+        return ""
     with _lock:
-        for reason in reversed(graph_break_reasons):
-            if id(reason) in _seen:
-                break
-            _seen.add(id(reason))
-            frame = reason.user_stack[-1] if reason.user_stack else None
-            where = f" ({frame.filename}:{frame.lineno})" if frame is not None else ""
-            return f"{reason.reason.strip().splitlines()[0] if reason.reason.strip() else '?'}{where}"
-    return ""
+        if id(reason) in _seen:
+            return ""
+        _seen.add(id(reason))
+    frame = reason.user_stack[-1] if reason.user_stack else None
+    where = f" ({frame.filename}:{frame.lineno})" if frame is not None else ""
+    return f"{reason.reason.strip().splitlines()[0] if reason.reason.strip() else '?'}{where}"
 
 
 def recompile_reason(compile_id: str) -> str:
@@ -70,16 +90,20 @@ def frame_failure(name: str, filename: str, first_line: int) -> str:
 
 
 def check() -> None:
-    """Raise SeamMoved unless Dynamo still keeps graph break reasons and compilation metrics."""
+    """Raise SeamMoved unless Dynamo still hands the backend why it compiled a graph, and keeps
+    compilation metrics."""
     import dataclasses
 
     import torch._dynamo.utils as dynamo_utils
-    from torch._dynamo.output_graph import GraphCompileReason
+    from torch._dynamo.output_graph import GraphCompileReason, OutputGraph
+    from torch._dynamo.symbolic_convert import InstructionTranslator
 
-    if not isinstance(getattr(dynamo_utils, "graph_break_reasons", None), list):
-        raise SeamMoved("dynamo_reasons: torch._dynamo.utils.graph_break_reasons is gone")
-    if {"reason", "user_stack"} - {f.name for f in dataclasses.fields(GraphCompileReason)}:
-        raise SeamMoved("dynamo_reasons: GraphCompileReason no longer has reason and user_stack")
+    if {"reason", "user_stack", "graph_break"} - {f.name for f in dataclasses.fields(GraphCompileReason)}:
+        raise SeamMoved("dynamo_reasons: GraphCompileReason no longer has reason, user_stack and graph_break")
+    if "compile_subgraph_reason" not in names_used(OutputGraph) or not callable(
+            getattr(InstructionTranslator, "current_tx", None)):
+        raise SeamMoved("dynamo_reasons: OutputGraph no longer keeps compile_subgraph_reason (set on the graph "
+                        "it hands the backend), or InstructionTranslator.current_tx() is gone")
     if not callable(getattr(dynamo_utils, "get_compilation_metrics", None)):
         raise SeamMoved("dynamo_reasons: torch._dynamo.utils.get_compilation_metrics is gone")
     fields = {f.name for f in dataclasses.fields(dynamo_utils.CompilationMetrics)}
