@@ -165,6 +165,29 @@ def test_cli_run_redirects_torch_compile_and_dumps(tmp_path):
     assert "torch.cos" in graph.dynamo_graph_code and graph.kernels
 
 
+def test_cli_run_still_dumps_and_reports_when_the_script_raises(tmp_path, capsys):
+    """A script that dies in a compile is when the dump is wanted most: ``run`` let the error end
+    the command before it wrote anything ("no dump at this path"). It prints the traceback, writes
+    the dump and the report of what compiled, the graph that failed included, and exits 1."""
+    from instrumented_backend.io.cli import main
+
+    script = tmp_path / "failing_script.py"
+    script.write_text(
+        "import torch\nimport instrumented_backend as ib\n"
+        "torch.compile(lambda x: torch.cos(x) + 1)(torch.randn(8))\n"
+        "with ib.faults.bad_lowering('sin', 'no_such_function({x})', vectorized='no_such_function({x})'):\n"
+        "    torch.compile(lambda x: torch.sin(x) * 3)(torch.randn(8))\n"
+    )
+    dump, page = tmp_path / "dump", tmp_path / "report.html"
+    assert main(["run", "--dump", str(dump), "--html", str(page), str(script)]) == 1
+    err = capsys.readouterr().err
+    assert "Traceback" in err and "the script raised InductorError" in err and f"wrote 2 graph(s) to {dump}" in err
+    ok, failed = ib.load(dump).graphs
+    assert not ok.failed and ok.kernels and "torch.cos" in ok.dynamo_graph_code
+    assert failed.failed and "no_such_function" in failed.compile_error and "torch.sin" in failed.dynamo_graph_code
+    assert page.is_file() and "no_such_function" in page.read_text()
+
+
 def test_cli_run_honours_the_dump_dir_variable(tmp_path):
     """A script compiling with the default backend, run under `run` with the variable set."""
     script = tmp_path / "plain_script.py"

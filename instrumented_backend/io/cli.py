@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import traceback
 from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
 
@@ -76,12 +77,21 @@ def _run(args: argparse.Namespace) -> int:
         return result
 
     undo = redirect_torch_compile(note)
+    raised: Optional[BaseException] = None
     try:
         with ib.capture() as session:
-            exit_code = run_as_main(script, script_args)
+            try:
+                exit_code = run_as_main(script, script_args)
+            except Exception as exc:  # noqa: BLE001 - the script's own error: reported, and what it compiled kept
+                raised, exit_code = exc, 1
+                traceback.print_exc()
     finally:
         undo()
     print(f"\ninstrumented_backend: captured {len(session)} graph(s)", file=sys.stderr)
+    if raised is not None:  # a failing script is when the dump and the report are wanted most
+        print(f"instrumented_backend run: the script raised {type(raised).__name__} (above); what it compiled until "
+              "then is reported and written as asked, the graph that failed included when Inductor had begun it "
+              "(`diagnose` finds the failing layer and a minimal repro)", file=sys.stderr)
     if compiled and not len(session):
         names = ", ".join(dict.fromkeys(compiled))
         print(f"instrumented_backend: the script compiled {names} with torch.compile, yet Dynamo handed no graph to "
@@ -229,7 +239,7 @@ def _profile(args: argparse.Namespace) -> int:
 
 # Each subcommand's own options: (flag, add_argument keywords).
 _RUN_OPTIONS: list[tuple[str, dict[str, Any]]] = [
-    ("--dump", dict(metavar="DIR", help="write the captures to DIR when the script ends")),
+    ("--dump", dict(metavar="DIR", help="write the captures to DIR when the script ends (also when it raises)")),
     ("--html", dict(metavar="FILE", help="write the HTML report of the captures to FILE")),
 ]
 
