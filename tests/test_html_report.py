@@ -287,6 +287,25 @@ def test_the_index_says_why_each_graph_was_compiled(tmp_path):
     assert summaries["0/0"]["graph_break"] == by_id["0/0"].graph_break_reason
 
 
+def test_a_graph_that_failed_before_its_nodes_were_mapped_shows_the_lines_it_was_traced_from():
+    """A compile that fails before lowering (an InductorError in a dynamic-shape SegFormer's layout
+    code) has no node map: its source pane said "no user source lines are known (a graph traced
+    from a string or REPL)". The Dynamo graph's printed code names each node's line: those show."""
+    from types import SimpleNamespace
+
+    from instrumented_backend.report.page import _source_pane
+
+    here = Path(__file__).resolve()
+    line = _breaks_before_any_op.__code__.co_firstlineno + 2
+    printed = (f"class GraphModule(torch.nn.Module):\n    def forward(self, L_x_):\n"
+               f"        # File: {here}:{line} in _breaks_before_any_op, code: return torch.sin(x) * 2\n"
+               "        sin = torch.sin(L_x_)\n")
+    pane = _source_pane(SimpleNamespace(nodes={}, failed=True, dynamo_graph_code=printed))
+    assert "traced from" in pane.note and "REPL" not in pane.note
+    assert [row.ids for row in pane.lines if row.gutter == str(line)] == [[f"s:{here}:{line}"]]
+    assert "No user source" in _source_pane(SimpleNamespace(nodes={}, failed=False, dynamo_graph_code=printed)).note
+
+
 def _breaks_before_any_op(x):
     torch._dynamo.graph_break()  # ends an empty graph: no backend receives it
     return torch.sin(x) * 2

@@ -176,8 +176,24 @@ def _code_lines(graph: "GraphCapture", error_lines: set[int]) -> tuple[list[Line
     return lines, kernels
 
 
+# The comment print_readable() writes above each Dynamo node's code: ``# File: PATH:LINE in FN, code: CODE``.
+_TRACED_FROM = re.compile(r"^\s*# File: (?P<file>.+?):(?P<line>\d+) in [^,]*, code: (?P<code>.*)$")
+
+
+def _traced_lines(graph: "GraphCapture") -> dict[tuple[str, int], str]:
+    """``(file, line) -> code`` of every line the Dynamo graph was traced from, as its printed code
+    names them: what a graph whose compile failed before Inductor mapped its nodes still has."""
+    found: dict[tuple[str, int], str] = {}
+    for text in graph.dynamo_graph_code.splitlines():
+        match = _TRACED_FROM.match(text)
+        if match:
+            found.setdefault((match["file"], int(match["line"])), match["code"])
+    return found
+
+
 def _source_pane(graph: "GraphCapture") -> Pane:
-    """The user's source lines the map names, grouped by file, with a little context."""
+    """The user's source lines the map names, grouped by file, with a little context; for a graph
+    whose compile failed before its nodes were mapped, the lines its Dynamo graph was traced from."""
     wanted: dict[str, set[int]] = {}
     codes: dict[tuple[str, int], str] = {}
     for node in graph.nodes.values():
@@ -185,6 +201,11 @@ def _source_pane(graph: "GraphCapture") -> Pane:
             if location is not None:
                 wanted.setdefault(location.file, set()).add(location.line)
                 codes[(location.file, location.line)] = location.code
+    traced_only = not wanted and graph.failed
+    if traced_only:
+        for (file, line), code in _traced_lines(graph).items():
+            wanted.setdefault(file, set()).add(line)
+            codes[(file, line)] = code
     pane = Pane("source", PANES["source"])
     for file in sorted(wanted):
         file_lines = linecache.getlines(file)
@@ -202,6 +223,9 @@ def _source_pane(graph: "GraphCapture") -> Pane:
             previous = number
     if not wanted:
         pane.note = "No user source lines are known for this graph (a graph traced from a string or REPL)."
+    elif traced_only:
+        pane.note = ("The compile failed before Inductor mapped this graph's nodes: these are the lines its "
+                     "Dynamo graph was traced from.")
     elif not any(linecache.getlines(file) for file in wanted):
         pane.note = "The source files are not readable here; only the lines the capture recorded are shown."
     return pane
