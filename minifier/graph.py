@@ -22,7 +22,7 @@ import torch.fx
 from .in_place import UPDATES, updates_first_argument
 
 __all__ = ["Candidate", "GraphSlicer", "InvalidCandidate", "record_values", "input_ok", "inline_subgraph_calls",
-           "attribute", "install_attribute"]
+           "sizes_as_tuples", "attribute", "install_attribute"]
 
 _COMPUTE = ("call_function", "call_method", "call_module", "get_attr")
 
@@ -141,6 +141,34 @@ def inline_subgraph_calls(module: torch.fx.GraphModule,
         kept = {n.name for n in graph.nodes}
         for label in [label for label, name in names.items() if name not in kept]:
             del names[label]
+    return torch.fx.GraphModule(module, graph)
+
+
+def sizes_as_tuples(module: torch.fx.GraphModule) -> torch.fx.GraphModule:
+    """``module`` with each ``torch.Size([a, b])`` node of sizes it computes replaced, where its
+    users read it, by the tuple ``(a, b)``: a new GraphModule, or ``module`` itself when it has none.
+
+    Dynamo builds such a Size for the symbolic sizes of a dynamic-shape graph (a SegFormer's
+    ``reshape(batch_size, num_channels, height, width)``), and a worker, which rebuilds a graph by
+    re-tracing its code with FX, cannot: ``torch.Size()`` refuses the tracer's proxies. A tuple of
+    the same sizes is what every op taking a size accepts, and the values are the same. A Size a
+    user calls a method of (``size.numel()``) is left as it is."""
+    sizes = [n for n in module.graph.find_nodes(op="call_function", target=torch.Size)
+             if len(n.args) == 1 and not n.kwargs and isinstance(n.args[0], (list, tuple))
+             and not any(user.op == "call_method" and user.args and user.args[0] is n for user in n.users)]
+    if not sizes:
+        return module
+    graph = torch.fx.Graph()
+    copies: dict[torch.fx.Node, torch.fx.Node] = {}
+    graph.output(graph.graph_copy(module.graph, copies))
+    for original in sizes:
+        node = copies[original]
+        items = tuple(node.args[0])
+        for user in list(node.users):
+            user.args = torch.fx.map_arg(user.args, lambda arg: items if arg is node else arg)
+            user.kwargs = torch.fx.map_arg(user.kwargs, lambda arg: items if arg is node else arg)
+        graph.erase_node(node)
+    graph.lint()
     return torch.fx.GraphModule(module, graph)
 
 

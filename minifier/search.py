@@ -25,7 +25,15 @@ from ._seams import (
 )
 from .checks import AccuracyFailure, Failure
 from .context import CarriedContext, current_context
-from .graph import Candidate, GraphSlicer, InvalidCandidate, attribute, inline_subgraph_calls, record_values
+from .graph import (
+    Candidate,
+    GraphSlicer,
+    InvalidCandidate,
+    attribute,
+    inline_subgraph_calls,
+    record_values,
+    sizes_as_tuples,
+)
 from .judge import ACCURACY, CRASH, INVALID, NONDETERMINISTIC, PASS, TIMEOUT, UNLOADABLE, judge
 from .outcome import Outcome
 from .speculation import SPECULATE_UP_TO, Pending, cancel, first_half_guesses, single_nodes, speculate
@@ -47,8 +55,9 @@ class NotFailingError(MinifierError):
 
 class UnbuildableGraph(MinifierError):
     """A worker cannot load the graph: FX ships a GraphModule by re-tracing its code, which some
-    code refuses (a ``torch.func`` transform's batching calls, a ``torch.Size`` of symbolic sizes),
-    or the graph holds a class a worker cannot import. The post-AOT ATen graph of the same
+    code refuses (a ``torch.func`` transform's batching calls; a ``torch.Size`` of symbolic sizes
+    becomes a tuple first, :func:`~minifier.graph.sizes_as_tuples`, unless a method of it is
+    called), or the graph holds a class a worker cannot import. The post-AOT ATen graph of the same
     computation can be minified instead. ``reason``: the worker's error."""
 
     def __init__(self, reason: str) -> None:
@@ -862,7 +871,7 @@ def minify(
     started = time.perf_counter()
     inlined: dict[str, str] = {}
     if isinstance(module, torch.fx.GraphModule):
-        module = inline_subgraph_calls(module, inlined)
+        module = sizes_as_tuples(inline_subgraph_calls(module, inlined))
     level = _validate(module, inputs, check, level=level, strategies=strategies, isolate=isolate)
     inputs = _concrete_inputs(inputs)
     if requires_grad is None:  # what torch.compile would compile from these inputs, here and now

@@ -1209,3 +1209,35 @@ def test_the_fp64_referee_widens_a_graphs_casts_to_low_precision_but_keeps_autoc
         torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default(q, q, q, 0.0)
         torch.ops.aten.native_dropout.default(q, 0.5, True)
     assert [name for name, _ in drawn.draws] == ["aten::native_dropout"]
+
+
+def test_a_size_built_from_symbolic_sizes_becomes_a_tuple_a_worker_can_rebuild():
+    """Dynamo builds ``torch.Size([h, w])`` from a dynamic graph's sizes (a SegFormer's reshape);
+    a worker rebuilds a graph by re-tracing its code, where ``torch.Size()`` refuses the proxies:
+    the minifier gave up on a real Inductor error ("a worker cannot load this graph"). The Size
+    becomes the tuple its users read; one whose method is called stays a Size."""
+    import pickle
+
+    from minifier.graph import sizes_as_tuples
+
+    def sized(count: bool) -> torch.fx.GraphModule:
+        graph = torch.fx.Graph()
+        x = graph.placeholder("x")
+        size = graph.call_method("size", (x,))
+        rows, cols = (graph.call_function(operator.getitem, (size, i)) for i in (0, 1))
+        outputs = [graph.call_method("reshape", (x, graph.call_function(torch.Size, ([cols, rows],))))]
+        if count:
+            outputs.append(graph.call_method("numel", (graph.call_function(torch.Size, ([rows],)),)))
+        graph.output(tuple(outputs))
+        return torch.fx.GraphModule(torch.nn.Module(), graph)
+
+    module = sized(count=False)
+    with pytest.raises(TypeError, match="torch.Size"):
+        pickle.loads(pickle.dumps(module))
+    rebuilt = pickle.loads(pickle.dumps(sizes_as_tuples(module)))
+    value = torch.randn(2, 3)
+    (out,) = rebuilt(value)
+    assert torch.equal(out, value.reshape(3, 2)) and sizes_as_tuples(rebuilt) is rebuilt
+    counted = sizes_as_tuples(sized(count=True))
+    assert [n.target for n in counted.graph.nodes].count(torch.Size) == 1  # the one numel() is called on
+    assert counted(value)[1] == 2
