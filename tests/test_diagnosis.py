@@ -6,6 +6,7 @@ import copy
 import inspect
 import re
 import warnings
+from pathlib import Path
 
 import pytest
 import torch
@@ -636,7 +637,8 @@ def test_the_fp64_referee_and_the_step_state_look_through_the_helpers_a_function
     reference = fp64_reference(_predict_through_a_helper, [x], seed=0)
     double = copy.deepcopy(_GLOBAL_HEAD).double()
     assert reference is not None and torch.equal(reference, double(x.double()).softmax(-1) * _GLOBAL_SCALE.double() * 2)
-    assert _GLOBAL_HEAD[0].weight.dtype == torch.float32 and globals()["_encode_with_global_model"].__globals__ is globals()
+    assert _GLOBAL_HEAD[0].weight.dtype == torch.float32  # the user's model and helper untouched
+    assert _encode_with_global_model.__globals__["_GLOBAL_HEAD"] is _GLOBAL_HEAD
     widened = fp64_function(_predict_through_a_helper)
     helper = widened.__globals__["_encode_with_global_model"]
     assert widened.__globals__["_predict_through_a_helper"] is widened and helper is not _encode_with_global_model
@@ -965,23 +967,26 @@ def _sin_then_relu(x: torch.Tensor) -> torch.Tensor:
     return torch.sin(x * 2).relu()
 
 
-def test_a_compile_error_raised_while_lowering_names_the_node_and_the_users_line(monkeypatch, tmp_path):
+def test_a_compile_error_raised_while_lowering_names_the_node_and_the_users_line(monkeypatch, tmp_path, capsys):
     """An error Inductor raises while lowering a node (not a C++ compiler's: a lowering that
     cannot decide a symbolic comparison, as a ConvNeXt stem's permute under dynamic=True in a
     training compile) said only the error; the diagnosis now names the node being lowered, its op
-    and the user's line it came from."""
+    and the user's line it came from, and the minifier starts from the Dynamo ops of that line (no
+    kernel line names a culprit when lowering itself failed: it searched the whole graph, blind)."""
     from torch._inductor import lowering
 
     def broken_sin(*args, **kwargs):
         raise TypeError("cannot determine truth value of Relational: s0 < 8")
 
     monkeypatch.setitem(lowering.lowerings, torch.ops.aten.sin.default, broken_sin)
-    result = ib.diagnose(_sin_then_relu, torch.randn(4, 8), out_dir=tmp_path, minify=False)
+    result = ib.diagnose(_sin_then_relu, torch.randn(4, 8), out_dir=tmp_path, progress=True)
     assert result.verdict == "compile_error"
     line = inspect.getsourcelines(_sin_then_relu)[1] + 1
     assert result.lowering_at.startswith("post-grad node sin (aten.sin.default), from ")
     assert result.lowering_at.endswith(f"test_diagnosis.py:{line}: return torch.sin(x * 2).relu()")
     assert f"  while lowering: {result.lowering_at}" in result.render()
+    assert "minifying from the culprit (mul, sin, relu)" in capsys.readouterr().err  # the ops of its line
+    assert "-> 1 nodes" in result.minifier and "torch.sin" in Path(result.repro_path).read_text(), result.minifier
 
 
 def test_a_frozen_models_divergence_is_searched_past_its_onednn_fusions_and_sourced_inside_torchs_modules(tmp_path):

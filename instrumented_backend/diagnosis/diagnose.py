@@ -464,18 +464,35 @@ def _traced_error(exc: BaseException) -> tuple[str, str]:
     return explanation[:600], (outside or [at for _, at in frames] or [""])[-1]
 
 
-def _lowering_at(exc: BaseException) -> str:
-    """"post-grad node NAME (OP), from FILE:LINE: CODE" of the node Inductor was lowering when
-    ``exc`` was raised ("" when it was not raised while lowering)."""
+def _lowering_at(exc: BaseException) -> tuple[str, Optional[tuple[str, int]]]:
+    """("post-grad node NAME (OP), from FILE:LINE: CODE", (FILE, LINE)) of the node Inductor was
+    lowering when ``exc`` was raised (("", None) when it was not raised while lowering; no line
+    when the node has no trace)."""
     from ..provenance.node_map import parse_stack_trace
     from ..seams.lowering_node import node_being_lowered
 
     node = node_being_lowered(exc)
     if node is None:
-        return ""
+        return "", None
     source = parse_stack_trace(node.meta.get("stack_trace"))
     where = f", from {source}: {source.code}" if source is not None else ""
-    return f"post-grad node {node.name} ({node.target}){where}"
+    return f"post-grad node {node.name} ({node.target}){where}", (source.file, source.line) if source else None
+
+
+def _dynamo_nodes_of_line(graph: Optional[torch.fx.GraphModule], line: Optional[tuple[str, int]]) -> list[str]:
+    """The ops of Dynamo graph ``graph`` traced from source ``line`` ((file, line)): where a search
+    for a compile error that lowering raised starts, since no kernel line names a culprit then."""
+    from ..provenance.node_map import parse_stack_trace
+
+    if graph is None or line is None:
+        return []
+    found = []
+    for node in graph.graph.nodes:
+        if node.op in ("call_function", "call_method", "call_module"):
+            source = parse_stack_trace(node.meta.get("stack_trace"))
+            if source is not None and (source.file, source.line) == line:
+                found.append(node.name)
+    return found
 
 
 def _inside_torch_or_here(filename: str) -> bool:
@@ -594,6 +611,7 @@ class _Judged:
     error_detail: str = ""
     error_at: str = ""
     lowering_at: str = ""
+    lowered_line: Optional[tuple[str, int]] = None  # (file, line) of the node being lowered when the compile failed
 
 
 def _compile_and_judge(fn: Callable[..., Any], inputs: Sequence[Any], *, options: dict[str, Any],
@@ -623,6 +641,7 @@ def _compile_and_judge(fn: Callable[..., Any], inputs: Sequence[Any], *, options
 
     outputs = gradients = compile_error = None
     error, verdict, error_detail, error_at, lowering_at = "", "passed", "", "", ""
+    lowered_line: Optional[tuple[str, int]] = None
     torch.compiler.reset()
     with capture() as session, keep_call_args(), skipped_frames() as skipped:
         compiled_fn = torch.compile(fn, backend=backend, **dynamo_kwargs)
@@ -638,7 +657,7 @@ def _compile_and_judge(fn: Callable[..., Any], inputs: Sequence[Any], *, options
         except Exception as exc:  # noqa: BLE001 - a finding
             error = _error_text(exc)
             error_detail, error_at = _traced_error(exc)
-            lowering_at = _lowering_at(exc)
+            lowering_at, lowered_line = _lowering_at(exc)
             compile_error = _compile_error_report(exc)
             verdict = "compile_error" if compile_error is not None or not session.graphs or any(
                 g.failed for g in session) else "runtime_error"
@@ -648,7 +667,7 @@ def _compile_and_judge(fn: Callable[..., Any], inputs: Sequence[Any], *, options
         elif gradients is not None and gradients.passed is False:
             verdict = "wrong_gradient"
     return _Judged(list(session), calls, skipped, verdict, outputs, gradients, error, compile_error, error_detail,
-                   error_at, lowering_at)
+                   error_at, lowering_at, lowered_line)
 
 
 @dataclass
@@ -1037,6 +1056,8 @@ def _diagnose(fn: Callable[..., Any], *inputs: Any, kwargs: Optional[dict[str, A
             target_graph, args = failed.dynamo_graph, calls[-1][0]
             for line in result.culprit_lines:
                 hints.extend(n for n in line.dynamo_nodes if n not in hints)
+            if not hints:  # lowering itself failed, before any kernel line: the ops of the node's line
+                hints = _dynamo_nodes_of_line(target_graph, judged.lowered_line)
     if result.divergence is not None:  # named as the user's model names it, not through our wrapper
         result.divergence.culprit_module = _without_wrapper(result.divergence.culprit_module, laid_out)
     step("divergence", began, (result.divergence.culprit or "") if result.divergence else "")
