@@ -27,7 +27,7 @@ from . import SeamMoved, names_used
 __all__ = ["take_graph_break_reason", "recompile_reason", "frame_failure", "check"]
 
 _lock = threading.Lock()
-_seen: set[int] = set()
+_NAMED = "_instrumented_backend_named"  # set on a GraphCompileReason once a graph is named as ended by it
 
 
 def _reason_of(gm: object) -> object:
@@ -51,10 +51,13 @@ def take_graph_break_reason(gm: object = None) -> str:
     reason = _reason_of(gm)
     if reason is None or not getattr(reason, "graph_break", False):
         return ""
-    with _lock:
-        if id(reason) in _seen:
+    with _lock:  # marked on the reason itself: an id could be another reason's once this one is freed
+        if getattr(reason, _NAMED, False):
             return ""
-        _seen.add(id(reason))
+        try:
+            setattr(reason, _NAMED, True)
+        except (AttributeError, TypeError):  # a reason that takes no attribute is named each time
+            pass
     frame = reason.user_stack[-1] if reason.user_stack else None
     where = f" ({frame.filename}:{frame.lineno})" if frame is not None else ""
     return f"{reason.reason.strip().splitlines()[0] if reason.reason.strip() else '?'}{where}"
