@@ -6,7 +6,6 @@ import copy
 import inspect
 import re
 import warnings
-from pathlib import Path
 
 import pytest
 import torch
@@ -985,8 +984,9 @@ def test_a_compile_error_raised_while_lowering_names_the_node_and_the_users_line
     assert result.lowering_at.startswith("post-grad node sin (aten.sin.default), from ")
     assert result.lowering_at.endswith(f"test_diagnosis.py:{line}: return torch.sin(x * 2).relu()")
     assert f"  while lowering: {result.lowering_at}" in result.render()
-    assert "minifying from the culprit (mul, sin, relu)" in capsys.readouterr().err  # the ops of its line
-    assert "-> 1 nodes" in result.minifier and "torch.sin" in Path(result.repro_path).read_text(), result.minifier
+    # the ops of its line (the minifier's worker, a fresh process where the caller cannot be
+    # forked, has no monkeypatched lowering: whether it then shrinks the graph is not asserted)
+    assert "minifying from the culprit (mul, sin, relu)" in capsys.readouterr().err
 
 
 def test_a_frozen_models_divergence_is_searched_past_its_onednn_fusions_and_sourced_inside_torchs_modules(tmp_path):
