@@ -475,12 +475,21 @@ def caches_off(config: dict[str, Any]):
 
 
 def _marked(args: Sequence[Any], dynamic: dict[Any, Sequence[int]]) -> list[Any]:
+    """Copies of ``args`` whose tensors have the dimensions ``dynamic`` names marked dynamic and
+    every other dimension marked static: the graph is re-traced with exactly its own symbolic
+    sizes. Under ``dynamic=True`` (a graph taking symbolic ints) an unmarked dimension would be made
+    symbolic too, each weight's included, and Dynamo's symbolic reasoning about sizes that were
+    static grows without bound (a dynamic-shape SegFormer's re-trace ran for minutes in sympy)."""
     args = clone_inputs(args)
-    for index, dims in dynamic.items():
-        value = args[int(index)]
-        if isinstance(value, torch.Tensor):
-            for dim in dims:
-                torch._dynamo.maybe_mark_dynamic(value, int(dim))
+    for index, value in enumerate(args):
+        if not isinstance(value, torch.Tensor):
+            continue
+        dims = {int(dim) for dim in dynamic.get(index, dynamic.get(str(index), ()))}
+        for dim in range(value.dim()):
+            if dim in dims:
+                torch._dynamo.maybe_mark_dynamic(value, dim)
+            else:
+                torch._dynamo.mark_static(value, dim)
     return args
 
 

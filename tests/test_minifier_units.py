@@ -1241,3 +1241,37 @@ def test_a_size_built_from_symbolic_sizes_becomes_a_tuple_a_worker_can_rebuild()
     counted = sizes_as_tuples(sized(count=True))
     assert [n.target for n in counted.graph.nodes].count(torch.Size) == 1  # the one numel() is called on
     assert counted(value)[1] == 2
+
+
+def test_a_dynamic_graph_is_retraced_with_only_its_own_symbolic_sizes(monkeypatch):
+    """A graph taking a symbolic int is re-traced under ``dynamic=True``: its weight's sizes must
+    stay static (marked so) and only the dimension the graph had symbolic be made symbolic, or
+    Dynamo reasons about every size symbolically (a dynamic-shape SegFormer ran for minutes)."""
+    import torch._inductor.compile_fx as compile_fx_module
+
+    from minifier.judge import compile_and_run
+
+    seen: list[list[object]] = []
+    real_compile_fx = compile_fx_module.compile_fx
+
+    def recording(gm: torch.fx.GraphModule, example_inputs: list[object]) -> object:
+        values = [node.meta["example_value"] for node in gm.graph.find_nodes(op="placeholder")]
+        seen.append([tuple(v.shape) if isinstance(v, torch.Tensor) else v for v in values])
+        return real_compile_fx(gm, example_inputs)
+
+    monkeypatch.setattr(compile_fx_module, "compile_fx", recording)
+
+    def scaled(n: int, x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+        return (x @ weight).reshape(n, -1).relu()
+
+    module = torch.fx.symbolic_trace(scaled)
+    args = [3, torch.randn(3, 4), torch.randn(4, 5)]
+    spec = {"level": "torch", "dynamic": {"1": [0]}, "dynamic_ints": [0]}
+    status, outputs = compile_and_run(module, args, spec)
+    assert status == "ok" and torch.allclose(outputs[0], scaled(*args)), (status, outputs)
+    (inputs,) = seen
+    assert len(inputs) == 4, inputs  # n, x, weight and n again (x's size): no placeholder for a weight's size
+    n, x, weight = inputs[:3]
+    assert isinstance(n, torch.SymInt), inputs
+    assert [type(size) for size in x] == [torch.SymInt, int], inputs  # the one dimension marked dynamic
+    assert [type(size) for size in weight] == [int, int], inputs  # static, as in the graph given
