@@ -9,6 +9,7 @@ import json
 import re
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import pytest
@@ -835,6 +836,58 @@ def test_a_compiled_training_step_that_runs_its_own_backward_is_diagnosed(tmp_pa
     assert result.layers.first_failing == "inductor" and result.divergence.culprit == "neg"
     neg_line = 1 + text.splitlines().index("    loss = torch.nn.functional.mse_loss(model(torch.neg(x)), y)")
     assert any(line.source and line.source.line == neg_line for line in result.culprit_lines)
+
+
+_TRAINER_SCRIPT = """\
+import torch
+
+
+class Trainer:
+    def __init__(self):
+        torch.manual_seed(0)
+        self.model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.Tanh(), torch.nn.Linear(32, 4))
+        self.optimizer = torch.optim.SGD(self.model.parameters(), lr=0.1)
+
+    def loss(self, x, y):
+        return torch.nn.functional.mse_loss(self.model(torch.neg(x)), y)
+
+    def step(self, x, y):
+        loss = self.loss(x, y)
+        loss.backward()
+        self.optimizer.step()
+        self.optimizer.zero_grad()
+        return loss.detach()
+
+
+trainer = Trainer()
+step = torch.compile(trainer.step)
+for _ in range(2):
+    step(torch.randn(8, 16), torch.randn(8, 4))
+"""
+
+
+def test_a_compiled_method_of_the_users_trainer_object_is_judged_as_the_training_step_it_is(tmp_path):
+    """``torch.compile(trainer.step)``: the model and optimizer are the ``Trainer``'s attributes,
+    which no closure cell or global names. The step was judged as inference, under no_grad, and
+    "eager itself raises" in ``loss.backward()`` was the whole diagnosis. The object a method is
+    bound to is looked into (its attributes, and the methods it calls on itself): a training step,
+    its parameters judged by name and put back after each run. The graph resumed after the step
+    (``return loss.detach()``, no op for Inductor to compile) costs no warning either."""
+    from instrumented_backend.diagnosis.diagnose import diagnose_script
+    from instrumented_backend.fail_soft import InstrumentationWarning, reset_warnings
+
+    script = tmp_path / "trainer.py"
+    script.write_text(_TRAINER_SCRIPT)
+    said: list[str] = []
+    reset_warnings()
+    with warnings.catch_warnings(record=True) as caught, ib.faults.doubling_neg():
+        warnings.simplefilter("always")
+        (result,) = diagnose_script(script, out_dir=tmp_path / "out", minify=False, progress=False, echo=said.append)
+    assert "Trainer.step (2 args, training step)" in said[0], said
+    assert result.found and result.gradients is not None and not result.gradients.passed, result.render()
+    assert len(result.gradients.outputs) == 4 + 2  # the trainer's model's four parameters, then x and y
+    assert result.layers.first_failing == "inductor" and result.divergence.culprit == "neg"
+    assert not [w for w in caught if issubclass(w.category, InstrumentationWarning)], [str(w.message) for w in caught]
 
 
 def test_the_weights_a_training_step_updates_are_judged_beside_its_gradients(tmp_path):

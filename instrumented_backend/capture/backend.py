@@ -198,7 +198,10 @@ def _watch_calls(compiled: Any, graph: GraphCapture, *, keep: bool,
     """
     original = getattr(compiled, "current_callable", None)
     if original is None:
-        warn_once("call_args", f"cannot keep the call arguments of graph {graph.label}")
+        if not getattr(compiled, "_boxed_call", False):
+            warn_once("call_args", f"cannot keep the call arguments of graph {graph.label}")
+        # else Inductor's boxed ``gm.forward`` for a graph with no op to compile (a resumed
+        # ``return loss.detach()``): no kernel, nothing a first call could show
         return
     first, later = hooks if hooks is not None else (None, None)
     calls = [0]

@@ -40,17 +40,16 @@ class StepState:
     @classmethod
     def of(cls, fn: Callable[..., Any]) -> "StepState":
         """What ``fn`` names, itself or through the user functions it calls (a helper reading a
-        global model); a module (or a module's method) is its own state; empty for a callable
-        Python cannot inspect."""
+        global model), or holds as the user's object it is a method of (a ``Trainer``'s model and
+        optimizer); a module (or a module's method) is its own state; empty for a callable Python
+        cannot inspect."""
         state = cls()
         owner = fn if isinstance(fn, torch.nn.Module) else getattr(fn, "__self__", None)
         if isinstance(owner, torch.nn.Module):  # a module, or its method (a compiled ``model.forward``)
             state.modules.append(owner)
             return state
         function = inspect.unwrap(getattr(fn, "__func__", fn))
-        if not inspect.isfunction(function):
-            return state
-        for _, value in reached_names(function):  # its own names, and those of the helpers it calls
+        for _, value in reached_names(fn):  # its own names, those of the helpers it calls, its object's
             if isinstance(value, torch.nn.Module) and not any(value is m for m in state.modules):
                 state.modules.append(value)
             elif isinstance(value, torch.optim.Optimizer) and not any(value is o for o in state.optimizers):
