@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import inspect
 import re
+import types
 import warnings
 
 import pytest
@@ -663,6 +664,53 @@ def test_a_function_of_a_global_model_is_judged_with_its_referee():
     torch.manual_seed(0)
     with ib.faults.scaled("erf", 1.01):
         report = ib.check_accuracy(_head_of_global_model, torch.randn(8, 16))
+    [output] = report.outputs
+    assert not report.passed and output.rmse_eager is not None and output.rmse_compiled > 10 * output.rmse_eager
+
+
+class _Runner:
+    """The user's object holding a model, and an object holding it (a pipeline's stage)."""
+
+    def __init__(self, head: torch.nn.Module) -> None:
+        self.head = head
+        self.stage = types.SimpleNamespace()  # not the user's class: never looked into
+        self.inner: "_Runner | None" = None
+
+    def encode(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(x) if self.inner is None else self.inner.encode(x)
+
+
+_GLOBAL_RUNNER = _Runner(torch.nn.Identity())
+_GLOBAL_RUNNER.inner = _Runner(_GLOBAL_HEAD)
+
+
+def _predict_through_a_global_object(x: torch.Tensor) -> torch.Tensor:
+    return _GLOBAL_RUNNER.encode(x).softmax(-1)
+
+
+def test_the_users_objects_a_function_reaches_are_looked_into_for_the_referee_and_the_state():
+    """A function calling ``runner.encode(x)`` on a global object of the user's class, whose
+    ``self.inner.head`` is the model: no closure cell or global names the model, so the float64 run
+    met float32 weights (no referee, RMSE "-") and a training step written so judged no parameter.
+    The user's objects are looked into, transitively, and copied with float64 models for the
+    referee; the originals stay as they were."""
+    from instrumented_backend.diagnosis.accuracy import fp64_reference
+    from instrumented_backend.diagnosis.reached_names import is_user_object, reached_names
+    from instrumented_backend.diagnosis.step_state import StepState
+
+    x = torch.randn(8, 16)
+    reference = fp64_reference(_predict_through_a_global_object, [x], seed=0)
+    double = copy.deepcopy(_GLOBAL_HEAD).double()
+    assert reference is not None and torch.equal(reference, double(x.double()).softmax(-1))
+    assert _GLOBAL_RUNNER.inner.head is _GLOBAL_HEAD and _GLOBAL_HEAD[0].weight.dtype == torch.float32
+    names = dict(reached_names(_predict_through_a_global_object))
+    assert names["_GLOBAL_RUNNER.inner.head"] is _GLOBAL_HEAD and "_GLOBAL_RUNNER.stage" in names
+    assert StepState.of(_predict_through_a_global_object).modules == [_GLOBAL_RUNNER.head, _GLOBAL_HEAD]
+    assert StepState.of(_GLOBAL_RUNNER.inner.encode).modules == [_GLOBAL_HEAD]  # a bound method: its object
+    assert is_user_object(_GLOBAL_RUNNER) and not is_user_object(_GLOBAL_RUNNER.stage)
+    assert not is_user_object(_GLOBAL_HEAD) and not is_user_object(x) and not is_user_object(torch.optim.SGD)
+    with ib.faults.scaled("erf", 1.01):
+        report = ib.check_accuracy(_predict_through_a_global_object, x)
     [output] = report.outputs
     assert not report.passed and output.rmse_eager is not None and output.rmse_compiled > 10 * output.rmse_eager
 

@@ -23,7 +23,7 @@ from minifier.judge import RandomDraws, compare_tensor, replaying, tolerance_for
 from ..capture.as_written import judged_as_written, running_eagerly
 from ..capture.object_arguments import OBJECT_DEPTH, PLAIN, copy_object_argument, is_object_argument
 from .copies import clone_inputs
-from .reached_names import is_user_function
+from .reached_names import is_user_function, is_user_object
 from .widened_casts import WidenedCasts
 
 if TYPE_CHECKING:
@@ -148,6 +148,8 @@ def fp64_function(fn: types.FunctionType, _copies: Optional[dict[int, Any]] = No
                 copies[id(value)] = to_fp64(value)
             elif is_user_function(value):
                 fp64_function(value, copies)
+            elif is_user_object(value):  # a global ``runner`` whose ``self.model`` the function calls
+                _fp64_holder(value, copies)
             else:
                 return value
         return copies[id(value)]
@@ -177,19 +179,36 @@ def fp64_function(fn: types.FunctionType, _copies: Optional[dict[int, Any]] = No
     return copy_
 
 
-def _fp64_holder(holder: Any) -> Any:
+def _fp64_holder(holder: Any, _copies: Optional[dict[int, Any]] = None) -> Any:
     """A shallow copy of ``holder`` (an object whose ``__call__`` or method is judged: a pipeline
-    holding a model) whose module and floating tensor attributes are float64 copies; ``holder``
-    itself when it has none."""
+    holding a model) whose module and floating tensor attributes are float64 copies, as are the
+    user's objects it holds (:func:`~.reached_names.is_user_object`); ``holder`` itself when it
+    holds none. Each copy is made once (``_copies``, by the original's ``id``)."""
+    copies: dict[int, Any] = {} if _copies is None else _copies
+    if id(holder) in copies:
+        return copies[id(holder)]
+    copies[id(holder)] = holder  # while it is built: an object holding itself holds the original
     attributes = getattr(holder, "__dict__", None)
     if not isinstance(attributes, dict):
         return holder
-    widened = {name: to_fp64(value) for name, value in attributes.items() if _widenable(value)}
+    widened: dict[str, Any] = {}
+    for name, value in list(attributes.items()):
+        if id(value) in copies:
+            copied = copies[id(value)]
+        elif _widenable(value):
+            copied = copies[id(value)] = to_fp64(value)
+        elif is_user_object(value):
+            copied = _fp64_holder(value, copies)
+        else:
+            continue
+        if copied is not value:
+            widened[name] = copied
     if not widened:
         return holder
-    copied = copy.copy(holder)
-    copied.__dict__.update(widened)
-    return copied
+    copied_holder = copy.copy(holder)
+    copied_holder.__dict__.update(widened)
+    copies[id(holder)] = copied_holder
+    return copied_holder
 
 
 def fp64_callable(fn: Callable[..., Any]) -> Callable[..., Any]:
