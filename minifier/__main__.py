@@ -43,6 +43,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         "--no-isolate", action="store_true", help="judge candidates in this process (faster, not crash-proof)"
     )
     parser.add_argument("--timeout", type=float, default=None, help="seconds per candidate")
+    parser.add_argument("--max-seconds", type=float, default=None,
+                        help="how long the search may run; past it, the smallest failing graph found is kept")
     parser.add_argument("--pattern", default=None, help="regex the failure must also match")
     args = parser.parse_args(argv)
     if not args.no_isolate:
@@ -52,7 +54,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
     try:
         result = minify_repro(args.repro, out=args.out, pattern=args.pattern, isolate=not args.no_isolate,
-                              timeout=args.timeout)
+                              timeout=args.timeout, max_seconds=args.max_seconds)
     except MinifierError as exc:
         print(f"minifier: {exc}", file=sys.stderr)
         return 2

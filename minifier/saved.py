@@ -47,10 +47,11 @@ def _check_for(expected: dict[str, Any], spec: dict[str, Any], pattern: Optional
 
 def minify_repro(path: "str | Path", *, out: "str | Path | None" = None, pattern: Optional[str] = None,
                  isolate: bool = True, timeout: Optional[float] = None, hint_nodes: Iterable[str] = (),
-                 echo: Optional[Callable[[str], None]] = None) -> MinifyResult:
+                 echo: Optional[Callable[[str], None]] = None, max_seconds: Optional[float] = None) -> MinifyResult:
     """Shrink the graph of the repro script at ``path`` again, pinned to the failure it expects
     (and ``pattern``, else the script's own), with its config and carried setup; the new repro
-    goes to ``out`` (default: beside it). What ``python -m minifier repro.py`` runs."""
+    goes to ``out`` (default: beside it); ``max_seconds`` bounds the search as :func:`minify`'s
+    does. What ``python -m minifier repro.py`` runs."""
     path = Path(path)
     repro = load_repro(path)
     spec = repro.SPEC
@@ -60,7 +61,7 @@ def minify_repro(path: "str | Path", *, out: "str | Path | None" = None, pattern
                   level=spec["level"], config=config, dynamic=spec.get("dynamic") or {},
                   dynamic_ints=spec.get("dynamic_ints"), requires_grad=spec.get("requires_grad") or [], isolate=isolate,
                   timeout=timeout, hint_nodes=hint_nodes, repro_dir=out if out is not None else path.parent,
-                  seed=spec.get("seed", 0), echo=echo)
+                  seed=spec.get("seed", 0), echo=echo, max_seconds=max_seconds)
 
 
 def repro_with_inputs(path: "str | Path", inputs: Sequence[Any], target: "str | Path") -> Path:

@@ -103,6 +103,7 @@ class MinifyResult:
     cache_hits: int = 0
     crashes: int = 0  # workers a candidate crashed or hung
     seconds: float = 0.0
+    stopped_early: str = ""  # why the search ended before it could shrink no further, or ""
 
     @property
     def reproduced(self) -> bool:
@@ -112,8 +113,9 @@ class MinifyResult:
     def summary(self) -> str:
         """One line: status, nodes before and after, time, compiles, repro."""
         where = f"; repro: {self.repro_path}" if self.repro_path else ""
+        stopped = f" (search stopped: {self.stopped_early})" if self.stopped_early else ""
         return (f"minifier: {self.status}: {self.start_nodes} -> {self.final_nodes} nodes in "
-                f"{self.seconds:.1f} s, {self.compiles} compiles{where}")
+                f"{self.seconds:.1f} s, {self.compiles} compiles{stopped}{where}")
 
 
 MAX_DEFAULT_WORKERS = 4
@@ -200,6 +202,9 @@ class MinifyState:
     compiles: int = 0
     cache_hits: int = 0
     max_candidates: int = 500
+    deadline: Optional[float] = None  # time.perf_counter() past which no candidate is judged
+    max_seconds: Optional[float] = None  # the time budget that deadline ends (for the log)
+    stopped_early: str = ""  # which budget ended the search, once one has
     parallel: int = 1  # candidates judged side by side (worker processes)
     cancel: Callable[[int], None] = lambda slot: None  # stop the judgement running in a worker slot
     running: dict[int, "Future[Outcome]"] = dataclasses.field(default_factory=dict)
@@ -217,7 +222,11 @@ class MinifyState:
             self.cache_hits += 1
             return self.cache[key]
         if self.candidates_checked + scheduled >= self.max_candidates:
+            self.stopped_early = self.stopped_early or f"its budget of {self.max_candidates} candidates was spent"
             return Outcome.invalid("candidate budget spent")
+        if self.deadline is not None and time.perf_counter() >= self.deadline:
+            self.stopped_early = self.stopped_early or f"its time budget of {self.max_seconds:g} s was spent"
+            return Outcome.invalid("time budget spent")
         return None
 
     def _record(self, candidate: Candidate, result: Outcome) -> Outcome:
@@ -471,7 +480,8 @@ class _Run:
             original=original, final=final, level=self.level, start_nodes=len(self.slicer.full().nodes),
             final_nodes=len(current.nodes), candidates_checked=state.candidates_checked if state else 1,
             compiles=state.compiles if state else 1, cache_hits=state.cache_hits if state else 0,
-            crashes=pool.crashes - self.crashes_before, seconds=time.perf_counter() - self.started)
+            crashes=pool.crashes - self.crashes_before, seconds=time.perf_counter() - self.started,
+            stopped_early=state.stopped_early if state else "")
 
 
 def _validate(module: Any, inputs: Sequence[Any], check: Any, *, level: str, strategies: Optional[Sequence[str]],
@@ -754,15 +764,19 @@ def _confirm(run: _Run, chosen: Sequence[str],
 
 
 def _search(run: _Run, full: Candidate, original: Outcome, known: dict[str, Outcome], pending: Pending, *,
-            chosen: Sequence[str], hint_nodes: tuple[str, ...], max_candidates: int) -> MinifyState:
+            chosen: Sequence[str], hint_nodes: tuple[str, ...], max_candidates: int,
+            max_seconds: Optional[float]) -> MinifyState:
     """Phase 3, from ``full`` (the whole graph, or the suspects that failed alone): the opening
-    strategies once, the loop strategies until none helps, the closing ones once."""
+    strategies once, the loop strategies until none helps, the closing ones once. Past
+    ``max_seconds`` from the call (or ``max_candidates``) no candidate is judged: every strategy
+    then ends at the smallest failing graph found so far."""
     slicer = run.slicer
     failing_names = {full.outputs[i] for i in original.failing if i < len(full.outputs)}
     related = slicer.ancestors(failing_names) if original.is_accuracy else set(slicer.order)
     state = MinifyState(slicer=slicer, check=run.check, original=original, current=full, current_outcome=original,
                         related=related, hint_nodes=hint_nodes, run=run.judge, emit=run.emit, progress=run.live,
-                        max_candidates=max_candidates, parallel=run.workers, cancel=run.discard)
+                        max_candidates=max_candidates, parallel=run.workers, cancel=run.discard,
+                        deadline=None if max_seconds is None else run.started + max_seconds, max_seconds=max_seconds)
     state.cache.update(known)
     state.cache[slicer.key(full)] = original  # judged, or seen in the probe
     state.pending = pending
@@ -784,6 +798,9 @@ def _search(run: _Run, full: Candidate, original: Outcome, known: dict[str, Outc
     while apply([s for s in chosen if s not in OPENING and s not in CLOSING]):
         pass
     apply([s for s in CLOSING if s in chosen])
+    if state.stopped_early:
+        run.emit(f"Search stopped: {state.stopped_early}; the smallest failing graph found so far is kept "
+                 f"({len(state.current.nodes)} of {len(slicer.full().nodes)} nodes)")
     return state
 
 
@@ -827,6 +844,7 @@ def minify(
     requires_grad: Optional[Sequence[int]] = None,
     seed: int = 0,
     max_candidates: int = 500,
+    max_seconds: Optional[float] = None,
     workers: Optional[int] = None,
     progress: Optional[bool] = None,
     echo: Optional[Callable[[str], None]] = None,
@@ -849,6 +867,10 @@ def minify(
     partitioned: other decompositions and fusions than an inference graph's, and failures of their
     own). Default: the ``inputs`` that require grad if grad is enabled at this call (a Dynamo
     backend's example inputs, in the grad mode it compiles under); pass ``[]`` for an inference graph.
+    ``max_candidates`` and ``max_seconds`` (from this call, default: none) bound the search: once
+    either is spent no candidate is judged, the search keeps the smallest failing graph found so far,
+    re-checks it and writes its repro as usual, and ``MinifyResult.stopped_early`` says which budget
+    ended it (a dynamic-shape graph's every compile can take minutes of symbolic reasoning).
     ``workers`` candidates are judged side by side, each in its own worker process (default:
     :func:`default_workers`, one per core up to four; always one with ``isolate=False``): the
     bisections judge that many cut points per round and delta debugging that many chunks, so
@@ -884,6 +906,9 @@ def minify(
         workers = default_workers()
     if not isinstance(workers, int) or workers < 1:
         raise MinifierError(f"minify: workers must be a positive int, got {workers!r}")
+    if max_seconds is not None and (isinstance(max_seconds, bool) or not isinstance(max_seconds, (int, float))
+                                    or not max_seconds > 0):
+        raise MinifierError(f"minify: max_seconds must be a positive number of seconds or None, got {max_seconds!r}")
     if not isinstance(assume_failing, bool):
         raise MinifierError(f"minify: assume_failing must be True or False, got {assume_failing!r}")
     hint_nodes = tuple(inlined.get(name, name) for name in hint_nodes)
@@ -909,7 +934,7 @@ def minify(
         if original.kind == NONDETERMINISTIC:
             return run.result("nondeterministic", run.slicer.full(), original, original)
         state = _search(run, start, original, known, pending, chosen=chosen, hint_nodes=hint_nodes,
-                        max_candidates=max_candidates)
+                        max_candidates=max_candidates, max_seconds=max_seconds)
         return _finish(run, state, repro_dir)
     finally:
         run.live.close()

@@ -342,6 +342,8 @@ def test_the_command_on_a_script_without_a_bug_exits_zero_and_minifies_nothing(t
     assert "[diagnose" not in proc.stderr  # quiet when piped
     refused = _cli("--tol", "0", str(script), cwd=tmp_path)
     assert refused.returncode == 2 and "--tol: must be a positive number, got 0" in refused.stderr, refused.stderr
+    refused = _cli("--minify-seconds", "-5", str(script), cwd=tmp_path)
+    assert refused.returncode == 2 and "--minify-seconds: must be a positive number, got -5" in refused.stderr
 
 
 _SEGFAULTING_SCRIPT = """\
@@ -866,24 +868,37 @@ for _ in range(2):
 """
 
 
-def test_a_compiled_method_of_the_users_trainer_object_is_judged_as_the_training_step_it_is(tmp_path):
+def test_a_compiled_method_of_the_users_trainer_object_is_judged_as_the_training_step_it_is(tmp_path, monkeypatch):
     """``torch.compile(trainer.step)``: the model and optimizer are the ``Trainer``'s attributes,
     which no closure cell or global names. The step was judged as inference, under no_grad, and
     "eager itself raises" in ``loss.backward()`` was the whole diagnosis. The object a method is
     bound to is looked into (its attributes, and the methods it calls on itself): a training step,
     its parameters judged by name and put back after each run. The graph resumed after the step
-    (``return loss.detach()``, no op for Inductor to compile) costs no warning either."""
+    (``return loss.detach()``, no op for Inductor to compile) costs no warning either.
+    ``minify=SECONDS`` is the minifier's time budget (:func:`minifier.minify`'s ``max_seconds``)."""
+    import minifier
     from instrumented_backend.diagnosis.diagnose import diagnose_script
     from instrumented_backend.fail_soft import InstrumentationWarning, reset_warnings
 
+    budgets: list[float] = []
+    real_minify = minifier.minify
+
+    def minify(*args, max_seconds=None, **kwargs):
+        budgets.append(max_seconds)
+        return real_minify(*args, max_seconds=max_seconds, **kwargs)
+
+    monkeypatch.setattr(minifier, "minify", minify)
     script = tmp_path / "trainer.py"
     script.write_text(_TRAINER_SCRIPT)
     said: list[str] = []
     reset_warnings()
     with warnings.catch_warnings(record=True) as caught, ib.faults.doubling_neg():
         warnings.simplefilter("always")
-        (result,) = diagnose_script(script, out_dir=tmp_path / "out", minify=False, progress=False, echo=said.append)
+        (result,) = diagnose_script(script, out_dir=tmp_path / "out", minify=90, progress=False, echo=said.append)
     assert "Trainer.step (2 args, training step)" in said[0], said
+    assert budgets == [90.0] and "minified: 5 -> 1 nodes" in result.minifier, (budgets, result.minifier)
+    with pytest.raises(ValueError, match="minify must be True, False or a positive number of seconds, got -1"):
+        ib.diagnose(lambda x: x.sin(), torch.randn(4), minify=-1)
     assert result.found and result.gradients is not None and not result.gradients.passed, result.render()
     assert len(result.gradients.outputs) == 4 + 2  # the trainer's model's four parameters, then x and y
     assert result.layers.first_failing == "inductor" and result.divergence.culprit == "neg"

@@ -127,6 +127,26 @@ class TestDoublingNeg:
         strategies = [line for line in lines if line.startswith("Strategy: ")]
         assert strategies[0].startswith("Strategy: Isolate suspected nodes"), lines
 
+    def test_a_search_past_its_time_budget_judges_no_candidate_and_keeps_the_graph_it_has(self, out):
+        """``max_seconds``: a dynamic-shape graph's every compile can take minutes, and a
+        diagnosis must end. Past the budget no candidate is judged; the graph found so far (here
+        the whole graph, the budget spent in the confirming compile) is re-checked and its repro
+        written, and the result says the search stopped and why."""
+        from minifier import MinifierError
+
+        torch.manual_seed(0)
+        x1, x2 = torch.randn(1, 8), torch.randn(64, 8)
+        gm = aten_graph(lambda a, b: tutorial(torch.sin(a), torch.cos(b)), x1, x2)
+        lines = []
+        result = keep(minify(gm, [x1, x2], check=AccuracyFailure(), max_seconds=1e-3, repro_dir=out,
+                             echo=lines.append))
+        assert result.reproduced and result.stopped_early == "its time budget of 0.001 s was spent"
+        assert result.final_nodes == result.start_nodes == 5 and result.candidates_checked <= 1 + 5  # confirm, probe
+        assert any(line.startswith("Search stopped: its time budget") for line in lines), lines
+        assert "(search stopped: its time budget of 0.001 s was spent)" in result.summary()
+        with pytest.raises(MinifierError, match="max_seconds must be a positive number"):
+            minify(gm, [x1, x2], check=AccuracyFailure(), max_seconds=0, repro_dir=out)
+
     def test_a_caller_that_saw_the_graph_fail_has_it_minified_without_compiling_it(self, out):
         """``assume_failing``: the diagnosis compiled the whole graph and saw it fail, so the
         search starts from the culprit when it fails alone (before: the whole graph compiled

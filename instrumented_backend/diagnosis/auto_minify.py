@@ -24,8 +24,13 @@ import torch
 from ..fail_soft import warn_once
 from ..seams.fake_mode import real_tensors, size_hint
 
-__all__ = ["MINIFY_DIR_ENV", "minify_accuracy_failure", "minify_compile_failure", "real_inputs", "prewarm_worker",
-           "release_worker"]
+__all__ = ["MINIFY_SECONDS", "MINIFY_DIR_ENV", "minify_accuracy_failure", "minify_compile_failure", "real_inputs",
+           "prewarm_worker", "release_worker"]
+
+# How long a minifier search the instrumentation starts may run (the backend's ``minify`` option,
+# ``diagnose``): past it, the smallest failing graph found so far is the repro. A dynamic-shape
+# model's every compile can take minutes of symbolic reasoning; a diagnosis must end.
+MINIFY_SECONDS = 600.0
 
 MINIFY_DIR_ENV = "INSTRUMENTED_BACKEND_MINIFY_DIR"
 
@@ -97,7 +102,8 @@ def _run(error: BaseException, gm: torch.fx.GraphModule, inputs: Sequence[Any], 
 
     try:
         with real_tensors():  # the minifier is called from inside Inductor's fake-mode compile
-            result = minify(gm, list(inputs), check=check, hint_nodes=hint_nodes, repro_dir=_repro_dir())
+            result = minify(gm, list(inputs), check=check, hint_nodes=hint_nodes, repro_dir=_repro_dir(),
+                            max_seconds=MINIFY_SECONDS)
     except Exception as exc:  # noqa: BLE001 - never hide the user's real error behind ours
         warn_once("minify", f"the minifier could not shrink the failing graph ({exc!r})")
         return None

@@ -310,10 +310,11 @@ def _renamed(path: Path, module: Any = None) -> dict[str, str]:
     return renamed
 
 
-def minify_crash(report: CrashReport, out_dir: "str | Path", *,
-                 echo: Optional[Callable[[str], None]] = None) -> CrashReport:
+def minify_crash(report: CrashReport, out_dir: "str | Path", *, echo: Optional[Callable[[str], None]] = None,
+                 max_seconds: Optional[float] = None) -> CrashReport:
     """Shrink the crashing graph's first-call repro to the smallest graph that dies by the same
-    signal (judged in worker processes); fill ``report``'s culprit, source lines and repro.
+    signal (judged in worker processes), searching for at most ``max_seconds`` (default:
+    :data:`~.auto_minify.MINIFY_SECONDS`); fill ``report``'s culprit, source lines and repro.
     Every reason it cannot is said in ``report.not_narrowed``; nothing raises."""
     if not report.graph_folder:
         return report
@@ -352,7 +353,10 @@ def minify_crash(report: CrashReport, out_dir: "str | Path", *,
             return report
         traced_name = {original: traced for traced, original in renamed.items()}
         hints = [traced_name[n] for n in report.fx_nodes if n in traced_name]
-        result = minify_repro(path, out=Path(out_dir) / "repros", hint_nodes=hints, echo=echo)
+        from .auto_minify import MINIFY_SECONDS
+
+        result = minify_repro(path, out=Path(out_dir) / "repros", hint_nodes=hints, echo=echo,
+                              max_seconds=max_seconds or MINIFY_SECONDS)
     except Exception as exc:  # noqa: BLE001 - the crash report stands without it
         report.not_narrowed = f"{type(exc).__name__}: {exc}".strip()
         return report

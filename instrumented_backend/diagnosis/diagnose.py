@@ -55,7 +55,7 @@ from .aoti_package import (
     outcome,
     package_settings,
 )
-from .auto_minify import prewarm_worker, release_worker
+from .auto_minify import MINIFY_SECONDS, prewarm_worker, release_worker
 from .compile_error import CompileErrorReport, find_cpp_compile_error
 from .custom_ops import CustomOpCheck, check_custom_ops, render_custom_op_checks
 from .divergence import (
@@ -556,16 +556,27 @@ def _training_layers(fn: Callable[..., Any], inputs: Sequence[Any], seed: int, t
     return report
 
 
+def _minify_budget(minify: "bool | float") -> Optional[float]:
+    """The minifier's time budget ``minify`` asks for: :data:`~.auto_minify.MINIFY_SECONDS` for True, else the
+    number of seconds given. Raises ValueError naming a value that is neither."""
+    if minify is True or minify is False:
+        return MINIFY_SECONDS
+    if isinstance(minify, (int, float)) and minify > 0:
+        return float(minify)
+    raise ValueError(f"diagnose: minify must be True, False or a positive number of seconds, got {minify!r}")
+
+
 def _minify(graph: torch.fx.GraphModule, args: Sequence[Any], check: Any, hints: Sequence[str],
             directory: Path, patches: dict[str, Any],
             instead: Optional[tuple[torch.fx.GraphModule, list[Any], list[str]]] = None, *,
-            train: bool = False) -> tuple[str, str]:
+            train: bool = False, max_seconds: Optional[float] = MINIFY_SECONDS) -> tuple[str, str]:
     """(repro path, summary) from the minifier; ("", why) when it could not shrink the graph.
     ``instead`` (graph, arguments, hints): the post-AOT graph to minify when a worker cannot load
     ``graph`` (a Dynamo graph whose code FX cannot re-trace: a ``torch.func`` transform's).
     ``train``: a Dynamo graph's candidates compile as training graphs, its inputs that require
     grad requiring it (a failure only a training compile shows), else as inference graphs, as
-    the diagnosis compiled them, whatever its parameters say."""
+    the diagnosis compiled them, whatever its parameters say. ``max_seconds``: the search's time
+    budget (the summary says when it stopped the search)."""
     from minifier import AccuracyFailure, UnbuildableGraph, minify
 
     note = ""
@@ -578,7 +589,7 @@ def _minify(graph: torch.fx.GraphModule, args: Sequence[Any], check: Any, hints:
         try:
             result = minify(graph, list(args), check=check, hint_nodes=list(hints), repro_dir=str(directory),
                             config=dict(patches) or None, echo=lambda line: None, assume_failing=vouched,
-                            requires_grad=None if train else [])
+                            requires_grad=None if train else [], max_seconds=max_seconds)
         except UnbuildableGraph as exc:
             if instead is None:
                 raise
@@ -586,7 +597,7 @@ def _minify(graph: torch.fx.GraphModule, args: Sequence[Any], check: Any, hints:
             note = f"a worker cannot load the Dynamo graph ({reason}); minified the post-AOT graph instead: "
             result = minify(instead[0], list(instead[1]), check=check, hint_nodes=instead[2],
                             repro_dir=str(directory), config=dict(patches) or None, echo=lambda line: None,
-                            assume_failing=vouched)
+                            assume_failing=vouched, max_seconds=max_seconds)
     except Exception as exc:  # noqa: BLE001 - the diagnosis stands without a repro
         return "", f"{note}the minifier could not shrink the graph: {_error_text(exc)}"
     return str(result.repro_path or ""), note + result.summary()
@@ -750,7 +761,7 @@ def _laid_out(fn: Callable[..., Any], calls: Sequence[tuple[Sequence[Any], dict[
 
 def diagnose(fn: Callable[..., Any], *inputs: Any, kwargs: Optional[dict[str, Any]] = None, train: bool = False,
              compile_kwargs: Optional[dict[str, Any]] = None, out_dir: "str | Path" = "diagnosis",
-             minify: bool = True, bisect: bool = False, tol: Optional[float] = None, seed: int = 0,
+             minify: "bool | float" = True, bisect: bool = False, tol: Optional[float] = None, seed: int = 0,
              progress: Optional[bool] = None, name: str = "",
              calls_before: Sequence[tuple[Sequence[Any], dict[str, Any]]] = ()) -> Diagnosis:
     """Find what goes wrong when ``fn(*inputs, **kwargs)`` is compiled, down to the culprit line and a repro.
@@ -762,7 +773,9 @@ def diagnose(fn: Callable[..., Any], *inputs: Any, kwargs: Optional[dict[str, An
     too: gradients of every trainable parameter and floating input. Writes ``diagnosis.txt``,
     ``diagnosis.json`` and ``report.html`` under ``out_dir`` (the minifier's repro under
     ``out_dir/repros``); on one rank of several (``torchrun``), under ``out_dir/rank_<r>``, so that
-    ranks do not overwrite each other's. Returns a :class:`Diagnosis`; ``found`` says whether a bug
+    ranks do not overwrite each other's. ``minify``: True lets the minifier search for at most
+    :data:`~.auto_minify.MINIFY_SECONDS`, a number for that many seconds, and the smallest failing
+    graph found by then is the repro; False writes no repro. Returns a :class:`Diagnosis`; ``found`` says whether a bug
     was found. ``calls_before`` (``(args, kwargs)`` each) are calls made on every compiled ``fn``
     before the judged one, unjudged, as a script made them: a later call that recompiled (a new
     shape, another branch) is judged on the graph Dynamo made for it then (its sizes symbolic, say).
@@ -779,6 +792,7 @@ def diagnose(fn: Callable[..., Any], *inputs: Any, kwargs: Optional[dict[str, An
 
     if kwargs is not None and not isinstance(kwargs, dict):
         raise TypeError(f"diagnose: kwargs must be a dict of keyword arguments, got {type(kwargs).__name__}")
+    _minify_budget(minify)  # a bad value is refused before anything is compiled
     out_dir = rank_out_dir(out_dir)
     if is_exported_program(fn):  # its AOTInductor package is what ships: judged first
         if calls_before:
@@ -801,8 +815,8 @@ def diagnose(fn: Callable[..., Any], *inputs: Any, kwargs: Optional[dict[str, An
 
 
 def _diagnose_exported(exported: Any, *inputs: Any, kwargs: Optional[dict[str, Any]], train: bool,
-                       compile_kwargs: Optional[dict[str, Any]], out_dir: "str | Path", minify: bool, bisect: bool,
-                       tol: Optional[float], seed: int, progress: Optional[bool], name: str) -> Diagnosis:
+                       compile_kwargs: Optional[dict[str, Any]], out_dir: "str | Path", minify: "bool | float",
+                       bisect: bool, tol: Optional[float], seed: int, progress: Optional[bool], name: str) -> Diagnosis:
     """:func:`diagnose` of an exported program: its AOTInductor package is judged; when it fails,
     the diagnosis goes on in the Python-wrapper build of the same graph (:mod:`.aoti_package`)."""
     if train:
@@ -879,7 +893,7 @@ def _diagnose_exported(exported: Any, *inputs: Any, kwargs: Optional[dict[str, A
 
 def _diagnose(fn: Callable[..., Any], *inputs: Any, kwargs: Optional[dict[str, Any]] = None, train: bool = False,
               compile_kwargs: Optional[dict[str, Any]] = None, out_dir: "str | Path" = "diagnosis",
-              minify: bool = True, bisect: bool = False, tol: Optional[float] = None, seed: int = 0,
+              minify: "bool | float" = True, bisect: bool = False, tol: Optional[float] = None, seed: int = 0,
               progress: Optional[bool] = None, name: str,
               calls_before: Sequence[tuple[Sequence[Any], dict[str, Any]]] = (),
               as_written_notes: Sequence[str] = ()) -> Diagnosis:
@@ -957,7 +971,8 @@ def _diagnose(fn: Callable[..., Any], *inputs: Any, kwargs: Optional[dict[str, A
                 say(f"minifying from the culprit ({result.divergence.culprit})")
                 result.repro_path, result.minifier = _minify(inside.post_grad_graph, inside.call_args,
                                                              AccuracyFailure(tol=tol), [result.divergence.culprit],
-                                                             out / "repros", patches, train=train)
+                                                             out / "repros", patches, train=train,
+                                                             max_seconds=_minify_budget(minify))
                 step("minify", began, result.minifier)
             release_worker(worker)
             return _finish(result, out, graphs, started, say)
@@ -1070,7 +1085,7 @@ def _diagnose(fn: Callable[..., Any], *inputs: Any, kwargs: Optional[dict[str, A
         check = {"compile_error": CompileFailure(), "runtime_error": RuntimeFailure()}.get(result.verdict,
                                                                                           AccuracyFailure(tol=tol))
         result.repro_path, result.minifier = _minify(target_graph, args, check, hints, out / "repros", patches,
-                                                     instead, train=train)
+                                                     instead, train=train, max_seconds=_minify_budget(minify))
         step("minify", began, result.minifier)
     return _finish(result, out, graphs + scope.extra_graphs, started, say)
 
@@ -1237,7 +1252,7 @@ def _trains(call: Any, script_finished: bool = False) -> bool:
 
 
 def diagnose_script(script: "str | Path", argv: Sequence[str] = (), *, out_dir: "str | Path" = "diagnosis",
-                    minify: bool = True, progress: Optional[bool] = None,
+                    minify: "bool | float" = True, progress: Optional[bool] = None,
                     echo: Optional[Callable[[str], None]] = None, tol: Optional[float] = None) -> list[Diagnosis]:
     """Run ``script`` with every ``torch.compile`` redirected to the instrumented backend, then
     diagnose each function or module it compiled, on the arguments of its first call, until one

@@ -123,7 +123,7 @@ def _diagnose(args: argparse.Namespace) -> int:
         if not args.no_minify and crash.located:
             print(f"instrumented_backend diagnose: the compiled code killed the process ({crash.signal}); "
                   "minifying the graph it ran", file=sys.stderr)
-            minify_crash(crash, args.out)
+            minify_crash(crash, args.out, max_seconds=args.minify_seconds)
         print(crash.render())
         print(f"instrumented_backend diagnose: the fault traceback and the graphs compiled before the crash are in "
               f"{crash_folder(args.out)}")
@@ -146,7 +146,8 @@ def _diagnose_here(args: argparse.Namespace) -> int:
             stack.enter_context(fault)
         try:
             results = diagnose_script(args.script, list(args.script_args), out_dir=args.out,
-                                      minify=not args.no_minify, tol=args.tol)
+                                      minify=False if args.no_minify else (args.minify_seconds or True),
+                                      tol=args.tol)
         except FileNotFoundError as exc:
             print(f"instrumented_backend diagnose: {exc}", file=sys.stderr)
             return 2
@@ -244,8 +245,8 @@ _RUN_OPTIONS: list[tuple[str, dict[str, Any]]] = [
 ]
 
 
-def _tolerance(text: str) -> float:
-    """``--tol``: a positive finite number."""
+def _positive_number(text: str) -> float:
+    """``--tol``, ``--minify-seconds``: a positive finite number."""
     try:
         value = float(text)
     except ValueError:
@@ -258,11 +259,14 @@ def _tolerance(text: str) -> float:
 _DIAGNOSE_OPTIONS: list[tuple[str, dict[str, Any]]] = [
     ("--out", dict(metavar="DIR", default="diagnosis", help="where the reports and the repro go (default diagnosis)")),
     ("--no-minify", dict(action="store_true", default=False, help="skip the minimal repro")),
+    ("--minify-seconds", dict(metavar="S", type=_positive_number, default=None,
+                              help="how long the minifier may search (default 600); past it, the smallest "
+                                   "failing graph found so far is the repro")),
     ("--fault", dict(metavar="FAULT", default=None, action="append",
                      help="inject a codegen bug first (for demos and trying the tool on your model): the "
                           "tutorial's doubling_neg or cast_dropping_neg, or OP*FACTOR, that op's result "
                           "scaled (e.g. 'rsqrt*1.01'); repeat it to inject several")),
-    ("--tol", dict(metavar="TOL", type=_tolerance, default=None,
+    ("--tol", dict(metavar="TOL", type=_positive_number, default=None,
                    help="judge every floating result at this absolute and relative tolerance (default: by "
                         "dtype, 1e-4 for float32, 1e-2 for half precision); a passing diagnosis says how close "
                         "it came")),
