@@ -715,6 +715,46 @@ def test_the_users_objects_a_function_reaches_are_looked_into_for_the_referee_an
     assert not report.passed and output.rmse_eager is not None and output.rmse_compiled > 10 * output.rmse_eager
 
 
+class _NetWithItsOptimizer(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.body = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Tanh())
+        self.opt = torch.optim.Adam(self.parameters(), lr=0.01)
+
+    def train_step(self, x: torch.Tensor) -> torch.Tensor:
+        loss = self.body(x).square().mean()
+        loss.backward()
+        self.opt.step()
+        self.opt.zero_grad()
+        return loss.detach()
+
+
+def test_the_state_of_a_step_includes_what_its_module_and_object_arguments_hold():
+    """``@torch.compile`` on a module's ``train_step`` (its optimizer ``self.opt``) is called with
+    ``self`` as an argument: the recorded call named no state, so the script's training step was
+    judged as inference, and "eager itself raises" in ``loss.backward()`` was its diagnosis. A
+    module among the arguments brings its parameters and the optimizers it holds; a user's object
+    among them (``step(trainer, x)``) what it holds; a bound method of the module its optimizer."""
+    from instrumented_backend.capture.redirect import _step_state
+    from instrumented_backend.diagnosis.step_state import StepState
+
+    net = _NetWithItsOptimizer()
+    x = torch.randn(2, 4)
+    assert StepState.of(_NetWithItsOptimizer.train_step).modules == []  # the function alone names nothing
+    state = _step_state(_NetWithItsOptimizer.train_step, (net, x))
+    assert state is not None and state.modules == [net] and state.optimizers == [net.opt]
+    assert len(state.parameters()) == 2
+    bound = StepState.of(net.train_step)
+    assert bound.modules == [net] and bound.optimizers == [net.opt]
+    holder = _Runner(_GLOBAL_HEAD)
+    passed = StepState.of(lambda runner, x: runner.encode(x)).with_arguments([holder, x])
+    assert passed.modules == [_GLOBAL_HEAD] and len(passed.parameters()) == 4
+    before = [p.detach().clone() for p in state.parameters()]
+    with state.kept():  # the step's Adam state and weights put back
+        _NetWithItsOptimizer.train_step(net, x)
+    assert all(torch.equal(a, b) for a, b in zip(before, state.parameters())) and not net.opt.state
+
+
 _STEP_MODEL: torch.nn.Module
 _STEP_OPTIMIZER: torch.optim.Optimizer
 

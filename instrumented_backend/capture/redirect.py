@@ -167,7 +167,7 @@ def state_at_first_call(call: CompiledCall) -> Iterator[None]:
         return
     from ..diagnosis.step_state import StepState
 
-    state = StepState.of(call.target)
+    state = StepState.of(call.target).with_arguments(call.args)
     now = state.save()
     state.restore(call.state)
     try:
@@ -222,11 +222,12 @@ def _detached(value: Any) -> Any:
     return torch.utils._pytree.tree_map(copied, value)
 
 
-def _step_state(target: Any) -> Any:
-    """The trainable state a compiled target names or is (None when it has no trainable parameter)."""
+def _step_state(target: Any, args: Sequence[Any] = ()) -> Any:
+    """The trainable state a compiled target names or is, and its arguments hold (``self`` of a
+    method compiled with ``@torch.compile``); None when it has no trainable parameter."""
     from ..diagnosis.step_state import StepState
 
-    state = StepState.of(target)
+    state = StepState.of(target).with_arguments(args)
     return state if state.parameters() else None
 
 
@@ -316,7 +317,7 @@ def record_compiled_calls(calls: list[CompiledCall]) -> Callable[[], None]:
                                   autocast=autocast_now())
             made.append(record)
             calls.append(record)
-            state = _step_state(target)
+            state = _step_state(target, args)
             marks = state.gradient_marks() if state is not None else []
             if state is not None and state.optimizers and not isinstance(target, torch.nn.Module):
                 record.state = state.save()

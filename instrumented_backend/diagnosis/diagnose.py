@@ -330,16 +330,6 @@ class _Step(NamedTuple):
     own_backward: bool
 
 
-def _with_argument_modules(state: StepState, inputs: Sequence[Any]) -> StepState:
-    """``state`` and the modules passed as arguments (``self`` of a method compiled with
-    ``@torch.compile``): their parameters are trained by the step too."""
-    extra = [v for v in inputs if isinstance(v, torch.nn.Module) and not any(v is m for m in state.modules)]
-    if not extra:
-        return state
-    return StepState(modules=[*state.modules, *extra], optimizers=state.optimizers, tensors=state.tensors,
-                     namesakes=state.namesakes)
-
-
 def _gradient_names(state: StepState, inputs: Sequence[Any]) -> list[str]:
     """A name for each gradient :func:`_training_step` takes: each parameter's (``fc.weight``),
     then ``input i`` for each floating input; made unique."""
@@ -366,7 +356,7 @@ def _training_step(fn: Callable[..., Any], inputs: Sequence[Any], seed: int,
     ``state`` is put back afterwards, so each run starts from the same weights."""
     inputs = [v.detach().clone().requires_grad_(True) if isinstance(v, torch.Tensor) and v.is_floating_point()
               else v for v in clone_inputs(inputs)]
-    state = _with_argument_modules(state if state is not None else StepState.of(fn), inputs)
+    state = (state if state is not None else StepState.of(fn)).with_arguments(inputs)
     params = state.parameters()
     leaves = params + [v for v in inputs if isinstance(v, torch.Tensor) and v.requires_grad]
     names = _gradient_names(state, inputs)

@@ -15,11 +15,11 @@ import contextlib
 import copy
 import inspect
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, Optional
+from typing import Any, Callable, Iterator, Optional, Sequence
 
 import torch
 
-from .reached_names import reached_names
+from .reached_names import is_user_object, reached_names
 from .widened_casts import as_they_are
 
 __all__ = ["StepState", "SavedState"]
@@ -41,25 +41,56 @@ class StepState:
     def of(cls, fn: Callable[..., Any]) -> "StepState":
         """What ``fn`` names, itself or through the user functions it calls (a helper reading a
         global model), or holds as the user's object it is a method of (a ``Trainer``'s model and
-        optimizer); a module (or a module's method) is its own state; empty for a callable Python
-        cannot inspect."""
+        optimizer); a module (or a module's method) is its own state, with the optimizers it holds
+        as attributes (``self.opt``); empty for a callable Python cannot inspect."""
         state = cls()
         owner = fn if isinstance(fn, torch.nn.Module) else getattr(fn, "__self__", None)
         if isinstance(owner, torch.nn.Module):  # a module, or its method (a compiled ``model.forward``)
-            state.modules.append(owner)
+            state._add_module(owner)
             return state
         function = inspect.unwrap(getattr(fn, "__func__", fn))
         for _, value in reached_names(fn):  # its own names, those of the helpers it calls, its object's
-            if isinstance(value, torch.nn.Module) and not any(value is m for m in state.modules):
-                state.modules.append(value)
-            elif isinstance(value, torch.optim.Optimizer) and not any(value is o for o in state.optimizers):
-                state.optimizers.append(value)
-            elif isinstance(value, torch.Tensor) and value.requires_grad and value.is_leaf:
-                state.tensors.append(value)
+            state._add(value)
         if state.optimizers:
             state.namesakes = [(name, value) for name, value in list(getattr(function, "__globals__", {}).items())
                                if isinstance(value, torch.nn.Module) and not any(value is m for m in state.modules)]
         return state
+
+    def with_arguments(self, inputs: Sequence[Any]) -> "StepState":
+        """This state and what the call's arguments hold: a module passed (``self`` of a method
+        compiled with ``@torch.compile``, with the optimizer it holds as ``self.opt``), and the
+        modules, optimizers and trainable tensors of a user's object passed (``step(trainer, x)``):
+        their parameters are trained by the step too."""
+        state = StepState(modules=list(self.modules), optimizers=list(self.optimizers), tensors=list(self.tensors),
+                          namesakes=list(self.namesakes))
+        for value in inputs:
+            if isinstance(value, torch.nn.Module):
+                state._add_module(value)
+            elif is_user_object(value):
+                for _, held in reached_names(value):
+                    state._add(held)
+        known = {id(m) for m in state.modules}
+        state.namesakes = [(name, m) for name, m in state.namesakes if id(m) not in known]
+        return state
+
+    def _add(self, value: Any) -> None:
+        if isinstance(value, torch.nn.Module):
+            if not any(value is m for m in self.modules):
+                self.modules.append(value)
+        elif isinstance(value, torch.optim.Optimizer):
+            if not any(value is o for o in self.optimizers):
+                self.optimizers.append(value)
+        elif isinstance(value, torch.Tensor) and value.requires_grad and value.is_leaf:
+            if not any(value is t for t in self.tensors):
+                self.tensors.append(value)
+
+    def _add_module(self, module: torch.nn.Module) -> None:
+        """``module``, and the optimizers it or a submodule holds as a plain attribute."""
+        self._add(module)
+        for submodule in module.modules():
+            for value in list(vars(submodule).values()):
+                if isinstance(value, torch.optim.Optimizer):
+                    self._add(value)
 
     def parameters(self) -> list[torch.Tensor]:
         """Every tensor requiring grad that the modules, optimizers and names hold, once each."""
