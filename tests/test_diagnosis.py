@@ -755,6 +755,58 @@ def test_the_state_of_a_step_includes_what_its_module_and_object_arguments_hold(
     assert all(torch.equal(a, b) for a, b in zip(before, state.parameters())) and not net.opt.state
 
 
+class _Accumulating:
+    """A trainer stepping its optimizer every second call: a count the step reassigns."""
+
+    def __init__(self) -> None:
+        self.model = torch.nn.Linear(4, 2)
+        self.opt = torch.optim.SGD(self.model.parameters(), lr=0.1)
+        self.calls = 0
+
+    def step(self, x: torch.Tensor) -> torch.Tensor:
+        loss = self.model(x).square().mean()
+        loss.backward()
+        self.calls += 1
+        if self.calls % 2 == 0:
+            self.opt.step()
+            self.opt.zero_grad()
+        return loss.detach()
+
+
+_CALLS_SO_FAR = 0
+
+
+def _counting(x: torch.Tensor) -> torch.Tensor:
+    global _CALLS_SO_FAR
+    _CALLS_SO_FAR += 1
+    return _GLOBAL_HEAD(x) * _CALLS_SO_FAR
+
+
+def test_the_plain_values_a_step_reassigns_are_put_back_with_its_weights():
+    """A step counting its calls (``self.calls += 1``, the optimizer stepped every second call)
+    ran its second judging run from another count: eager "was nondeterministic", not judged. The
+    plain values of the user's objects it reaches and the globals it reads are saved and put back
+    with the weights."""
+    from instrumented_backend.diagnosis.step_state import StepState
+
+    global _CALLS_SO_FAR
+    trainer = _Accumulating()
+    x = torch.randn(3, 4)
+    state = StepState.of(trainer.step)
+    weights = [p.detach().clone() for p in state.parameters()]
+    with state.kept():
+        trainer.step(x)
+        trainer.step(x)
+        assert trainer.calls == 2 and not torch.equal(weights[0], trainer.model.weight)
+    assert trainer.calls == 0 and all(torch.equal(a, b) for a, b in zip(weights, state.parameters()))
+    assert all(p.grad is None for p in state.parameters())
+    _CALLS_SO_FAR = 5
+    with StepState.of(_counting).kept():
+        _counting(torch.randn(2, 16))
+        assert _CALLS_SO_FAR == 6
+    assert _CALLS_SO_FAR == 5
+
+
 _STEP_MODEL: torch.nn.Module
 _STEP_OPTIMIZER: torch.optim.Optimizer
 

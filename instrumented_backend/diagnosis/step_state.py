@@ -15,7 +15,7 @@ import contextlib
 import copy
 import inspect
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, Optional, Sequence
+from typing import Any, Callable, Iterable, Iterator, Optional, Sequence
 
 import torch
 
@@ -23,6 +23,9 @@ from .reached_names import is_user_object, reached_names
 from .widened_casts import as_they_are
 
 __all__ = ["StepState", "SavedState"]
+
+# Values a step may reassign that are put back by assignment (immutable: a copy is the value).
+_PLAIN = (bool, int, float, complex, str, bytes, type(None))
 
 
 @dataclass
@@ -36,6 +39,11 @@ class StepState:
     # parameters of an optimizer it names (``step(): optimizer.step()`` beside a global ``model``).
     # Never run, saved or judged.
     namesakes: list[tuple[str, torch.nn.Module]] = field(default_factory=list)
+    # Plain values (ints, floats, strings, flags) the step may reassign, as (namespace, key): the
+    # attributes of the user's objects it reaches and the globals it reads. A step counting its
+    # calls (``self.calls += 1``, gradient accumulation) ran a second time from another count, and
+    # eager looked nondeterministic.
+    plain_values: list[tuple[dict[str, Any], str]] = field(default_factory=list)
 
     @classmethod
     def of(cls, fn: Callable[..., Any]) -> "StepState":
@@ -51,6 +59,12 @@ class StepState:
         function = inspect.unwrap(getattr(fn, "__func__", fn))
         for _, value in reached_names(fn):  # its own names, those of the helpers it calls, its object's
             state._add(value)
+        if inspect.isfunction(function):
+            try:
+                read = inspect.getclosurevars(function).globals
+            except (TypeError, ValueError):
+                read = {}
+            state._add_plain(function.__globals__, read)
         if state.optimizers:
             state.namesakes = [(name, value) for name, value in list(getattr(function, "__globals__", {}).items())
                                if isinstance(value, torch.nn.Module) and not any(value is m for m in state.modules)]
@@ -62,11 +76,12 @@ class StepState:
         modules, optimizers and trainable tensors of a user's object passed (``step(trainer, x)``):
         their parameters are trained by the step too."""
         state = StepState(modules=list(self.modules), optimizers=list(self.optimizers), tensors=list(self.tensors),
-                          namesakes=list(self.namesakes))
+                          namesakes=list(self.namesakes), plain_values=list(self.plain_values))
         for value in inputs:
             if isinstance(value, torch.nn.Module):
                 state._add_module(value)
             elif is_user_object(value):
+                state._add(value)
                 for _, held in reached_names(value):
                     state._add(held)
         known = {id(m) for m in state.modules}
@@ -74,6 +89,8 @@ class StepState:
         return state
 
     def _add(self, value: Any) -> None:
+        if is_user_object(value):
+            self._add_plain(vars(value), vars(value))
         if isinstance(value, torch.nn.Module):
             if not any(value is m for m in self.modules):
                 self.modules.append(value)
@@ -83,6 +100,13 @@ class StepState:
         elif isinstance(value, torch.Tensor) and value.requires_grad and value.is_leaf:
             if not any(value is t for t in self.tensors):
                 self.tensors.append(value)
+
+    def _add_plain(self, namespace: dict[str, Any], names: Iterable[str]) -> None:
+        """The plain values among ``names`` in ``namespace`` (an object's ``__dict__``, globals)."""
+        known = {(id(ns), key) for ns, key in self.plain_values}
+        for key in list(names):
+            if isinstance(namespace.get(key), _PLAIN) and (id(namespace), key) not in known:
+                self.plain_values.append((namespace, key))
 
     def _add_module(self, module: torch.nn.Module) -> None:
         """``module``, and the optimizers it or a submodule holds as a plain attribute."""
@@ -138,7 +162,8 @@ class StepState:
         return SavedState([p.detach().clone() for p in params],
                           [None if p.grad is None else p.grad.detach().clone() for p in params],
                           [(b, b.detach().clone()) for m in self.modules for b in m.buffers()],
-                          [copy.deepcopy(o.state_dict()) for o in self.optimizers])
+                          [copy.deepcopy(o.state_dict()) for o in self.optimizers],
+                          [namespace.get(key) for namespace, key in self.plain_values])
 
     def restore(self, saved: "SavedState") -> None:
         """Put back what :meth:`save` copied (each optimizer state cast to its parameter's dtype as
@@ -152,6 +177,8 @@ class StepState:
                     buffer.copy_(value)
             for optimizer, state in zip(self.optimizers, saved.optimizer_states):
                 optimizer.load_state_dict(state)
+        for (namespace, key), value in zip(self.plain_values, saved.plain_values):
+            namespace[key] = value
 
     @contextlib.contextmanager
     def widened(self) -> Iterator[None]:
@@ -208,3 +235,4 @@ class SavedState:
     grads: list[Optional[torch.Tensor]]
     buffers: list[tuple[torch.Tensor, torch.Tensor]]
     optimizer_states: list[dict[str, Any]]
+    plain_values: list[Any] = field(default_factory=list)
