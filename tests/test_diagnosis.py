@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import functools
 import inspect
 import re
 import types
@@ -713,6 +714,10 @@ def test_the_users_objects_a_function_reaches_are_looked_into_for_the_referee_an
         report = ib.check_accuracy(_predict_through_a_global_object, x)
     [output] = report.outputs
     assert not report.passed and output.rmse_eager is not None and output.rmse_compiled > 10 * output.rmse_eager
+    # functools.partial(predict, runner): what it binds is looked into, and bound as float64 copies
+    bound = functools.partial(_Runner.encode, _GLOBAL_RUNNER)
+    assert StepState.of(bound).modules == [_GLOBAL_RUNNER.head, _GLOBAL_HEAD]
+    assert torch.equal(fp64_reference(bound, [x], seed=0), double(x.double()))
 
 
 class _NetWithItsOptimizer(torch.nn.Module):

@@ -11,6 +11,7 @@ disagree is reported as nondeterministic, never as a compiler bug.
 from __future__ import annotations
 
 import copy
+import functools
 import types
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
@@ -211,12 +212,23 @@ def _fp64_holder(holder: Any, _copies: Optional[dict[int, Any]] = None) -> Any:
     return copied_holder
 
 
+def _fp64_bound(value: Any) -> Any:
+    """A value a ``functools.partial`` binds, as the fp64 referee's copy binds it."""
+    if _widenable(value):
+        return to_fp64(value)
+    return _fp64_holder(value) if is_user_object(value) else value
+
+
 def fp64_callable(fn: Callable[..., Any]) -> Callable[..., Any]:
     """What the fp64 referee of a call whose outputs alone are judged runs: a function's
-    :func:`fp64_function`; a method of an object holding a model, or the object's own
-    ``__call__``, on a copy holding float64 copies (:func:`_fp64_holder`); else :func:`to_fp64`."""
+    :func:`fp64_function` (a ``functools.partial``'s, binding float64 copies of what it binds); a
+    method of an object holding a model, or the object's own ``__call__``, on a copy holding
+    float64 copies (:func:`_fp64_holder`); else :func:`to_fp64`."""
     if isinstance(fn, types.FunctionType):
         return fp64_function(fn)
+    if isinstance(fn, functools.partial):  # ``partial(predict, model)``: what it binds widened too
+        return functools.partial(fp64_callable(fn.func), *map(_fp64_bound, fn.args),
+                                 **{key: _fp64_bound(value) for key, value in fn.keywords.items()})
     if isinstance(fn, types.MethodType) and not isinstance(fn.__self__, torch.nn.Module):
         return types.MethodType(fn.__func__, _fp64_holder(fn.__self__))
     if isinstance(fn, torch.nn.Module) or callable(getattr(type(fn), "to_fp64", None)):

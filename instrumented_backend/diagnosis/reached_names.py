@@ -12,6 +12,7 @@ not looked into: they are not the user's program, and their module globals are n
 
 from __future__ import annotations
 
+import functools
 import inspect
 import os
 import sys
@@ -85,7 +86,8 @@ def reached_names(fn: Callable[..., Any]) -> list[tuple[str, Any]]:
     function (:func:`is_user_function`) among them, transitively, each function once; each user
     object (:func:`is_user_object`) reached is looked into too, its attributes named
     ``name.attribute`` and its class's methods read as functions reached. The object ``fn`` is a
-    method of (``self``), or ``fn`` itself when it is such an object with a ``__call__``, comes first.
+    method of (``self``), or ``fn`` itself when it is such an object with a ``__call__``, comes first;
+    the arguments a ``functools.partial`` binds before that.
     Empty for a callable Python cannot inspect. A value reached under two names is listed under each."""
     found: list[tuple[str, Any]] = []
     seen: set[int] = set()
@@ -107,6 +109,12 @@ def reached_names(fn: Callable[..., Any]) -> list[tuple[str, Any]]:
             for attribute, held in list(vars(value).items()):
                 reach(f"{name}.{attribute}", held)
 
+    while isinstance(fn, functools.partial):  # ``partial(train_step, model, opt)``: what it binds
+        for index, bound in enumerate(fn.args):
+            reach(f"partial arg {index}", bound)
+        for keyword, bound in fn.keywords.items():
+            reach(keyword, bound)
+        fn = fn.func
     owner = getattr(fn, "__self__", None)
     if owner is not None and not isinstance(owner, torch.nn.Module) and is_user_object(owner):
         reach("self", owner)

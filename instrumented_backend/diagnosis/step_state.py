@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import functools
 import inspect
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator, Optional, Sequence
@@ -56,7 +57,10 @@ class StepState:
         if isinstance(owner, torch.nn.Module):  # a module, or its method (a compiled ``model.forward``)
             state._add_module(owner)
             return state
-        function = inspect.unwrap(getattr(fn, "__func__", fn))
+        function = fn
+        while isinstance(function, functools.partial):
+            function = function.func
+        function = inspect.unwrap(getattr(function, "__func__", function))
         for _, value in reached_names(fn):  # its own names, those of the helpers it calls, its object's
             state._add(value)
         if inspect.isfunction(function):
