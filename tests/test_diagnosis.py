@@ -695,6 +695,7 @@ def test_the_users_objects_a_function_reaches_are_looked_into_for_the_referee_an
     met float32 weights (no referee, RMSE "-") and a training step written so judged no parameter.
     The user's objects are looked into, transitively, and copied with float64 models for the
     referee; the originals stay as they were."""
+    from instrumented_backend.capture.redirect import target_name
     from instrumented_backend.diagnosis.accuracy import fp64_reference
     from instrumented_backend.diagnosis.reached_names import is_user_object, reached_names
     from instrumented_backend.diagnosis.step_state import StepState
@@ -718,6 +719,7 @@ def test_the_users_objects_a_function_reaches_are_looked_into_for_the_referee_an
     bound = functools.partial(_Runner.encode, _GLOBAL_RUNNER)
     assert StepState.of(bound).modules == [_GLOBAL_RUNNER.head, _GLOBAL_HEAD]
     assert torch.equal(fp64_reference(bound, [x], seed=0), double(x.double()))
+    assert target_name(bound) == "partial(_Runner.encode)"  # as reports name it (it was "partial")
 
 
 class _NetWithItsOptimizer(torch.nn.Module):

@@ -200,7 +200,10 @@ def autocast_at_first_call(call: CompiledCall) -> Iterator[list[str]]:
 
 def target_name(target: Any) -> str:
     """What a compiled target is called in reports: its qualified name; a module's class for
-    ``model.compile()``, which compiles the module's bound ``_call_impl``."""
+    ``model.compile()``, which compiles the module's bound ``_call_impl``; ``partial(train_step)``
+    for a ``functools.partial``."""
+    if isinstance(target, functools.partial):
+        return f"partial({target_name(target.func)})"
     owner = getattr(target, "__self__", None)
     if isinstance(owner, torch.nn.Module) and getattr(target, "__func__", None) is torch.nn.Module._call_impl:
         return type(owner).__qualname__
