@@ -563,6 +563,8 @@ def test_a_module_path_is_named_as_named_modules_names_it():
     assert module_name("L['self'].h._modules['0'].mlp") == "h.0.mlp"
     assert module_name("G['model'].layers[0]") == "model.layers.0"  # a global keeps its own name
     assert module_name("L['model']") == ""
+    # a bound method under a wrapper (``@torch.no_grad()`` on it): the object's attribute path
+    assert module_name("L['fn'].__self__.model.0") == "model.0" and module_name("L['fn'].__self__") == ""
 
 
 def test_the_frame_inside_torchs_modules_is_kept_only_for_the_instrumented_backend():

@@ -33,13 +33,16 @@ def readable_source(name: str) -> str:
         text = shorter
 
 
-_FRAME_LOCAL_ROOT = re.compile(r"^L\['[A-Za-z_][A-Za-z0-9_]*'\]\.?")
+# The compiled frame's local, and the object a method is bound to when the frame is a wrapper
+# calling it (``L['fn'].__self__``: ``@torch.no_grad()`` on a method compiled bound).
+_FRAME_LOCAL_ROOT = re.compile(r"^L\['[A-Za-z_][A-Za-z0-9_]*'\]\.?(__self__(\.|$))?")
 _CHILD_BY_KEY = re.compile(r"\._modules\['([^']+)'\]|\[(\d+)\]")  # ``._modules['0']``, ``[0]``: ``.0``
 
 
 def module_name(path: str) -> str:
     """A submodule's path in ``nn_module_stack`` (``L['self'].layers.1``, under whichever name the
-    compiled frame had its root module: ``self``, an argument) as ``named_modules()`` names it
+    compiled frame had its root module: ``self``, an argument, a wrapper's bound method's
+    ``L['fn'].__self__``) as ``named_modules()`` names it
     (``layers.1``); a module reached through a global keeps the global's name (``model.layers.1``)."""
     name = readable_source(_FRAME_LOCAL_ROOT.sub("", path))
     return _CHILD_BY_KEY.sub(lambda match: "." + (match.group(1) or match.group(2)), name).lstrip(".")
