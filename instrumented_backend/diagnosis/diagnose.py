@@ -547,10 +547,11 @@ def _training_layers(fn: Callable[..., Any], inputs: Sequence[Any], seed: int, t
 
 
 def _minify_budget(minify: "bool | float") -> Optional[float]:
-    """The minifier's time budget ``minify`` asks for: :data:`~.auto_minify.MINIFY_SECONDS` for True, else the
-    number of seconds given. Raises ValueError naming a value that is neither."""
-    if minify is True or minify is False:
-        return MINIFY_SECONDS
+    """The minifier's time budget ``minify`` asks for: :data:`~.auto_minify.MINIFY_SECONDS` for True,
+    None for False (no search), else the number of seconds given. Raises ValueError naming a value
+    that is none of these."""
+    if isinstance(minify, bool):
+        return MINIFY_SECONDS if minify else None
     if isinstance(minify, (int, float)) and minify > 0:
         return float(minify)
     raise ValueError(f"diagnose: minify must be True, False or a positive number of seconds, got {minify!r}")

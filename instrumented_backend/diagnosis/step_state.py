@@ -85,8 +85,7 @@ class StepState:
             if isinstance(value, torch.nn.Module):
                 state._add_module(value)
             elif is_user_object(value):
-                state._add(value)
-                for _, held in reached_names(value):
+                for _, held in reached_names(value):  # the object itself ("self"), then what it holds
                     state._add(held)
         known = {id(m) for m in state.modules}
         state.namesakes = [(name, m) for name, m in state.namesakes if id(m) not in known]
