@@ -17,6 +17,7 @@ from conftest import Blocks
 import instrumented_backend as ib
 from instrumented_backend.graphs import GraphCapture
 from instrumented_backend.profiling import (
+    THRESHOLDS,
     Finding,
     KernelTiming,
     OpTiming,
@@ -389,7 +390,7 @@ class _BrokenInTwo(torch.nn.Module):
         return torch.sigmoid(self.b(x))
 
 
-def test_ops_run_eagerly_between_graph_breaks_are_work_in_their_category_not_overhead():
+def test_ops_run_eagerly_between_graph_breaks_are_work_in_their_category_not_overhead(monkeypatch):
     """A forward with a graph break around a function Dynamo does not trace: its matmul and tanh
     run eagerly inside each compiled step, between the two compiled graphs. They were counted as
     the compiled step's overhead (the compiled side had no GEMM but the two addmms). Now they are
@@ -414,7 +415,13 @@ def test_ops_run_eagerly_between_graph_breaks_are_work_in_their_category_not_ove
     [where] = findings["graph-breaks"].evidence["graph_breaks"]
     assert f"({_line_of(_BrokenInTwo.forward, '_mixed_eagerly(x')})" in where, where
     assert "into 2 graphs at 1 break(s)" in findings["graph-breaks"].message
-    assert "aten::matmul" in findings["outside-graphs"].message, findings.get("outside-graphs")
+    # Whether the eager ops pass the rule's share depends on this machine's load (a step stretched
+    # by the other test worker): the rule is judged on the share measured here, at a threshold it passes.
+    share = min(report.outside_graphs_us, step) / step
+    assert ("outside-graphs" in findings) == (share >= THRESHOLDS["outside_graphs_share"]), (share, findings.keys())
+    monkeypatch.setitem(THRESHOLDS, "outside_graphs_share", share / 2)
+    outside_finding = {f.kind: f for f in diagnose(report)}["outside-graphs"]
+    assert "aten::matmul" in outside_finding.message and outside_finding.evidence["share"] == pytest.approx(share)
     assert "Ran eagerly in the compiled step, outside every compiled graph" in report.render()
     shares = [k.share for k in report.kernels] + [op.share for op in report.ops_outside_graphs]
     assert outside["aten::matmul"].share > 0 and sum(shares) <= 1.0 + 1e-9  # both tables' shares, of one total
