@@ -144,16 +144,10 @@ def fp64_function(fn: types.FunctionType, _copies: Optional[dict[int, Any]] = No
     copies[id(fn)] = fn  # while it is built: a function calling itself calls this copy (set below)
 
     def widen(value: Any) -> Any:
-        if id(value) not in copies:
-            if _widenable(value):
-                copies[id(value)] = to_fp64(value)
-            elif is_user_function(value):
-                fp64_function(value, copies)
-            elif is_user_object(value):  # a global ``runner`` whose ``self.model`` the function calls
-                _fp64_holder(value, copies)
-            else:
-                return value
-        return copies[id(value)]
+        if id(value) not in copies and is_user_function(value):
+            fp64_function(value, copies)
+            return copies[id(value)]
+        return _fp64_value(value, copies)  # a global ``runner`` whose ``self.model`` it calls too
 
     module_globals = fn.__globals__
     own = [name for name in _global_names(fn.__code__) if name in module_globals]
@@ -194,14 +188,7 @@ def _fp64_holder(holder: Any, _copies: Optional[dict[int, Any]] = None) -> Any:
         return holder
     widened: dict[str, Any] = {}
     for name, value in list(attributes.items()):
-        if id(value) in copies:
-            copied = copies[id(value)]
-        elif _widenable(value):
-            copied = copies[id(value)] = to_fp64(value)
-        elif is_user_object(value):
-            copied = _fp64_holder(value, copies)
-        else:
-            continue
+        copied = _fp64_value(value, copies)
         if copied is not value:
             widened[name] = copied
     if not widened:
@@ -212,11 +199,16 @@ def _fp64_holder(holder: Any, _copies: Optional[dict[int, Any]] = None) -> Any:
     return copied_holder
 
 
-def _fp64_bound(value: Any) -> Any:
-    """A value a ``functools.partial`` binds, as the fp64 referee's copy binds it."""
+def _fp64_value(value: Any, copies: dict[int, Any]) -> Any:
+    """``value`` as the fp64 referee's copies hold it: a float64 copy of a module or floating
+    tensor (:func:`to_fp64`), a copy of the user's object holding such copies
+    (:func:`_fp64_holder`), else ``value`` itself; each copy made once (``copies``, by ``id``)."""
+    if id(value) in copies:
+        return copies[id(value)]
     if _widenable(value):
-        return to_fp64(value)
-    return _fp64_holder(value) if is_user_object(value) else value
+        copies[id(value)] = to_fp64(value)
+        return copies[id(value)]
+    return _fp64_holder(value, copies) if is_user_object(value) else value
 
 
 def fp64_callable(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -227,8 +219,9 @@ def fp64_callable(fn: Callable[..., Any]) -> Callable[..., Any]:
     if isinstance(fn, types.FunctionType):
         return fp64_function(fn)
     if isinstance(fn, functools.partial):  # ``partial(predict, model)``: what it binds widened too
-        return functools.partial(fp64_callable(fn.func), *map(_fp64_bound, fn.args),
-                                 **{key: _fp64_bound(value) for key, value in fn.keywords.items()})
+        copies: dict[int, Any] = {}
+        return functools.partial(fp64_callable(fn.func), *(_fp64_value(value, copies) for value in fn.args),
+                                 **{key: _fp64_value(value, copies) for key, value in fn.keywords.items()})
     if isinstance(fn, types.MethodType) and not isinstance(fn.__self__, torch.nn.Module):
         return types.MethodType(fn.__func__, _fp64_holder(fn.__self__))
     if isinstance(fn, torch.nn.Module) or callable(getattr(type(fn), "to_fp64", None)):
