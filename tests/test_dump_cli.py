@@ -213,3 +213,44 @@ def test_cli_run_says_when_what_the_script_compiled_handed_no_graph_to_inductor(
     err = capsys.readouterr().err
     assert "captured 0 graph(s)" in err
     assert "the script compiled Sequential with torch.compile, yet Dynamo handed no graph to Inductor" in err
+    # and why, as diagnose says it: the frames Dynamo skipped, and what to do instead
+    assert "torch.compile(model) traces the Sequential instead" in err, err
+
+
+_TAGGER_SCRIPT = """import torch
+
+class Head(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(8, 3)
+
+    def forward(self, h):
+        return self.fc(torch.tanh(h))
+
+class Tagger(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.rnn = torch.nn.GRU(4, 8, batch_first=True)
+        self.head = Head()
+
+    def forward(self, x):
+        return self.head(self.rnn(x)[0])
+
+print(torch.compile(Tagger())(torch.randn(2, 3, 4)).shape)
+"""
+
+
+def test_cli_run_names_a_frame_whose_compile_failed_while_the_frames_it_calls_compiled(tmp_path, capsys):
+    """The tagger's forward calls ``nn.GRU``, which Dynamo does not trace: that frame runs eagerly and
+    only the head it calls compiles. "captured 1 graph(s)" hid that the model's own forward was never
+    compiled; the command names the frame and Dynamo's error."""
+    from instrumented_backend.io.cli import main
+
+    script = tmp_path / "tagger.py"
+    script.write_text(_TAGGER_SCRIPT)
+    assert main(["run", str(script)]) == 0
+    err = capsys.readouterr().err
+    assert "captured 1 graph(s)" in err
+    line = 1 + _TAGGER_SCRIPT.splitlines().index("    def forward(self, x):")
+    assert f"Dynamo's compile of 1 frame(s) failed, and they ran eagerly:\n  forward ({script}:{line}): its compile " \
+           "failed: Unsupported: Attempted to wrap RNN, GRU, or LSTM" in err, err

@@ -451,6 +451,47 @@ def test_a_model_whose_compile_failed_before_the_profile_is_named_with_its_error
     assert "Dynamo skipped the one frame it was handed, forward" in message and "allow_rnn=True" in message
 
 
+class _Scores(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = torch.nn.Linear(16, 4)
+
+    def forward(self, h: torch.Tensor) -> torch.Tensor:
+        return self.fc(torch.relu(h)).log_softmax(-1)
+
+
+class _Tagger(torch.nn.Module):  # a forward no other test compiled
+    def __init__(self) -> None:
+        super().__init__()
+        self.lstm = torch.nn.LSTM(8, 8, batch_first=True, bidirectional=True)
+        self.scores = _Scores()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.scores(self.lstm(x)[0])
+
+
+@pytest.mark.parametrize("compiled_before", [False, True], ids=["fresh", "script-compiled-it-first"])
+def test_a_frame_whose_compile_failed_while_the_frames_it_calls_compiled_is_named(compiled_before):
+    """A tagger's forward calls ``nn.LSTM``: Dynamo's compile of that frame fails and it runs eagerly,
+    while the head it calls compiles. The profile showed the head's graph and the LSTM as eager time
+    "outside the graphs" (a frame skipped, or a call outside them), never which frame fell back and
+    why. The diagnosis names it with Dynamo's error, also when the script's own call compiled it first
+    (Dynamo then skips it without noting it again)."""
+    model, x = _Tagger(), torch.randn(2, 5, 8)
+    if compiled_before:
+        model = _Tagger()
+        torch.compile(model)(x)
+    report = ib.profile(model, x, warmup=1, iters=3, active=2, bandwidth=False)
+    assert report.graphs and report.nothing_compiled is None, report.graphs
+    [frame] = report.failed_frames
+    assert frame.name == "forward" and f"{frame.file}:{frame.line}" == _line_of(_Tagger.forward, "def forward")
+    assert frame.reason.startswith("its compile failed: Unsupported: Attempted to wrap RNN, GRU, or LSTM"), frame
+    kinds = {f.kind: f for f in report.findings}
+    assert "allow_rnn=True" in kinds["failed-frames"].message, kinds["failed-frames"]
+    assert kinds["failed-frames"].evidence["frames"] == [frame.render()]
+    assert json.loads(report.to_json())["failed_frames"][0]["reason"] == frame.reason
+
+
 def test_a_model_profiled_again_in_one_process_is_compiled_and_joined_again():
     """Dynamo reuses what an equal backend compiled for the same code: the second profile of a
     model found every graph cached, captured none, joined no kernel and said "nothing was
@@ -839,7 +880,7 @@ def test_a_step_that_runs_its_own_backward_is_profiled_as_it_is(tmp_path):
     # SGD's momentum buffers exist from the second step on: it compiled new graphs for the same
     # sizes, which the profile's own later steps compile and time too: not a second report
     assert "its call 2: compiled a new graph for arguments of the same sizes" in said[1], said
-    assert report.graphs and not report.nothing_compiled, report.graphs
+    assert report.graphs and not report.nothing_compiled and not report.failed_frames, report.failed_frames
     assert any("backward" in k.kernel for k in report.kernels), [k.kernel for k in report.kernels]
     # its header said "forward per step", its backward graph listed beside it
     assert report.step == "forward and its own backward" and not report.backward

@@ -23,7 +23,7 @@ import torch
 
 from ..seams.dynamo_reasons import frame_failure
 
-__all__ = ["SkippedFrame", "NothingCompiled", "explain_nothing_compiled"]
+__all__ = ["SkippedFrame", "NothingCompiled", "explain_nothing_compiled", "failed_frames"]
 
 _FRAME = re.compile(r"^(?P<name>.*?) \((?P<file>.*):(?P<line>\d+)\): (?P<reason>.*)$", re.DOTALL)
 _TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
@@ -144,3 +144,17 @@ def explain_nothing_compiled(target: Any, skipped: Sequence[str]) -> NothingComp
         advice = ("Every frame is torch's own code, which Dynamo does not start tracing in: compile a "
                   "function or module of yours that calls it")
     return NothingCompiled(frames, advice)
+
+
+def failed_frames(skipped: Sequence[str], target: Any = None) -> list[SkippedFrame]:
+    """The frames among ``skipped`` (as :func:`~instrumented_backend.seams.dynamo_skips.skipped_frames`
+    collects them) whose compile failed, each with its error: Dynamo ran them eagerly without a word
+    (a module it does not trace, such as ``nn.LSTM``), also when the frames they call compiled. With
+    the compiled ``target``, its own frame too when its compile failed before (Dynamo, which then
+    skips it for good, notes it only the first time)."""
+    frames = [_with_its_error(SkippedFrame.parse(text)) for text in skipped]
+    failed = [frame for frame in frames if frame.reason.startswith(_FAILED) or frame.reason == _SUPPRESSED]
+    if target is not None:
+        seen = {(frame.name, frame.file, frame.line) for frame in failed}
+        failed += [frame for frame in _failed_earlier(target) if (frame.name, frame.file, frame.line) not in seen]
+    return failed

@@ -70,16 +70,19 @@ def _run(args: argparse.Namespace) -> int:
     if not script.is_file():
         print(f"instrumented_backend run: no such script: {script}", file=sys.stderr)
         return 2
-    compiled: list[str] = []  # what the script handed torch.compile, by name
+    from ..capture.skipped_frames import explain_nothing_compiled, failed_frames
+    from ..seams.dynamo_skips import skipped_frames
+
+    compiled: dict[str, Any] = {}  # what the script handed torch.compile, by name (the first of each)
 
     def note(target: Any, result: Any, compile_kwargs: dict[str, Any]) -> Any:
-        compiled.append(target_name(target))
+        compiled.setdefault(target_name(target), target)
         return result
 
     undo = redirect_torch_compile(note)
     raised: Optional[BaseException] = None
     try:
-        with ib.capture() as session:
+        with ib.capture() as session, skipped_frames() as skipped:
             try:
                 exit_code = run_as_main(script, script_args)
             except Exception as exc:  # noqa: BLE001 - the script's own error: reported, and what it compiled kept
@@ -93,10 +96,15 @@ def _run(args: argparse.Namespace) -> int:
               "then is reported and written as asked, the graph that failed included when Inductor had begun it "
               "(`diagnose` finds the failing layer and a minimal repro)", file=sys.stderr)
     if compiled and not len(session):
-        names = ", ".join(dict.fromkeys(compiled))
-        print(f"instrumented_backend: the script compiled {names} with torch.compile, yet Dynamo handed no graph to "
-              "Inductor: never called, or it ran eagerly (`diagnose` names the frames Dynamo skipped, and why)",
+        print(f"instrumented_backend: the script compiled {', '.join(compiled)} with torch.compile, yet Dynamo handed "
+              "no graph to Inductor: never called, or it ran eagerly", file=sys.stderr)
+        for line in explain_nothing_compiled(next(iter(compiled.values())), skipped).lines():
+            print(f"  {line}", file=sys.stderr)
+    elif failed := failed_frames(skipped):  # graphs compiled, yet some frames ran eagerly
+        print(f"instrumented_backend: Dynamo's compile of {len(failed)} frame(s) failed, and they ran eagerly:",
               file=sys.stderr)
+        for frame in failed:
+            print(f"  {frame.render()}", file=sys.stderr)
     if len(session):
         print(ib.report.format_graphs(session), file=sys.stderr)
     if dump_dir:

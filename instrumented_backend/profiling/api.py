@@ -12,7 +12,7 @@ import torch.utils._pytree as pytree
 
 from ..capture.as_written import as_written, running_eagerly, settings_as_written
 from ..capture.object_arguments import copy_object_arguments, is_object_argument
-from ..capture.skipped_frames import explain_nothing_compiled
+from ..capture.skipped_frames import explain_nothing_compiled, failed_frames
 from ..seams.dynamo_skips import skipped_frames
 from ..seams.kernel_profile import KERNEL_PROFILE_OPTION, call_event_name
 from .backward import BackwardStep
@@ -246,6 +246,7 @@ def _profile(model: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str,
         graphs=[g.label for g in graphs], unmatched_events=unmatched, source_code=source_code(sources, graphs),
         compiled_trace=compiled_run.trace, eager_trace=eager_run.trace, captures=graphs, backward=backward,
         nothing_compiled=None if graphs else explain_nothing_compiled(model, skipped),
+        failed_frames=failed_frames(skipped, model) if graphs else [],
         ops_outside_graphs=ops_outside_graphs(compiled_run))
     for row in [*kernels, *report.ops_outside_graphs]:  # of one total: the two tables' shares add up
         row.share = row.busy_us / report.share_total_us if report.share_total_us else 0.0

@@ -67,6 +67,19 @@ def _nothing_compiled(report: "ProfileReport") -> list[Finding]:
         {"skipped_frames": [f.render() for f in report.nothing_compiled.frames]})]
 
 
+@rule("failed-frames")
+def _failed_frames(report: "ProfileReport") -> list[Finding]:
+    frames = report.failed_frames
+    if not frames:
+        return []
+    shown = "; ".join(frame.render() for frame in frames[:3]) + (f"; and {len(frames) - 3} more" if len(frames) > 3
+                                                                 else "")
+    return [Finding("failed-frames", (
+        f"Dynamo's compile of {len(frames)} frame(s) failed, and each ran eagerly, its ops unfused (what compiled "
+        f"are the frames it calls): {shown}. Make the frame traceable (the error "
+        "says how), or compile the parts of it Dynamo can trace."), {"frames": [frame.render() for frame in frames]})]
+
+
 @rule("eager-ran-compiled")
 def _eager_ran_compiled(report: "ProfileReport") -> list[Finding]:
     """The eager side ran a graph Inductor compiled, called directly rather than through
@@ -178,6 +191,8 @@ def _outside_graphs(report: "ProfileReport") -> list[Finding]:
     more = f" and {len(ops) - 3} more" if len(ops) > 3 else ""
     if report.nothing_compiled is not None:
         where = "nothing was compiled (above)"
+    elif report.failed_frames:
+        where = "a frame whose compile failed ran eagerly (above)"
     elif _graph_breaks(report):
         where = "the code between the graph breaks runs as eager code"
     else:

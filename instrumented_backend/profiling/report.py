@@ -20,7 +20,7 @@ from .render import render
 from .trace import annotated_trace
 
 if TYPE_CHECKING:
-    from ..capture.skipped_frames import NothingCompiled
+    from ..capture.skipped_frames import NothingCompiled, SkippedFrame
     from ..graphs import GraphCapture
 
 __all__ = ["ProfileReport"]
@@ -44,6 +44,8 @@ class ProfileReport:
     source_code: dict[str, str] = field(default_factory=dict)
     backward: bool = False  # each step ran the backward too (``ib.profile(..., backward=True)``)
     nothing_compiled: Optional["NothingCompiled"] = None  # no graph compiled: the frames Dynamo skipped
+    # Graphs compiled, yet these frames' compiles failed and they ran eagerly (a module Dynamo does not trace).
+    failed_frames: list["SkippedFrame"] = field(default_factory=list)
     as_written: list[str] = field(default_factory=list)  # the torch.compile already on the target, taken off
     # The ops each compiled step ran eagerly, outside every compiled graph (between graph breaks,
     # in a frame Dynamo skipped, an optimizer step left uncompiled): time of the step no kernel has.
