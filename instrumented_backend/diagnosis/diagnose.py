@@ -349,13 +349,12 @@ def _training_step(fn: Callable[..., Any], inputs: Sequence[Any], seed: int,
                    state: Optional[StepState] = None) -> _Step:
     """Outputs, and gradients with respect to every trainable parameter (a module's, or those of
     the modules, optimizers and tensors ``fn`` names: ``state``, by default ``StepState.of(fn)``;
-    and of the modules among ``inputs``) and floating input, in that order, by name.
+    and of the modules among ``inputs``) and input requiring grad, in that order, by name.
 
     The gradients are those of a fixed random weighting of the outputs, unless ``fn`` runs its own
     backward (a training step: ``loss.backward(); optimizer.step()``): then the gradients it leaves.
     ``state`` is put back afterwards, so each run starts from the same weights."""
-    inputs = [v.detach().clone().requires_grad_(True) if isinstance(v, torch.Tensor) and v.is_floating_point()
-              else v for v in clone_inputs(inputs)]
+    inputs = clone_inputs(inputs)  # requiring grad as given (diagnose's input_gradients made its floating ones)
     state = (state if state is not None else StepState.of(fn)).with_arguments(inputs)
     params = state.parameters()
     leaves = params + [v for v in inputs if isinstance(v, torch.Tensor) and v.requires_grad]
@@ -387,6 +386,13 @@ def _weights_after_step(state: StepState) -> dict[str, torch.Tensor]:
     from .effects import parameter_labels
 
     return {name: p.detach().clone() for name, p in zip(parameter_labels(state), state.parameters())}
+
+
+def _requiring_grad(inputs: Sequence[Any]) -> list[Any]:
+    """``inputs`` with each floating tensor among them requiring grad (a detached alias: the
+    caller's tensor is left as it is)."""
+    return [v.detach().requires_grad_(True) if isinstance(v, torch.Tensor) and v.is_floating_point()
+            and not v.requires_grad else v for v in inputs]
 
 
 def _training_is_nondeterministic(fn: Callable[..., Any], inputs: Sequence[Any], seed: int,
@@ -754,14 +760,17 @@ def diagnose(fn: Callable[..., Any], *inputs: Any, kwargs: Optional[dict[str, An
              compile_kwargs: Optional[dict[str, Any]] = None, out_dir: "str | Path" = "diagnosis",
              minify: "bool | float" = True, bisect: bool = False, tol: Optional[float] = None, seed: int = 0,
              progress: Optional[bool] = None, name: str = "",
-             calls_before: Sequence[tuple[Sequence[Any], dict[str, Any]]] = ()) -> Diagnosis:
+             calls_before: Sequence[tuple[Sequence[Any], dict[str, Any]]] = (),
+             input_gradients: bool = True) -> Diagnosis:
     """Find what goes wrong when ``fn(*inputs, **kwargs)`` is compiled, down to the culprit line and a repro.
 
     ``kwargs`` are keyword arguments of the call (``model(input_ids=ids)``: ``kwargs={"input_ids":
     ids}``); those holding tensors are inputs like the positional ones. ``compile_kwargs`` are the
     ``torch.compile`` arguments the target is compiled with (``dynamic``, ``mode``, ``options``,
     ``fullgraph``): every compile of the diagnosis uses them. ``train=True`` judges a training step
-    too: gradients of every trainable parameter and floating input. Writes ``diagnosis.txt``,
+    too: gradients of every trainable parameter and floating input (``input_gradients=False``: of
+    the inputs that require grad as passed, as a script's call passed them, so that the graphs judged
+    are the ones it compiled; a backward it never ran is not judged). Writes ``diagnosis.txt``,
     ``diagnosis.json`` and ``report.html`` under ``out_dir`` (the minifier's repro under
     ``out_dir/repros``); on one rank of several (``torchrun``), under ``out_dir/rank_<r>``, so that
     ranks do not overwrite each other's. ``minify``: True lets the minifier search for at most
@@ -802,7 +811,7 @@ def diagnose(fn: Callable[..., Any], *inputs: Any, kwargs: Optional[dict[str, An
         return _diagnose(plain, *inputs, kwargs=kwargs, train=train, compile_kwargs=compile_kwargs, out_dir=out_dir,
                          minify=minify, bisect=bisect, tol=tol, seed=seed, progress=progress,
                          name=name or target_name(plain), calls_before=calls_before,
-                         as_written_notes=[*notes, *settings_notes])
+                         as_written_notes=[*notes, *settings_notes], input_gradients=input_gradients)
 
 
 def _diagnose_exported(exported: Any, *inputs: Any, kwargs: Optional[dict[str, Any]], train: bool,
@@ -887,13 +896,15 @@ def _diagnose(fn: Callable[..., Any], *inputs: Any, kwargs: Optional[dict[str, A
               minify: "bool | float" = True, bisect: bool = False, tol: Optional[float] = None, seed: int = 0,
               progress: Optional[bool] = None, name: str,
               calls_before: Sequence[tuple[Sequence[Any], dict[str, Any]]] = (),
-              as_written_notes: Sequence[str] = ()) -> Diagnosis:
+              as_written_notes: Sequence[str] = (), input_gradients: bool = True) -> Diagnosis:
     compiled_with, patches, dynamo_kwargs = _compile_settings(compile_kwargs)
     inductor_options = {**patches, "fallback_random": True}
     target = fn  # as called: a keyword call wraps it
     fn, inputs = keyword_call(fn, inputs, kwargs or {})
     laid_out = fn  # a KeywordCall when kwargs were given, whatever wraps it later (effects)
     before = _laid_out(fn, calls_before, kwargs or {})
+    if train and input_gradients:
+        inputs, before = _requiring_grad(inputs), [tuple(_requiring_grad(call)) for call in before]
 
     started = time.perf_counter()
     say = _Progress(progress, started)
@@ -1290,7 +1301,7 @@ def diagnose_script(script: "str | Path", argv: Sequence[str] = (), *, out_dir: 
                 if restored:
                     say(f"instrumented_backend diagnose: [{index}] {call.name}: on at its first call, off when the "
                         f"script ended, on again for its diagnosis: {'; '.join(restored)}")
-                result = diagnose(target, *args, kwargs=kwargs, train=train,
+                result = diagnose(target, *args, kwargs=kwargs, train=train, input_gradients=False,
                                   compile_kwargs=call.compile_kwargs, out_dir=target_out, minify=minify,
                                   progress=progress, name=call.name, tol=tol)
             if restored or call.raising_call:
@@ -1308,7 +1319,7 @@ def diagnose_script(script: "str | Path", argv: Sequence[str] = (), *, out_dir: 
                 say(f"instrumented_backend diagnose: [{index}] {call.name}, its call {later.number}: {nth} that "
                     f"compiled a new graph (a recompile), replayed after {after}")
                 with _as_at_first_call(call) as restored, state_at_first_call(call):
-                    result = diagnose(target, *later.args, kwargs=later.kwargs, train=train,
+                    result = diagnose(target, *later.args, kwargs=later.kwargs, train=train, input_gradients=False,
                                       compile_kwargs=call.compile_kwargs, out_dir=target_out, minify=minify,
                                       progress=progress, name=call.name, tol=tol,
                                       calls_before=[(c.args, c.kwargs) for c in replayed])
