@@ -310,8 +310,13 @@ def ops_outside_graphs(run: ProfiledRun) -> list[OpTiming]:
 
 def _labels_by_sequence(run: ProfiledRun, ops: Sequence[tuple[Event, Optional[Event]]]) -> dict[int, Event]:
     """The SourceTagging range of each autograd sequence number a labelled forward op (or an op
-    it calls) recorded: what the backward events of the same number differentiate."""
-    labels: dict[int, Event] = {}
+    it calls) recorded: what the backward events of the same number differentiate.
+
+    Every op run with grad on records the number the next backward node will get, also an op that
+    makes none (``indices[0]`` on an integer tensor): the node's own op is the last to record it (the
+    number moves on as the node is made), so the latest op by start time names it. The first one
+    named the line's module for an ``EmbeddingBag``'s backward, not the bag."""
+    numbered: list[tuple[float, int, Event]] = []
     for event, label in ops:
         if label is None:
             continue
@@ -319,9 +324,10 @@ def _labels_by_sequence(run: ProfiledRun, ops: Sequence[tuple[Event, Optional[Ev
         while stack:
             inner = stack.pop()
             if inner.sequence >= 0:
-                labels.setdefault(inner.sequence, label)
+                numbered.append((inner.start_us, inner.sequence, label))
             stack.extend(run.events[i] for i in inner.children)
-    return labels
+    numbered.sort(key=lambda item: item[0])  # stable: an op and the ops it calls, which share its label
+    return {sequence: label for _, sequence, label in numbered}
 
 
 def eager_op_sources(tagged: ProfiledRun) -> dict[tuple[str, int], list[str]]:
