@@ -1226,6 +1226,42 @@ def test_a_frame_whose_compile_failed_is_named_with_its_error_and_dynamos_hint(t
     assert "an error was suppressed" not in result.render() and "allow_rnn=True" in result.render()
 
 
+class _Head(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = torch.nn.Linear(8, 2)
+
+    def forward(self, h: torch.Tensor) -> torch.Tensor:
+        return torch.sigmoid(self.fc(h))
+
+
+class _TaggerWithAHead(_Tagger):
+    def __init__(self) -> None:
+        super().__init__()
+        self.head = _Head()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h, _ = self.gru(x)
+        return self.head(torch.neg(h))
+
+
+def test_a_frame_whose_compile_failed_while_the_head_it_calls_compiled_is_named_as_not_judged(tmp_path):
+    """The tagger's own forward (calling ``nn.GRU``) fails to compile and runs eagerly; its head, a
+    module of the user's, compiles and is judged. "no bug found" on the head's graph said nothing of
+    the forward, whose ``neg`` (doubled by the fault) is eager's own code: the diagnosis names it as
+    not judged, with Dynamo's error."""
+    torch.manual_seed(0)
+    with ib.faults.doubling_neg():
+        result = ib.diagnose(_TaggerWithAHead(), torch.randn(2, 5, 8), out_dir=tmp_path, minify=False)
+    assert result.verdict == "passed" and result.graphs and result.nothing_compiled is None, result.render()
+    [frame] = result.failed_frames
+    assert (frame.name, frame.file) == ("forward", __file__), frame
+    assert frame.reason.startswith("its compile failed: Unsupported: Attempted to wrap RNN, GRU, or LSTM"), frame
+    assert "Dynamo's compile of 1 frame(s) failed, and they ran eagerly, not judged" in result.render()
+    saved = json.loads((tmp_path / "diagnosis.json").read_text())
+    assert saved["failed_frames"][0]["reason"] == frame.reason
+
+
 _RECOMPILING_SCRIPT = """\
 import torch
 

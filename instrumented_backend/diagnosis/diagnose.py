@@ -34,7 +34,7 @@ from minifier.judge import RMSE_MULTIPLIER, RandomDraws, replaying
 
 from ..capture.as_written import as_written, running_eagerly, settings_as_written
 from ..capture.redirect import autocast_now, target_name
-from ..capture.skipped_frames import NothingCompiled, explain_nothing_compiled
+from ..capture.skipped_frames import NothingCompiled, SkippedFrame, explain_nothing_compiled, failed_frames
 from ..records import KernelLine, to_plain
 from ..seams.dynamo_skips import skipped_frames
 from ..seams.fake_tensor_log import meta_failures_unlogged
@@ -149,6 +149,9 @@ class Diagnosis:
     custom_ops: list[CustomOpCheck] = field(default_factory=list)
     effects: str = ""  # the tensors the call updates in place, judged with its outputs (an optimizer step's)
     nothing_compiled: Optional[NothingCompiled] = None  # verdict passed, no graph: the frames Dynamo skipped
+    # Graphs compiled, yet these frames' compiles failed and they ran eagerly, unjudged (a module
+    # Dynamo does not trace): a bug in their code is not in compiled code
+    failed_frames: list[SkippedFrame] = field(default_factory=list)
     # A value inside found wrong where every output passed judged blind: what was said of the outputs
     blind_outputs: str = ""
     # An exported program's AOTInductor package, judged first (the steps after it ran on its
@@ -234,6 +237,10 @@ class Diagnosis:
         if self.verdict == "passed" and not self.graphs:
             out.append("nothing was compiled: the call ran eagerly, so no compiled code was judged")
             out += self.nothing_compiled.lines() if self.nothing_compiled is not None else []
+        if self.failed_frames:
+            out.append(f"Dynamo's compile of {len(self.failed_frames)} frame(s) failed, and they ran eagerly, not "
+                       "judged (only the frames they call compiled):")
+            out += [f"  {frame.render()}" for frame in self.failed_frames]
         if self.replayed_call and self.replayed_recompile:
             which, before = _which_recompile(self.replayed_recompile, self.replayed_before)
             out.append(f"replayed its call {self.replayed_call}, {which} that compiled a new graph in the script (a "
@@ -957,6 +964,8 @@ def _diagnose(fn: Callable[..., Any], *inputs: Any, kwargs: Optional[dict[str, A
     result.graphs = [g.label for g in graphs]
     if not graphs and result.verdict == "passed":
         result.nothing_compiled = explain_nothing_compiled(target, judged.skipped)
+    elif graphs:
+        result.failed_frames = failed_frames(judged.skipped, target)
     result.compile_seconds = sum(g.compile_seconds for g in graphs)
     step("compile and judge", began, result.verdict)
     if result.verdict == "passed" and graphs and result.below_tolerance():
