@@ -478,6 +478,23 @@ def test_the_frames_dynamo_skips_are_collected_once_each_and_the_list_put_back()
     assert len(set(skipped)) == len(skipped) and dynamo_tls.skip_reasons is before
 
 
+def test_the_frames_skipped_before_a_fullgraph_compile_in_the_block_are_kept():
+    """A fullgraph compile starts a skip list of its own and ends with none: `run` wraps a whole
+    script, and the frames Dynamo had skipped before such a compile were lost."""
+    from torch._dynamo.eval_frame import dynamo_tls
+
+    from instrumented_backend.seams.dynamo_skips import skipped_frames
+
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Tanh())
+    torch.compiler.reset()
+    before = dynamo_tls.skip_reasons
+    with skipped_frames() as skipped:
+        torch.compile(model._call_impl, backend="eager")(torch.randn(2, 4))
+        torch.compile(lambda x: x.cos() + 1, backend="eager", fullgraph=True)(torch.randn(3))
+    assert any(s.startswith("forward (") and "container.py" in s for s in skipped), skipped
+    assert dynamo_tls.skip_reasons is before
+
+
 def test_a_moved_skip_reason_list_is_reported(monkeypatch):
     import inspect
 

@@ -25,12 +25,15 @@ def skipped_frames() -> Iterator[list[str]]:
 
     before = dynamo_tls.skip_reasons
     collected: list[str] = []
-    dynamo_tls.skip_reasons = []
+    ours: list[str] = []
+    dynamo_tls.skip_reasons = ours
     try:
         yield collected
     finally:
-        # A fullgraph compile inside the block starts a list of its own: read whichever is there.
-        seen = dynamo_tls.skip_reasons or []
+        # A fullgraph compile inside the block starts a list of its own, and ends with none (the
+        # frames skipped after it in the block are not noted): read ours and whichever is there.
+        current = dynamo_tls.skip_reasons
+        seen = ours + (current if current is not None and current is not ours else [])
         dynamo_tls.skip_reasons = before
         collected.extend(dict.fromkeys(seen))
 
