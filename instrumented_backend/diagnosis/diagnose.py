@@ -329,7 +329,7 @@ def _float_leaves(value: Any) -> list[torch.Tensor]:
 
 
 class _Step(NamedTuple):
-    """One training step's outputs, gradients by name (parameters, then floating inputs), and
+    """One training step's outputs, gradients by name (parameters, then inputs requiring grad), and
     whether the step ran its own backward (``loss.backward()`` inside the function)."""
 
     outputs: Any
@@ -339,7 +339,7 @@ class _Step(NamedTuple):
 
 def _gradient_names(state: StepState, inputs: Sequence[Any]) -> list[str]:
     """A name for each gradient :func:`_training_step` takes: each parameter's (``fc.weight``),
-    then ``input i`` for each floating input; made unique."""
+    then ``input i`` for each input requiring grad; made unique."""
     from .effects import parameter_labels
 
     names = parameter_labels(state) + [f"input {i}" for i, v in enumerate(inputs)
