@@ -23,7 +23,8 @@ import torch
 
 from ..seams.dynamo_reasons import frame_failure
 
-__all__ = ["SkippedFrame", "NothingCompiled", "explain_nothing_compiled", "failed_frames"]
+__all__ = ["SkippedFrame", "NothingCompiled", "explain_nothing_compiled", "failed_frames", "failed_frames_heading",
+           "failed_frames_lines"]
 
 _FRAME = re.compile(r"^(?P<name>.*?) \((?P<file>.*):(?P<line>\d+)\): (?P<reason>.*)$", re.DOTALL)
 _TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
@@ -158,3 +159,14 @@ def failed_frames(skipped: Sequence[str], target: Any = None) -> list[SkippedFra
         seen = {(frame.name, frame.file, frame.line) for frame in failed}
         failed += [frame for frame in _failed_earlier(target) if (frame.name, frame.file, frame.line) not in seen]
     return failed
+
+
+def failed_frames_heading(count: int, consequence: str) -> str:
+    """The sentence every view opens the frames whose compile failed with: how many, and what that
+    meant where it is said (``consequence``: "they ran eagerly", say)."""
+    return f"Dynamo's compile of {count} frame(s) failed, and {consequence}"
+
+
+def failed_frames_lines(frames: Sequence[SkippedFrame], consequence: str) -> list[str]:
+    """:func:`failed_frames_heading` as a heading, then each frame on an indented line."""
+    return [f"{failed_frames_heading(len(frames), consequence)}:"] + [f"  {frame.render()}" for frame in frames]

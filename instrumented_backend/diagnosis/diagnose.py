@@ -34,7 +34,13 @@ from minifier.judge import RMSE_MULTIPLIER, RandomDraws, replaying
 
 from ..capture.as_written import as_written, running_eagerly, settings_as_written
 from ..capture.redirect import autocast_now, target_name
-from ..capture.skipped_frames import NothingCompiled, SkippedFrame, explain_nothing_compiled, failed_frames
+from ..capture.skipped_frames import (
+    NothingCompiled,
+    SkippedFrame,
+    explain_nothing_compiled,
+    failed_frames,
+    failed_frames_lines,
+)
 from ..records import KernelLine, to_plain
 from ..seams.dynamo_skips import skipped_frames
 from ..seams.fake_tensor_log import meta_failures_unlogged
@@ -238,9 +244,8 @@ class Diagnosis:
             out.append("nothing was compiled: the call ran eagerly, so no compiled code was judged")
             out += self.nothing_compiled.lines() if self.nothing_compiled is not None else []
         if self.failed_frames:
-            out.append(f"Dynamo's compile of {len(self.failed_frames)} frame(s) failed, and they ran eagerly, not "
-                       "judged (only the frames they call compiled):")
-            out += [f"  {frame.render()}" for frame in self.failed_frames]
+            out += failed_frames_lines(self.failed_frames,
+                                       "they ran eagerly, not judged (only the frames they call compiled)")
         if self.replayed_call and self.replayed_recompile:
             which, before = _which_recompile(self.replayed_recompile, self.replayed_before)
             out.append(f"replayed its call {self.replayed_call}, {which} that compiled a new graph in the script (a "

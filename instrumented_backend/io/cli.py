@@ -70,7 +70,7 @@ def _run(args: argparse.Namespace) -> int:
     if not script.is_file():
         print(f"instrumented_backend run: no such script: {script}", file=sys.stderr)
         return 2
-    from ..capture.skipped_frames import explain_nothing_compiled, failed_frames
+    from ..capture.skipped_frames import explain_nothing_compiled, failed_frames, failed_frames_lines
     from ..seams.dynamo_skips import skipped_frames
 
     compiled: dict[str, Any] = {}  # what the script handed torch.compile, by name (the first of each)
@@ -101,10 +101,8 @@ def _run(args: argparse.Namespace) -> int:
         for line in explain_nothing_compiled(next(iter(compiled.values())), skipped).lines():
             print(f"  {line}", file=sys.stderr)
     elif failed := failed_frames(skipped):  # graphs compiled, yet some frames ran eagerly
-        print(f"instrumented_backend: Dynamo's compile of {len(failed)} frame(s) failed, and they ran eagerly:",
-              file=sys.stderr)
-        for frame in failed:
-            print(f"  {frame.render()}", file=sys.stderr)
+        heading, *frames = failed_frames_lines(failed, "they ran eagerly")
+        print(f"instrumented_backend: {heading}", *frames, sep="\n", file=sys.stderr)
     if len(session):
         print(ib.report.format_graphs(session), file=sys.stderr)
     if dump_dir:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import statistics
 from typing import TYPE_CHECKING, Callable
 
+from ..capture.skipped_frames import failed_frames_heading
 from ..seams.kernel_profile import CALL_EVENT
 from .records import Finding, format_us
 
@@ -74,10 +75,11 @@ def _failed_frames(report: "ProfileReport") -> list[Finding]:
         return []
     shown = "; ".join(frame.render() for frame in frames[:3]) + (f"; and {len(frames) - 3} more" if len(frames) > 3
                                                                  else "")
+    heading = failed_frames_heading(len(frames), "each ran eagerly, its ops unfused (what compiled are the frames "
+                                    "it calls)")
     return [Finding("failed-frames", (
-        f"Dynamo's compile of {len(frames)} frame(s) failed, and each ran eagerly, its ops unfused (what compiled "
-        f"are the frames it calls): {shown}. Make the frame traceable (the error "
-        "says how), or compile the parts of it Dynamo can trace."), {"frames": [frame.render() for frame in frames]})]
+        f"{heading}: {shown}. Make the frame traceable (the error says how), or compile the parts of it Dynamo can "
+        "trace."), {"frames": [frame.render() for frame in frames]})]
 
 
 @rule("eager-ran-compiled")
