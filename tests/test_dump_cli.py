@@ -201,6 +201,12 @@ def test_cli_run_honours_the_dump_dir_variable(tmp_path):
     assert "torch.sin" in graph.dynamo_graph_code
 
 
+def _report_sections(path) -> list[dict]:
+    """The run sections of the HTML report at ``path``, from its embedded data."""
+    payload = re.search(r'<script id="report-data" type="application/json">(.*?)</script>', path.read_text(), re.S)
+    return json.loads(payload.group(1).replace("<\\/", "</"))["sections"]
+
+
 def test_cli_run_says_when_what_the_script_compiled_handed_no_graph_to_inductor(tmp_path, capsys):
     """``model.compile()`` on an ``nn.Sequential`` of torch's modules runs eagerly (Dynamo skips
     every frame under it): "captured 0 graph(s)" alone read like a broken tool."""
@@ -209,12 +215,16 @@ def test_cli_run_says_when_what_the_script_compiled_handed_no_graph_to_inductor(
     script = tmp_path / "sequential_script.py"
     script.write_text("import torch\nmodel = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU())\n"
                       "model.compile()\nmodel(torch.randn(2, 4))\n")
-    assert main(["run", str(script)]) == 0
+    report = tmp_path / "report.html"
+    assert main(["run", "--html", str(report), str(script)]) == 0
     err = capsys.readouterr().err
     assert "captured 0 graph(s)" in err
     assert "the script compiled Sequential with torch.compile, yet Dynamo handed no graph to Inductor" in err
     # and why, as diagnose says it: the frames Dynamo skipped, and what to do instead
     assert "torch.compile(model) traces the Sequential instead" in err, err
+    # the HTML report, empty of graphs, says the same on top rather than showing a blank page
+    [section] = [s for s in _report_sections(report) if s["title"] == "Nothing was compiled"]
+    assert "torch.compile(model) traces the Sequential instead" in section["text"], section
 
 
 _TAGGER_SCRIPT = """import torch
@@ -248,9 +258,13 @@ def test_cli_run_names_a_frame_whose_compile_failed_while_the_frames_it_calls_co
 
     script = tmp_path / "tagger.py"
     script.write_text(_TAGGER_SCRIPT)
-    assert main(["run", str(script)]) == 0
+    report = tmp_path / "report.html"
+    assert main(["run", "--html", str(report), str(script)]) == 0
     err = capsys.readouterr().err
     assert "captured 1 graph(s)" in err
     line = 1 + _TAGGER_SCRIPT.splitlines().index("    def forward(self, x):")
     assert f"Dynamo's compile of 1 frame(s) failed, and they ran eagerly:\n  forward ({script}:{line}): its compile " \
            "failed: Unsupported: Attempted to wrap RNN, GRU, or LSTM" in err, err
+    # the HTML report shows the head's graph, and says on top that the model's own forward is not among them
+    [section] = [s for s in _report_sections(report) if s["title"] == "Frames that ran eagerly"]
+    assert f"forward ({script}:{line}): its compile failed: Unsupported: Attempted to wrap RNN" in section["text"]

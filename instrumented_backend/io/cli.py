@@ -95,12 +95,15 @@ def _run(args: argparse.Namespace) -> int:
         print(f"instrumented_backend run: the script raised {type(raised).__name__} (above); what it compiled until "
               "then is reported and written as asked, the graph that failed included when Inductor had begun it "
               "(`diagnose` finds the failing layer and a minimal repro)", file=sys.stderr)
-    if compiled and not len(session):
+    nothing = explain_nothing_compiled(next(iter(compiled.values())), skipped) if compiled and not len(session) \
+        else None
+    failed = failed_frames(skipped) if nothing is None else []  # graphs compiled, yet some frames ran eagerly
+    if nothing is not None:
         print(f"instrumented_backend: the script compiled {', '.join(compiled)} with torch.compile, yet Dynamo handed "
               "no graph to Inductor: never called, or it ran eagerly", file=sys.stderr)
-        for line in explain_nothing_compiled(next(iter(compiled.values())), skipped).lines():
+        for line in nothing.lines():
             print(f"  {line}", file=sys.stderr)
-    elif failed := failed_frames(skipped):  # graphs compiled, yet some frames ran eagerly
+    elif failed:
         heading, *frames = failed_frames_lines(failed, "they ran eagerly")
         print(f"instrumented_backend: {heading}", *frames, sep="\n", file=sys.stderr)
     if len(session):
@@ -111,7 +114,8 @@ def _run(args: argparse.Namespace) -> int:
     if args.html:
         from ..capture.distributed import rank_file
 
-        path = ib.report.html(session, rank_file(args.html))  # under torchrun, each rank its own
+        path = ib.report.html(session, rank_file(args.html), failed_frames=failed,  # under torchrun, each rank its own
+                              nothing_compiled=nothing)
         print(f"instrumented_backend: wrote the HTML report {path}", file=sys.stderr)
     return exit_code
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterable, Optional, Union
+from typing import TYPE_CHECKING, Iterable, Optional, Sequence, Union
 
 from .highlight import TOKEN_CSS, pygments_available
 from .page import PANES, graph_page
@@ -18,6 +18,7 @@ from .sections import kernel_shares, run_sections, source_shares
 if TYPE_CHECKING:
     from minifier import MinifyResult
 
+    from ..capture.skipped_frames import NothingCompiled, SkippedFrame
     from ..diagnosis.diagnose import Diagnosis
     from ..diagnosis.divergence import DivergenceReport
     from ..graphs import CaptureSession, GraphCapture
@@ -52,7 +53,9 @@ def _graphs(source: Captures) -> list["GraphCapture"]:
 
 def render_html(source: Captures, *, profile: Optional["ProfileReport"] = None,
                 divergence: Optional["DivergenceReport"] = None, minified: Optional["MinifyResult"] = None,
-                diagnosis: Optional["Diagnosis"] = None, title: str = "instrumented-backend report") -> str:
+                diagnosis: Optional["Diagnosis"] = None, failed_frames: Sequence["SkippedFrame"] = (),
+                nothing_compiled: Optional["NothingCompiled"] = None,
+                title: str = "instrumented-backend report") -> str:
     """The report page as a string (see :func:`html`)."""
     graphs = _graphs(source)
     shares = kernel_shares(profile)
@@ -62,7 +65,7 @@ def render_html(source: Captures, *, profile: Optional["ProfileReport"] = None,
         "panes": PANES,
         "graphs": pages,
         "sections": run_sections(graphs, profile=profile, divergence=divergence, minified=minified,
-                                 diagnosis=diagnosis),
+                                 diagnosis=diagnosis, failed_frames=failed_frames, nothing_compiled=nothing_compiled),
         "sourceShares": source_shares(profile),
         "highlighted": pygments_available(),
     }
@@ -78,17 +81,22 @@ def render_html(source: Captures, *, profile: Optional["ProfileReport"] = None,
 
 def html(source: Captures, path: "str | Path", profile: Optional["ProfileReport"] = None, *,
          divergence: Optional["DivergenceReport"] = None, minified: Optional["MinifyResult"] = None,
-         diagnosis: Optional["Diagnosis"] = None, title: str = "instrumented-backend report") -> Path:
+         diagnosis: Optional["Diagnosis"] = None, failed_frames: Sequence["SkippedFrame"] = (),
+         nothing_compiled: Optional["NothingCompiled"] = None, title: str = "instrumented-backend report") -> Path:
     """Write the report for ``source`` (a session, captures, one capture, or a dump folder) to
     ``path`` and return it. ``profile`` adds the timing overlay and the eager-vs-compiled
     comparison; ``divergence`` (from ``ib.find_first_divergence``), ``minified`` (a minifier
     result) and ``diagnosis`` (from ``ib.diagnose``: its verdict, the outputs and gradients
-    against eager, the failing layer, the repro) add their sections. Open the file in a browser;
+    against eager, the failing layer, the repro) add their sections; ``failed_frames`` (from
+    :func:`~instrumented_backend.capture.skipped_frames.failed_frames`: frames that ran eagerly
+    because their compile failed) and ``nothing_compiled`` (from
+    :func:`~instrumented_backend.capture.skipped_frames.explain_nothing_compiled`) say what the
+    graphs shown leave out. Open the file in a browser;
     it needs no server or network.
     """
     target = Path(path)
     text = render_html(source, profile=profile, divergence=divergence, minified=minified, diagnosis=diagnosis,
-                       title=title)
+                       failed_frames=failed_frames, nothing_compiled=nothing_compiled, title=title)
     target.parent.mkdir(parents=True, exist_ok=True)
     partial = target.with_name(target.name + ".partial")
     partial.write_text(text, encoding="utf-8")

@@ -4,11 +4,12 @@ output-code lines it points at."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any, Optional, Sequence
 
 if TYPE_CHECKING:
     from minifier import MinifyResult
 
+    from ..capture.skipped_frames import NothingCompiled, SkippedFrame
     from ..diagnosis.diagnose import Diagnosis
     from ..diagnosis.divergence import DivergenceReport
     from ..graphs import GraphCapture
@@ -48,10 +49,21 @@ def graph_sections(graph: "GraphCapture") -> list[dict[str, Any]]:
 def run_sections(graphs: list["GraphCapture"], *, profile: Optional["ProfileReport"] = None,
                  divergence: Optional["DivergenceReport"] = None,
                  minified: Optional["MinifyResult"] = None,
-                 diagnosis: Optional["Diagnosis"] = None) -> list[dict[str, Any]]:
+                 diagnosis: Optional["Diagnosis"] = None, failed_frames: Sequence["SkippedFrame"] = (),
+                 nothing_compiled: Optional["NothingCompiled"] = None) -> list[dict[str, Any]]:
     """Sections about the run as a whole (shown above the graphs)."""
+    from ..capture.skipped_frames import failed_frames_lines
+
     by_label = {g.label: g.index for g in graphs}
     sections = []
+    if nothing_compiled is not None:  # the figures and graphs below are then about nothing compiled
+        sections.append(_section("Nothing was compiled", "\n".join(
+            ["Dynamo handed no graph to Inductor: the compiled code was never called, or it ran eagerly.",
+             *nothing_compiled.lines()]), "error"))
+    if failed_frames:  # the graphs below are the frames these call, not these
+        sections.append(_section("Frames that ran eagerly", "\n".join(
+            failed_frames_lines(failed_frames, "they ran eagerly, so no graph below is theirs (only the frames "
+                                "they call compiled)")), "error"))
     if diagnosis is not None:  # first: the verdict, the tables against eager, the layer, the repro
         kind = "error" if diagnosis.found else "ok" if diagnosis.verdict == "passed" else "info"
         sections.append(_section(f"Diagnosis: {diagnosis.headline}", diagnosis.render(divergence=False), kind))
