@@ -495,6 +495,27 @@ def test_the_frames_skipped_before_a_fullgraph_compile_in_the_block_are_kept():
     assert dynamo_tls.skip_reasons is before
 
 
+def test_a_frame_refused_at_the_recompile_limit_is_named_as_failed_with_the_guard_that_failed():
+    """Past ``recompile_limit`` Dynamo refuses the frame ("compilation failed with a custom frame
+    execution strategy") and records the refusal with no code object: each later call whose guards
+    fail ran eagerly, and `run` said nothing of it."""
+    from instrumented_backend.capture.skipped_frames import failed_frames
+    from instrumented_backend.seams.dynamo_skips import skipped_frames
+
+    def scaled(x, mode):
+        return torch.relu(x) * len(mode) if mode.startswith("a") else x
+
+    torch.compiler.reset()
+    compiled = torch.compile(scaled, backend="eager")
+    with torch._dynamo.config.patch(recompile_limit=2), skipped_frames() as skipped:
+        for n in range(1, 5):
+            compiled(torch.randn(3), "a" * n)
+    [frame] = failed_frames(skipped)
+    assert (frame.name, frame.line) == ("scaled", scaled.__code__.co_firstlineno), frame
+    assert frame.reason.startswith("its compile failed: Unsupported: Dynamo recompile limit exceeded"), frame
+    assert frame.reason.endswith("(recompiled as 0/1: mode == 'aa' failed)"), frame
+
+
 def test_a_moved_skip_reason_list_is_reported(monkeypatch):
     import inspect
 
@@ -502,6 +523,17 @@ def test_a_moved_skip_reason_list_is_reported(monkeypatch):
 
     monkeypatch.setattr(inspect, "getsource", lambda obj: "")
     with pytest.raises(SeamMoved, match="no longer records into"):
+        dynamo_skips.check()
+
+
+def test_a_moved_failed_frame_skip_reason_is_reported(monkeypatch):
+    import inspect
+
+    from instrumented_backend.seams import dynamo_skips
+
+    # add_skip_reason still records; convert_frame's module no longer names a failed frame so
+    monkeypatch.setattr(inspect, "getsource", lambda obj: "dynamo_tls.skip_reasons" if callable(obj) else "")
+    with pytest.raises(SeamMoved, match="convert_frame no longer skips a failed frame as"):
         dynamo_skips.check()
 
 

@@ -22,6 +22,7 @@ from typing import Any, Sequence
 import torch
 
 from ..seams.dynamo_reasons import frame_failure
+from ..seams.dynamo_skips import FAILED_COMPILE_REASONS
 
 __all__ = ["SkippedFrame", "NothingCompiled", "explain_nothing_compiled", "failed_frames", "failed_frames_heading",
            "failed_frames_lines"]
@@ -29,7 +30,6 @@ __all__ = ["SkippedFrame", "NothingCompiled", "explain_nothing_compiled", "faile
 _FRAME = re.compile(r"^(?P<name>.*?) \((?P<file>.*):(?P<line>\d+)\): (?P<reason>.*)$", re.DOTALL)
 _TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
 _SHOWN = 6  # frames listed before "and N more"
-_SUPPRESSED = "an error was suppressed during compilation"  # Dynamo's skip reason for a failed compile
 _FAILED = "its compile failed: "  # ours, followed by the error
 
 
@@ -100,7 +100,7 @@ def _in_torch(function: Any) -> bool:
 
 def _with_its_error(frame: SkippedFrame) -> SkippedFrame:
     """``frame`` with the error its compile failed with in place of Dynamo's "an error was suppressed"."""
-    if frame.reason != _SUPPRESSED:
+    if frame.reason not in FAILED_COMPILE_REASONS:
         return frame
     failure = frame_failure(frame.name, frame.file, frame.line)
     return dataclasses.replace(frame, reason=_FAILED + failure) if failure else frame
@@ -154,7 +154,7 @@ def failed_frames(skipped: Sequence[str], target: Any = None) -> list[SkippedFra
     the compiled ``target``, its own frame too when its compile failed before (Dynamo, which then
     skips it for good, notes it only the first time)."""
     frames = [_with_its_error(SkippedFrame.parse(text)) for text in skipped]
-    failed = [frame for frame in frames if frame.reason.startswith(_FAILED) or frame.reason == _SUPPRESSED]
+    failed = [frame for frame in frames if frame.reason.startswith(_FAILED) or frame.reason in FAILED_COMPILE_REASONS]
     if target is not None:
         seen = {(frame.name, frame.file, frame.line) for frame in failed}
         failed += [frame for frame in _failed_earlier(target) if (frame.name, frame.file, frame.line) not in seen]

@@ -74,20 +74,42 @@ def recompile_reason(compile_id: str) -> str:
     return ""
 
 
+def _frame_of(compile_id: object) -> str:
+    """The frame part of a compile id ("0" of "0/8"): the same for every compile of one frame."""
+    return str(compile_id).rsplit("/", 1)[0]
+
+
+def _guard_failed(recompile_reason: str) -> str:
+    """The failed guard of a ``recompile_reason`` ("0/7: mode == 'aaa'"), without the source comment
+    Dynamo pads it with."""
+    first = recompile_reason.strip().splitlines()[0] if recompile_reason.strip() else ""
+    return " ".join(first.split("  #")[0].split())
+
+
 def frame_failure(name: str, filename: str, first_line: int) -> str:
     """Why Dynamo's newest compile of the frame of function ``name`` defined at ``filename:first_line``
-    failed: the error's type and its first lines (Dynamo's explanation and hints), and the user line it
-    stopped at, as ``Unsupported: ... (at file:line)``; "" when no failed compile of it is recorded."""
+    failed: the error's type and its first lines (Dynamo's explanation and hints), the user line it
+    stopped at, and the guard whose failure made it a recompile, as ``Unsupported: ... (at file:line;
+    recompiled as 0/7: n == 3 failed)``; "" when no failed compile of it is recorded. A compile that
+    the recompile limit refused records no code object, only its compile id, whose frame is the
+    frame's earlier compiles'."""
     from torch._dynamo.utils import get_compilation_metrics
 
-    for metrics in reversed(get_compilation_metrics()):
-        if (metrics.co_name, metrics.co_filename, metrics.co_firstlineno) != (name, filename, first_line):
+    records = get_compilation_metrics()
+    key = (name, filename, first_line)
+    frames = {_frame_of(m.compile_id) for m in records if (m.co_name, m.co_filename, m.co_firstlineno) == key}
+    for metrics in reversed(records):
+        if (metrics.co_name, metrics.co_filename, metrics.co_firstlineno) != key and not (
+                metrics.co_name is None and _frame_of(metrics.compile_id) in frames):
             continue
         if not metrics.fail_type:
             return ""
         text = " ".join(line.strip() for line in (metrics.fail_reason or "").strip().splitlines()[:3] if line.strip())
-        where = (f" (at {metrics.fail_user_frame_filename}:{metrics.fail_user_frame_lineno})"
-                 if metrics.fail_user_frame_filename else "")
+        notes = [f"at {metrics.fail_user_frame_filename}:{metrics.fail_user_frame_lineno}"
+                 ] if metrics.fail_user_frame_filename else []
+        if guard := _guard_failed(metrics.recompile_reason or ""):
+            notes.append(f"recompiled as {guard} failed")
+        where = f" ({'; '.join(notes)})" if notes else ""
         return f"{metrics.fail_type}: {text or '?'}{where}"
     return ""
 

@@ -14,7 +14,13 @@ from typing import Iterator
 
 from . import SeamMoved
 
-__all__ = ["skipped_frames", "check"]
+__all__ = ["skipped_frames", "FAILED_COMPILE_REASONS", "check"]
+
+# Dynamo's skip reasons for a frame whose compile failed (``convert_frame``): most errors, and those
+# with a strategy of their own (the recompile limit: the frame then runs the graphs compiled before
+# when their guards pass, else eagerly)
+FAILED_COMPILE_REASONS = ("an error was suppressed during compilation",
+                          "compilation failed with a custom frame execution strategy")
 
 
 @contextlib.contextmanager
@@ -39,10 +45,11 @@ def skipped_frames() -> Iterator[list[str]]:
 
 
 def check() -> None:
-    """Raise SeamMoved unless Dynamo still keeps its thread-local skip reasons."""
+    """Raise SeamMoved unless Dynamo still keeps its thread-local skip reasons, and names a frame
+    whose compile failed by :data:`FAILED_COMPILE_REASONS`."""
     import inspect
 
-    from torch._dynamo import eval_frame
+    from torch._dynamo import convert_frame, eval_frame
 
     tls = getattr(eval_frame, "dynamo_tls", None)
     if tls is None or not hasattr(tls, "skip_reasons"):
@@ -51,3 +58,6 @@ def check() -> None:
     if adder is None or "skip_reasons" not in inspect.getsource(adder):
         raise SeamMoved("dynamo_skips: torch._dynamo.eval_frame.add_skip_reason no longer records into "
                         "dynamo_tls.skip_reasons")
+    source = inspect.getsource(convert_frame)
+    if missing := [reason for reason in FAILED_COMPILE_REASONS if f'skip_reason="{reason}"' not in source]:
+        raise SeamMoved(f"dynamo_skips: torch._dynamo.convert_frame no longer skips a failed frame as {missing}")
