@@ -516,6 +516,18 @@ def test_a_frame_refused_at_the_recompile_limit_is_named_as_failed_with_the_guar
     assert frame.reason.endswith("(recompiled as 0/1: mode == 'aa' failed)"), frame
 
 
+def test_a_generator_expression_dynamo_refused_is_not_named_as_a_failed_frame():
+    """Dynamo refuses every generator frame handed to it on its own (a BLOOM training step's
+    backward runs ``inspect``'s genexpr with Dynamo's callback on): naming it made `diagnose` say a
+    frame of the user's program was not judged."""
+    from instrumented_backend.capture.skipped_frames import failed_frames
+
+    skipped = ["<genexpr> (/usr/lib/python3.11/inspect.py:3019): an error was suppressed during compilation",
+               "forward (/work/model.py:8): an error was suppressed during compilation",
+               "helper (/work/model.py:20): frame is in the Dynamo skipfiles list"]
+    assert [(frame.name, frame.line) for frame in failed_frames(skipped)] == [("forward", 8)]
+
+
 def test_a_moved_skip_reason_list_is_reported(monkeypatch):
     import inspect
 

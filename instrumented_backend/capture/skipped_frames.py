@@ -152,9 +152,13 @@ def failed_frames(skipped: Sequence[str], target: Any = None) -> list[SkippedFra
     collects them) whose compile failed, each with its error: Dynamo ran them eagerly without a word
     (a module it does not trace, such as ``nn.LSTM``), also when the frames they call compiled. With
     the compiled ``target``, its own frame too when its compile failed before (Dynamo, which then
-    skips it for good, notes it only the first time)."""
+    skips it for good, notes it only the first time). A generator expression is left out: Dynamo
+    refuses every generator frame handed to it on its own (it traces one only inside the frame
+    that calls it), so one a library runs from eager code (``inspect``'s, under a training step's
+    backward) says nothing about the user's program."""
     frames = [_with_its_error(SkippedFrame.parse(text)) for text in skipped]
-    failed = [frame for frame in frames if frame.reason.startswith(_FAILED) or frame.reason in FAILED_COMPILE_REASONS]
+    failed = [frame for frame in frames if frame.name != "<genexpr>"
+              and (frame.reason.startswith(_FAILED) or frame.reason in FAILED_COMPILE_REASONS)]
     if target is not None:
         seen = {(frame.name, frame.file, frame.line) for frame in failed}
         failed += [frame for frame in _failed_earlier(target) if (frame.name, frame.file, frame.line) not in seen]
