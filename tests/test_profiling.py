@@ -414,7 +414,7 @@ def test_ops_run_eagerly_between_graph_breaks_are_work_in_their_category_not_ove
     findings = {f.kind: f for f in report.findings}
     [where] = findings["graph-breaks"].evidence["graph_breaks"]
     assert f"({_line_of(_BrokenInTwo.forward, '_mixed_eagerly(x')})" in where, where
-    assert "into 2 graphs at 1 break(s)" in findings["graph-breaks"].message
+    assert "at 1 break(s), compiling 2 graphs: " in findings["graph-breaks"].message
     # Whether the eager ops pass the rule's share depends on this machine's load (a step stretched
     # by the other test worker): the rule is judged on the share measured here, at a threshold it passes.
     share = min(report.outside_graphs_us, step) / step
@@ -1036,3 +1036,22 @@ def test_an_exported_modules_eager_ops_are_tagged_with_their_lines_under_keyword
     neg_line = f"{__file__}:{inspect.getsourcelines(Scaled.forward)[1] + 1}"
     labels = [parse_source_label(e.name) for e in prof.events() if e.name.startswith("ib.source|")]
     assert any(frames and frames[0] == neg_line for frames in labels), labels
+
+
+def test_a_break_that_ends_the_only_graph_is_told_apart_from_a_split():
+    """A step that calls ``loss.backward()`` inside the compiled function breaks there, and the part
+    after it (returning the loss) has no tensor op, so compiles no graph: "split into 1 graphs at 1
+    break(s)" read as a contradiction. Judged on the rule alone, from captures standing in for a
+    profile's (its compile id and the break that ended it)."""
+    from types import SimpleNamespace
+
+    from instrumented_backend.profiling.diagnose import RULES
+
+    broken = SimpleNamespace(compile_id="0/0", graph_break_reason="Unsupported Tensor.backward() call (step.py:12)")
+    backward = SimpleNamespace(compile_id="0/0", graph_break_reason="")
+    [finding] = RULES["graph-breaks"](SimpleNamespace(captures=[broken, backward]))
+    assert "at 1 break(s), compiling 1 graph (a part between breaks with no tensor op compiles none): " \
+           "Unsupported Tensor.backward() call (step.py:12)" in finding.message, finding.message
+    resumed = SimpleNamespace(compile_id="1/0", graph_break_reason="")
+    [finding] = RULES["graph-breaks"](SimpleNamespace(captures=[broken, resumed]))
+    assert "compiling 2 graphs: " in finding.message and "tensor op" not in finding.message

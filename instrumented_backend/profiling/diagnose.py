@@ -166,6 +166,10 @@ def _graph_breaks(report: "ProfileReport") -> list[str]:
     return list(dict.fromkeys(g.graph_break_reason for g in report.captures if g.graph_break_reason))
 
 
+# why a graph count can be no more than the breaks: Dynamo compiles no graph for an empty part
+_EMPTY_PARTS = " (a part between breaks with no tensor op compiles none)"
+
+
 @rule("graph-breaks")
 def _graph_breaks_found(report: "ProfileReport") -> list[Finding]:
     breaks = _graph_breaks(report)
@@ -173,9 +177,10 @@ def _graph_breaks_found(report: "ProfileReport") -> list[Finding]:
         return []
     graphs = len({g.compile_id for g in report.captures})
     shown = "; ".join(breaks[:3]) + (f"; and {len(breaks) - 3} more" if len(breaks) > 3 else "")
+    compiled = f"{graphs} graph{'s' if graphs != 1 else ''}{_EMPTY_PARTS if graphs <= len(breaks) else ''}"
     return [Finding("graph-breaks", (
-        f"Graph breaks: Dynamo split the compiled code into {graphs} graphs at {len(breaks)} "
-        f"break(s): {shown}. At each break the step returns to Python and runs the code there eagerly, and no "
+        f"Graph breaks: Dynamo split the compiled code at {len(breaks)} break(s), compiling {compiled}: "
+        f"{shown}. At each break the step returns to Python and runs the code there eagerly, and no "
         "kernel fuses across it. Remove them where you can: fullgraph=True raises at the first, "
         "torch._dynamo.explain lists them all."), {"graph_breaks": breaks, "graphs": graphs})]
 
