@@ -268,3 +268,26 @@ def test_cli_run_names_a_frame_whose_compile_failed_while_the_frames_it_calls_co
     # the HTML report shows the head's graph, and says on top that the model's own forward is not among them
     [section] = [s for s in _report_sections(report) if s["title"] == "Frames that ran eagerly"]
     assert f"forward ({script}:{line}): its compile failed: Unsupported: Attempted to wrap RNN" in section["text"]
+
+
+def test_cli_run_says_how_often_a_frame_recompiled_and_that_the_limit_stopped_it(tmp_path, capsys, monkeypatch):
+    """A string argument guarded as a constant recompiled the model's forward on each new value
+    until the recompile limit, then its calls ran eagerly: "captured 2 graph(s)" said none of it."""
+    from instrumented_backend.io.cli import main
+
+    # the script lowers the limit for this process: put it back after the test
+    monkeypatch.setattr(torch._dynamo.config, "recompile_limit", torch._dynamo.config.recompile_limit)
+
+    script = tmp_path / "modes.py"
+    script.write_text("import torch\ntorch._dynamo.config.recompile_limit = 2\n\n"
+                      "class Scaled(torch.nn.Module):\n"
+                      "    def forward(self, x, mode):\n"
+                      "        return torch.relu(x) * len(mode)\n\n"
+                      "model = torch.compile(Scaled())\n"
+                      "for n in range(1, 5):\n"
+                      "    model(torch.randn(4), 'a' * n)\n")
+    assert main(["run", str(script)]) == 0
+    err = capsys.readouterr().err
+    assert "captured 2 graph(s)" in err
+    assert f"forward ({script}:5) was compiled 2 times, 1 of them recompiles (each a compile of its own), as these " \
+           "guards failed: mode == 'a', mode == 'aa'. Then Dynamo's recompile limit stopped it" in err, err

@@ -1055,3 +1055,45 @@ def test_a_break_that_ends_the_only_graph_is_told_apart_from_a_split():
     resumed = SimpleNamespace(compile_id="1/0", graph_break_reason="")
     [finding] = RULES["graph-breaks"](SimpleNamespace(captures=[broken, resumed]))
     assert "compiling 2 graphs: " in finding.message and "tensor op" not in finding.message
+
+
+def test_the_scripts_recompiles_of_the_target_are_a_finding():
+    """``profile script.py`` compiles each target afresh in a recompile region of its own, so what
+    the script's calls cost in recompiles (a frame stopped at the recompile limit, its later calls
+    eager) is said from the script's own run. Judged on the rule alone."""
+    from types import SimpleNamespace
+
+    from instrumented_backend.capture.recompiles import FrameRecompiles
+    from instrumented_backend.profiling.diagnose import RULES
+
+    frames = FrameRecompiles("forward (model.py:8)", 8, ["mode == 'a'", "mode == 'aa'"],
+                             "Unsupported: Dynamo recompile limit exceeded")
+    [finding] = RULES["recompiles"](SimpleNamespace(recompiles=frames))
+    assert finding.message.startswith("Recompiles in the script: forward (model.py:8) was compiled 8 times, 7 of "
+                                      "them recompiles"), finding.message
+    assert finding.evidence == {"frame": "forward (model.py:8)", "compiles": 8, "guards": ["mode == 'a'",
+                                "mode == 'aa'"], "limit_hit": True}
+    assert RULES["recompiles"](SimpleNamespace(recompiles=None)) == []
+
+
+def test_a_script_whose_target_hit_the_recompile_limit_is_told_so_in_its_profile(tmp_path, monkeypatch):
+    """The profile compiles the target afresh, in a recompile region of its own, so it timed a graph
+    the script's later calls never ran: they ran eagerly past the recompile limit. The report says
+    so, from the script's own run, before the profile's compiles add to Dynamo's records."""
+    from instrumented_backend.profiling.script import profile_script
+
+    monkeypatch.setattr(torch._dynamo.config, "recompile_limit", torch._dynamo.config.recompile_limit)
+    script = tmp_path / "modes.py"
+    script.write_text("import torch\ntorch._dynamo.config.recompile_limit = 2\n\n"
+                      "def scaled(x, mode):\n"
+                      "    return torch.relu(x) * len(mode)\n\n"
+                      "step = torch.compile(scaled)\n"
+                      "for n in range(1, 5):\n"
+                      "    step(torch.randn(64), 'a' * n)\n")
+    torch._dynamo.reset()
+    reports = profile_script(script, warmup=1, iters=2, active=1, echo=lambda line: None)
+    frames = reports[0].recompiles
+    assert frames is not None and frames.frame == f"scaled ({script}:4)" and frames.limit_hit, frames
+    assert frames.compiles == 2 and frames.guards[:2] == ["mode == 'a'", "mode == 'aa'"], frames
+    assert any(f.kind == "recompiles" for f in reports[0].findings), reports[0].findings
+    assert reports[0].to_dict()["recompiles"]["compiles"] == 2

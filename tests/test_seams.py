@@ -516,6 +516,31 @@ def test_a_frame_refused_at_the_recompile_limit_is_named_as_failed_with_the_guar
     assert frame.reason.endswith("(recompiled as 0/1: mode == 'aa' failed)"), frame
 
 
+def test_a_frames_recompiles_are_counted_with_their_guards_and_the_limit_that_stopped_them():
+    """A string argument guarded as a constant recompiles the frame on each new value, seconds a
+    compile, and past the limit its calls run eagerly: `run` and `profile` say how often and why."""
+    from instrumented_backend.capture.recompiles import recompiles_of
+
+    def scaled(x, mode):
+        return torch.relu(x) * len(mode)
+
+    def shifted(x, n):
+        return x + n
+
+    torch.compiler.reset()
+    compiled, steady = torch.compile(scaled, backend="eager"), torch.compile(shifted, backend="eager")
+    with torch._dynamo.config.patch(recompile_limit=3):
+        for n in range(1, 6):
+            compiled(torch.randn(3), "a" * n)
+            steady(torch.randn(3), n)  # an int becomes dynamic at its first change: two compiles
+    frames = recompiles_of(compiled)
+    assert frames is not None and frames.frame == f"scaled ({__file__}:{scaled.__code__.co_firstlineno})", frames
+    assert frames.compiles == 3 and frames.limit_hit and frames.guards[:2] == ["mode == 'a'", "mode == 'aa'"], frames
+    assert "was compiled 3 times, 2 of them recompiles" in frames.summary()
+    assert "Dynamo's recompile limit stopped it" in frames.summary()
+    assert recompiles_of(steady) is None and recompiles_of(steady, at_least=2).compiles == 2
+
+
 def test_a_generator_expression_dynamo_refused_is_not_named_as_a_failed_frame():
     """Dynamo refuses every generator frame handed to it on its own (a BLOOM training step's
     backward runs ``inspect``'s genexpr with Dynamo's callback on): naming it made `diagnose` say a

@@ -21,11 +21,12 @@ from typing import Any, Sequence
 
 import torch
 
+from ..seams.compile_wrappers import compiled_original
 from ..seams.dynamo_reasons import frame_failure
 from ..seams.dynamo_skips import FAILED_COMPILE_REASONS
 
 __all__ = ["SkippedFrame", "NothingCompiled", "explain_nothing_compiled", "failed_frames", "failed_frames_heading",
-           "failed_frames_lines"]
+           "failed_frames_lines", "own_code"]
 
 _FRAME = re.compile(r"^(?P<name>.*?) \((?P<file>.*):(?P<line>\d+)\): (?P<reason>.*)$", re.DOTALL)
 _TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
@@ -106,10 +107,10 @@ def _with_its_error(frame: SkippedFrame) -> SkippedFrame:
     return dataclasses.replace(frame, reason=_FAILED + failure) if failure else frame
 
 
-def _own_code(target: Any) -> Any:
+def own_code(target: Any) -> Any:
     """The code object Dynamo is handed first when the compiled ``target`` is called: a module's
     ``forward`` (``model.compile()``'s ``_call_impl`` is torch's, so its module's), a function's own."""
-    target = getattr(target, "_orig_mod", target)  # an OptimizedModule
+    target = compiled_original(target) or target  # torch.compile's wrapper: what it compiled
     if _is_module_compile(target):
         target = target.__self__
     if isinstance(target, torch.nn.Module):
@@ -120,7 +121,7 @@ def _own_code(target: Any) -> Any:
 def _failed_earlier(target: Any) -> list[SkippedFrame]:
     """The target's own frame, with its error, when an earlier compile of it failed: Dynamo then
     marks its code to skip and never notes it again (a script's own call compiled it first)."""
-    code = _own_code(target)
+    code = own_code(target)
     failure = frame_failure(code.co_name, code.co_filename, code.co_firstlineno) if code is not None else ""
     return [SkippedFrame(code.co_name, code.co_filename, code.co_firstlineno, _FAILED + failure)] if failure else []
 

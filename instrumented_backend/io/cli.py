@@ -70,6 +70,7 @@ def _run(args: argparse.Namespace) -> int:
     if not script.is_file():
         print(f"instrumented_backend run: no such script: {script}", file=sys.stderr)
         return 2
+    from ..capture.recompiles import recompiles_of
     from ..capture.skipped_frames import explain_nothing_compiled, failed_frames, failed_frames_lines
     from ..seams.dynamo_skips import skipped_frames
 
@@ -106,6 +107,9 @@ def _run(args: argparse.Namespace) -> int:
     elif failed:
         heading, *frames = failed_frames_lines(failed, "they ran eagerly")
         print(f"instrumented_backend: {heading}", *frames, sep="\n", file=sys.stderr)
+    for target in compiled.values():  # a frame compiled again and again: seconds each, or eager past the limit
+        if (recompiles := recompiles_of(target)) is not None:
+            print(f"instrumented_backend: {recompiles.summary()}", file=sys.stderr)
     if len(session):
         print(ib.report.format_graphs(session), file=sys.stderr)
     if dump_dir:

@@ -82,6 +82,16 @@ def _failed_frames(report: "ProfileReport") -> list[Finding]:
         "trace."), {"frames": [frame.render() for frame in frames]})]
 
 
+@rule("recompiles")
+def _recompiles(report: "ProfileReport") -> list[Finding]:
+    """The script's calls compiled the target's frame again and again (``profile script.py``)."""
+    frames = report.recompiles
+    if frames is None:
+        return []
+    return [Finding("recompiles", f"Recompiles in the script: {frames.summary()}", {
+        "frame": frames.frame, "compiles": frames.compiles, "guards": frames.guards, "limit_hit": frames.limit_hit})]
+
+
 @rule("eager-ran-compiled")
 def _eager_ran_compiled(report: "ProfileReport") -> list[Finding]:
     """The eager side ran a graph Inductor compiled, called directly rather than through

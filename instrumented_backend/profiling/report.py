@@ -20,6 +20,7 @@ from .render import render
 from .trace import annotated_trace
 
 if TYPE_CHECKING:
+    from ..capture.recompiles import FrameRecompiles
     from ..capture.skipped_frames import NothingCompiled, SkippedFrame
     from ..graphs import GraphCapture
 
@@ -46,6 +47,9 @@ class ProfileReport:
     nothing_compiled: Optional["NothingCompiled"] = None  # no graph compiled: the frames Dynamo skipped
     # Graphs compiled, yet these frames' compiles failed and they ran eagerly (a module Dynamo does not trace).
     failed_frames: list["SkippedFrame"] = field(default_factory=list)
+    # How often the script being profiled compiled the target's frame, when that was a cost of its
+    # own (recompiles, the recompile limit); the profile compiles afresh, in its own recompile region.
+    recompiles: Optional["FrameRecompiles"] = None
     as_written: list[str] = field(default_factory=list)  # the torch.compile already on the target, taken off
     # The ops each compiled step ran eagerly, outside every compiled graph (between graph breaks,
     # in a frame Dynamo skipped, an optimizer step left uncompiled): time of the step no kernel has.

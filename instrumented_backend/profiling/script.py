@@ -23,6 +23,7 @@ import torch.utils._pytree as pytree
 
 from ..capture.as_written import owning_module
 from ..capture.distributed import data_parallel_module, data_parallel_note
+from ..capture.recompiles import FrameRecompiles, recompiles_of
 from ..capture.redirect import (
     CompiledCall,
     autocast_at_first_call,
@@ -31,6 +32,7 @@ from ..capture.redirect import (
     state_at_first_call,
 )
 from .api import profile
+from .diagnose import diagnose
 from .report import ProfileReport
 
 __all__ = ["profile_script"]
@@ -55,6 +57,8 @@ def profile_script(script: "str | Path", argv: Sequence[str] = (), *, warmup: in
             raise SystemExit(status)  # the script failed: its status is the command's
         if not calls:
             say(f"instrumented_backend profile: {script} called no torch.compile'd function; nothing to profile")
+        # the script's own compiles, read before the profiles below compile the same code again
+        script_compiles = [recompiles_of(call.target) for call in calls]
         profiled: dict[tuple[Any, ...], int] = {}
         for index, call in enumerate(calls):
             same = profiled.setdefault(_program_of(call), index)
@@ -76,9 +80,10 @@ def profile_script(script: "str | Path", argv: Sequence[str] = (), *, warmup: in
                 if target is not call.target:
                     say(f"instrumented_backend profile: [{index}] {call.name}: profiled as "
                         f"{data_parallel_note(target)}")
-                reports.append(profile(target, *call.args, warmup=warmup, iters=iters, active=active,
-                                       no_grad=not call.grad_enabled, backward=backward, options=call.options or None,
-                                       **call.kwargs))
+                reports.append(_with_recompiles(
+                    profile(target, *call.args, warmup=warmup, iters=iters, active=active,
+                            no_grad=not call.grad_enabled, backward=backward, options=call.options or None,
+                            **call.kwargs), script_compiles[index]))
                 for later in call.recompiles[:1]:  # a generate loop's decode step, say: where the time goes
                     if (later.grad_enabled == call.grad_enabled
                             and _arguments_kind(later.args, later.kwargs) == _arguments_kind(call.args, call.kwargs)):
@@ -100,6 +105,14 @@ def profile_script(script: "str | Path", argv: Sequence[str] = (), *, warmup: in
                                            options=call.options or None, calls_before=[(call.args, call.kwargs)],
                                            **later.kwargs))
     return reports
+
+
+def _with_recompiles(report: ProfileReport, recompiles: Optional[FrameRecompiles]) -> ProfileReport:
+    """``report`` with the script's recompiles of its target, and its findings judged again."""
+    if recompiles is not None:
+        report.recompiles = recompiles
+        report.findings = diagnose(report)
+    return report
 
 
 def _program_of(call: CompiledCall) -> tuple[Any, ...]:

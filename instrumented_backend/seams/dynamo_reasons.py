@@ -21,10 +21,11 @@
 from __future__ import annotations
 
 import threading
+from typing import NamedTuple
 
 from . import SeamMoved, names_used
 
-__all__ = ["take_graph_break_reason", "recompile_reason", "frame_failure", "check"]
+__all__ = ["take_graph_break_reason", "recompile_reason", "frame_failure", "FrameCompile", "frame_compiles", "check"]
 
 _lock = threading.Lock()
 _NAMED = "_instrumented_backend_named"  # set on a GraphCompileReason once a graph is named as ended by it
@@ -95,13 +96,7 @@ def frame_failure(name: str, filename: str, first_line: int) -> str:
     frame's earlier compiles'."""
     from torch._dynamo.utils import get_compilation_metrics
 
-    records = get_compilation_metrics()
-    key = (name, filename, first_line)
-    frames = {_frame_of(m.compile_id) for m in records if (m.co_name, m.co_filename, m.co_firstlineno) == key}
-    for metrics in reversed(records):
-        if (metrics.co_name, metrics.co_filename, metrics.co_firstlineno) != key and not (
-                metrics.co_name is None and _frame_of(metrics.compile_id) in frames):
-            continue
+    for metrics in reversed(_of_frame(get_compilation_metrics(), name, filename, first_line)):
         if not metrics.fail_type:
             return ""
         text = " ".join(line.strip() for line in (metrics.fail_reason or "").strip().splitlines()[:3] if line.strip())
@@ -112,6 +107,48 @@ def frame_failure(name: str, filename: str, first_line: int) -> str:
         where = f" ({'; '.join(notes)})" if notes else ""
         return f"{metrics.fail_type}: {text or '?'}{where}"
     return ""
+
+
+class FrameCompile(NamedTuple):
+    """One compile Dynamo recorded of a frame: its id, the guard whose failure made it a recompile
+    ("" for the first), its error ("" when it compiled), and whether the recompile limit refused it
+    (recorded with no code object)."""
+
+    compile_id: str
+    guard_failed: str
+    failure: str
+    refused: bool
+
+
+def _of_frame(records: list, name: str, filename: str, first_line: int) -> list:
+    """The compilation metrics of the frame of function ``name`` defined at ``filename:first_line``,
+    in order: its own, and those of compiles the recompile limit refused (no code object recorded,
+    only a compile id): such a refusal is the frame's whose compile with the same frame id came
+    last before it (frame ids start again at 0 after ``torch.compiler.reset()``)."""
+    key = (name, filename, first_line)
+    owner: dict[str, tuple] = {}  # frame id -> the code of its newest compile so far
+    found = []
+    for m in records:
+        own = (m.co_name, m.co_filename, m.co_firstlineno)
+        if m.co_name is not None:
+            owner[_frame_of(m.compile_id)] = own
+        elif owner.get(_frame_of(m.compile_id)) == key:
+            found.append(m)
+            continue
+        if own == key:
+            found.append(m)
+    return found
+
+
+def frame_compiles(name: str, filename: str, first_line: int) -> list[FrameCompile]:
+    """Every compile of the frame of function ``name`` defined at ``filename:first_line`` recorded
+    in this process (since ``torch.compiler.reset()`` cleared them, or ever), in order."""
+    from torch._dynamo.utils import get_compilation_metrics
+
+    return [FrameCompile(str(m.compile_id), _guard_failed(m.recompile_reason or ""),
+                         f"{m.fail_type}: {(m.fail_reason or '').strip().splitlines()[0] if m.fail_reason else '?'}"
+                         if m.fail_type else "", m.co_name is None)
+            for m in _of_frame(get_compilation_metrics(), name, filename, first_line)]
 
 
 def check() -> None:
