@@ -286,8 +286,12 @@ def test_cli_run_says_how_often_a_frame_recompiled_and_that_the_limit_stopped_it
                       "model = torch.compile(Scaled())\n"
                       "for n in range(1, 5):\n"
                       "    model(torch.randn(4), 'a' * n)\n")
-    assert main(["run", str(script)]) == 0
+    report = tmp_path / "report.html"
+    assert main(["run", "--html", str(report), str(script)]) == 0
     err = capsys.readouterr().err
     assert "captured 2 graph(s)" in err
-    assert f"forward ({script}:5) was compiled 2 times, 1 of them recompiles (each a compile of its own), as these " \
-           "guards failed: mode == 'a', mode == 'aa'. Then Dynamo's recompile limit stopped it" in err, err
+    said = f"forward ({script}:5) was compiled 2 times, 1 of them recompiles (each a compile of its own), as these " \
+           "guards failed: mode == 'a', mode == 'aa'. Then Dynamo's recompile limit stopped it"
+    assert said in err, err
+    [section] = [s for s in _report_sections(report) if s["title"] == "Recompiles"]
+    assert said in section["text"], section

@@ -107,9 +107,10 @@ def _run(args: argparse.Namespace) -> int:
     elif failed:
         heading, *frames = failed_frames_lines(failed, "they ran eagerly")
         print(f"instrumented_backend: {heading}", *frames, sep="\n", file=sys.stderr)
-    for target in compiled.values():  # a frame compiled again and again: seconds each, or eager past the limit
-        if (recompiles := recompiles_of(target)) is not None:
-            print(f"instrumented_backend: {recompiles.summary()}", file=sys.stderr)
+    # a frame compiled again and again: seconds each, or eager past the limit
+    recompiled = [frames for frames in map(recompiles_of, compiled.values()) if frames is not None]
+    for frames in recompiled:
+        print(f"instrumented_backend: {frames.summary()}", file=sys.stderr)
     if len(session):
         print(ib.report.format_graphs(session), file=sys.stderr)
     if dump_dir:
@@ -119,7 +120,7 @@ def _run(args: argparse.Namespace) -> int:
         from ..capture.distributed import rank_file
 
         path = ib.report.html(session, rank_file(args.html), failed_frames=failed,  # under torchrun, each rank its own
-                              nothing_compiled=nothing)
+                              nothing_compiled=nothing, recompiles=recompiled)
         print(f"instrumented_backend: wrote the HTML report {path}", file=sys.stderr)
     return exit_code
 

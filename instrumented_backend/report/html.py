@@ -18,6 +18,7 @@ from .sections import kernel_shares, run_sections, source_shares
 if TYPE_CHECKING:
     from minifier import MinifyResult
 
+    from ..capture.recompiles import FrameRecompiles
     from ..capture.skipped_frames import NothingCompiled, SkippedFrame
     from ..diagnosis.diagnose import Diagnosis
     from ..diagnosis.divergence import DivergenceReport
@@ -54,7 +55,7 @@ def _graphs(source: Captures) -> list["GraphCapture"]:
 def render_html(source: Captures, *, profile: Optional["ProfileReport"] = None,
                 divergence: Optional["DivergenceReport"] = None, minified: Optional["MinifyResult"] = None,
                 diagnosis: Optional["Diagnosis"] = None, failed_frames: Sequence["SkippedFrame"] = (),
-                nothing_compiled: Optional["NothingCompiled"] = None,
+                nothing_compiled: Optional["NothingCompiled"] = None, recompiles: Sequence["FrameRecompiles"] = (),
                 title: str = "instrumented-backend report") -> str:
     """The report page as a string (see :func:`html`)."""
     graphs = _graphs(source)
@@ -65,7 +66,8 @@ def render_html(source: Captures, *, profile: Optional["ProfileReport"] = None,
         "panes": PANES,
         "graphs": pages,
         "sections": run_sections(graphs, profile=profile, divergence=divergence, minified=minified,
-                                 diagnosis=diagnosis, failed_frames=failed_frames, nothing_compiled=nothing_compiled),
+                                 diagnosis=diagnosis, failed_frames=failed_frames, nothing_compiled=nothing_compiled,
+                                 recompiles=recompiles),
         "sourceShares": source_shares(profile),
         "highlighted": pygments_available(),
     }
@@ -82,7 +84,8 @@ def render_html(source: Captures, *, profile: Optional["ProfileReport"] = None,
 def html(source: Captures, path: "str | Path", profile: Optional["ProfileReport"] = None, *,
          divergence: Optional["DivergenceReport"] = None, minified: Optional["MinifyResult"] = None,
          diagnosis: Optional["Diagnosis"] = None, failed_frames: Sequence["SkippedFrame"] = (),
-         nothing_compiled: Optional["NothingCompiled"] = None, title: str = "instrumented-backend report") -> Path:
+         nothing_compiled: Optional["NothingCompiled"] = None, recompiles: Sequence["FrameRecompiles"] = (),
+         title: str = "instrumented-backend report") -> Path:
     """Write the report for ``source`` (a session, captures, one capture, or a dump folder) to
     ``path`` and return it. ``profile`` adds the timing overlay and the eager-vs-compiled
     comparison; ``divergence`` (from ``ib.find_first_divergence``), ``minified`` (a minifier
@@ -91,12 +94,15 @@ def html(source: Captures, path: "str | Path", profile: Optional["ProfileReport"
     :func:`~instrumented_backend.capture.skipped_frames.failed_frames`: frames that ran eagerly
     because their compile failed) and ``nothing_compiled`` (from
     :func:`~instrumented_backend.capture.skipped_frames.explain_nothing_compiled`) say what the
-    graphs shown leave out. Open the file in a browser;
+    graphs shown leave out, and ``recompiles`` (from
+    :func:`~instrumented_backend.capture.recompiles.recompiles_of`) how often a frame compiled. Open
+    the file in a browser;
     it needs no server or network.
     """
     target = Path(path)
     text = render_html(source, profile=profile, divergence=divergence, minified=minified, diagnosis=diagnosis,
-                       failed_frames=failed_frames, nothing_compiled=nothing_compiled, title=title)
+                       failed_frames=failed_frames, nothing_compiled=nothing_compiled, recompiles=recompiles,
+                       title=title)
     target.parent.mkdir(parents=True, exist_ok=True)
     partial = target.with_name(target.name + ".partial")
     partial.write_text(text, encoding="utf-8")

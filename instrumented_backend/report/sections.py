@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Optional, Sequence
 if TYPE_CHECKING:
     from minifier import MinifyResult
 
+    from ..capture.recompiles import FrameRecompiles
     from ..capture.skipped_frames import NothingCompiled, SkippedFrame
     from ..diagnosis.diagnose import Diagnosis
     from ..diagnosis.divergence import DivergenceReport
@@ -50,7 +51,8 @@ def run_sections(graphs: list["GraphCapture"], *, profile: Optional["ProfileRepo
                  divergence: Optional["DivergenceReport"] = None,
                  minified: Optional["MinifyResult"] = None,
                  diagnosis: Optional["Diagnosis"] = None, failed_frames: Sequence["SkippedFrame"] = (),
-                 nothing_compiled: Optional["NothingCompiled"] = None) -> list[dict[str, Any]]:
+                 nothing_compiled: Optional["NothingCompiled"] = None,
+                 recompiles: Sequence["FrameRecompiles"] = ()) -> list[dict[str, Any]]:
     """Sections about the run as a whole (shown above the graphs)."""
     from ..capture.skipped_frames import failed_frames_lines
 
@@ -64,6 +66,8 @@ def run_sections(graphs: list["GraphCapture"], *, profile: Optional["ProfileRepo
         sections.append(_section("Frames that ran eagerly", "\n".join(
             failed_frames_lines(failed_frames, "they ran eagerly, so no graph below is theirs (only the frames "
                                 "they call compiled)")), "error"))
+    if recompiles:  # the graphs below include each recompile's
+        sections.append(_section("Recompiles", "\n".join(frame.summary() for frame in recompiles), "info"))
     if diagnosis is not None:  # first: the verdict, the tables against eager, the layer, the repro
         kind = "error" if diagnosis.found else "ok" if diagnosis.verdict == "passed" else "info"
         sections.append(_section(f"Diagnosis: {diagnosis.headline}", diagnosis.render(divergence=False), kind))
