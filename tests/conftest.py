@@ -115,6 +115,18 @@ def scratch_tmpdir_env(scratch: "str | Path") -> dict[str, str]:
     return {"TMPDIR": str(scratch)}
 
 
+def recompiling_script(path: Path, *, as_module: bool) -> Path:
+    """Write a script whose compiled target (a module's ``forward``, line 5, or a function, line 4)
+    recompiles on each new string argument, past a recompile limit of 2 that the script sets for
+    its process (a test running it in-process restores the limit)."""
+    target = ("class Scaled(torch.nn.Module):\n    def forward(self, x, mode):\n"
+              "        return torch.relu(x) * len(mode)\n\nstep = torch.compile(Scaled())\n") if as_module else (
+        "def scaled(x, mode):\n    return torch.relu(x) * len(mode)\n\nstep = torch.compile(scaled)\n")
+    path.write_text("import torch\ntorch._dynamo.config.recompile_limit = 2\n\n" + target +
+                    "for n in range(1, 5):\n    step(torch.randn(64), 'a' * n)\n")
+    return path
+
+
 def fresh_inductor_cache(destination: Path) -> Path:
     """A new Inductor cache folder for a subprocess, with no FX-graph or AOTAutograd entry: hard
     links to this run's other files (the vector-ISA probe's test libraries above all: a cache

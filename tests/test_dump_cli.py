@@ -9,7 +9,7 @@ import sys
 
 import pytest
 import torch
-from conftest import REPO
+from conftest import REPO, recompiling_script
 
 import instrumented_backend as ib
 from instrumented_backend.io import dump as dump_module
@@ -270,24 +270,17 @@ def test_cli_run_names_a_frame_whose_compile_failed_while_the_frames_it_calls_co
     assert f"forward ({script}:{line}): its compile failed: Unsupported: Attempted to wrap RNN" in section["text"]
 
 
-def test_cli_run_says_how_often_a_frame_recompiled_and_that_the_limit_stopped_it(tmp_path, capsys, monkeypatch):
+def test_cli_run_says_how_often_a_frame_recompiled_and_that_the_limit_stopped_it(tmp_path, capsys):
     """A string argument guarded as a constant recompiled the model's forward on each new value
     until the recompile limit, then its calls ran eagerly: "captured 2 graph(s)" said none of it."""
     from instrumented_backend.io.cli import main
 
-    # the script lowers the limit for this process: put it back after the test
-    monkeypatch.setattr(torch._dynamo.config, "recompile_limit", torch._dynamo.config.recompile_limit)
-
-    script = tmp_path / "modes.py"
-    script.write_text("import torch\ntorch._dynamo.config.recompile_limit = 2\n\n"
-                      "class Scaled(torch.nn.Module):\n"
-                      "    def forward(self, x, mode):\n"
-                      "        return torch.relu(x) * len(mode)\n\n"
-                      "model = torch.compile(Scaled())\n"
-                      "for n in range(1, 5):\n"
-                      "    model(torch.randn(4), 'a' * n)\n")
+    script = recompiling_script(tmp_path / "modes.py", as_module=True)
     report = tmp_path / "report.html"
-    assert main(["run", "--html", str(report), str(script)]) == 0
+    # the script lowers the limit for this process: put back after it (config.patch, not monkeypatch,
+    # whose undo deletes a config entry it did not find in the module's __dict__)
+    with torch._dynamo.config.patch(recompile_limit=torch._dynamo.config.recompile_limit):
+        assert main(["run", "--html", str(report), str(script)]) == 0
     err = capsys.readouterr().err
     assert "captured 2 graph(s)" in err
     said = f"forward ({script}:5) was compiled 2 times, 1 of them recompiles (each a compile of its own), as these " \

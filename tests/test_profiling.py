@@ -12,7 +12,7 @@ import json
 
 import pytest
 import torch
-from conftest import Blocks
+from conftest import Blocks, recompiling_script
 
 import instrumented_backend as ib
 from instrumented_backend.graphs import GraphCapture
@@ -833,7 +833,7 @@ def test_profile_cli_profiles_a_training_step_with_its_backward(tmp_path):
 
 _OPTIMIZER_STEP_SCRIPT = """\
 import torch
-from conftest import Blocks
+from conftest import Blocks, recompiling_script
 
 torch.manual_seed(0)
 model = torch.nn.Linear(16, 8)
@@ -866,7 +866,7 @@ def test_a_compiled_optimizer_step_is_profiled_with_the_gradients_of_its_first_c
 
 _STEP_WITH_ITS_OWN_BACKWARD = """\
 import torch
-from conftest import Blocks
+from conftest import Blocks, recompiling_script
 
 torch.manual_seed(0)
 model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.LayerNorm(32), torch.nn.Linear(32, 4))
@@ -975,7 +975,7 @@ def test_backward_on_a_call_that_ran_its_own_says_what_to_do():
 
 _IDENTICAL_BLOCKS = """\
 import torch
-from conftest import Blocks
+from conftest import Blocks, recompiling_script
 
 
 class Block(torch.nn.Module):
@@ -1076,22 +1076,17 @@ def test_the_scripts_recompiles_of_the_target_are_a_finding():
     assert RULES["recompiles"](SimpleNamespace(recompiles=None)) == []
 
 
-def test_a_script_whose_target_hit_the_recompile_limit_is_told_so_in_its_profile(tmp_path, monkeypatch):
+def test_a_script_whose_target_hit_the_recompile_limit_is_told_so_in_its_profile(tmp_path):
     """The profile compiles the target afresh, in a recompile region of its own, so it timed a graph
     the script's later calls never ran: they ran eagerly past the recompile limit. The report says
     so, from the script's own run, before the profile's compiles add to Dynamo's records."""
     from instrumented_backend.profiling.script import profile_script
 
-    monkeypatch.setattr(torch._dynamo.config, "recompile_limit", torch._dynamo.config.recompile_limit)
-    script = tmp_path / "modes.py"
-    script.write_text("import torch\ntorch._dynamo.config.recompile_limit = 2\n\n"
-                      "def scaled(x, mode):\n"
-                      "    return torch.relu(x) * len(mode)\n\n"
-                      "step = torch.compile(scaled)\n"
-                      "for n in range(1, 5):\n"
-                      "    step(torch.randn(64), 'a' * n)\n")
+    script = recompiling_script(tmp_path / "modes.py", as_module=False)
     torch._dynamo.reset()
-    reports = profile_script(script, warmup=1, iters=2, active=1, echo=lambda line: None)
+    with torch._dynamo.config.patch(recompile_limit=torch._dynamo.config.recompile_limit):  # the script lowers it
+        reports = profile_script(script, warmup=1, iters=2, active=1, echo=lambda line: None)
+    assert torch._dynamo.config.recompile_limit == 8
     frames = reports[0].recompiles
     assert frames is not None and frames.frame == f"scaled ({script}:4)" and frames.limit_hit, frames
     assert frames.compiles == 2 and frames.guards[:2] == ["mode == 'a'", "mode == 'aa'"], frames
