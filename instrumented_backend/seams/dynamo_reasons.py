@@ -92,8 +92,7 @@ def frame_failure(name: str, filename: str, first_line: int) -> str:
     failed: the error's type and its first lines (Dynamo's explanation and hints), the user line it
     stopped at, and the guard whose failure made it a recompile, as ``Unsupported: ... (at file:line;
     recompiled as 0/7: n == 3 failed)``; "" when no failed compile of it is recorded. A compile that
-    the recompile limit refused records no code object, only its compile id, whose frame is the
-    frame's earlier compiles'."""
+    the recompile limit refused records no code object, only its compile id (see :func:`_of_frame`)."""
     from torch._dynamo.utils import get_compilation_metrics
 
     for metrics in reversed(_of_frame(get_compilation_metrics(), name, filename, first_line)):
@@ -141,8 +140,8 @@ def _of_frame(records: list, name: str, filename: str, first_line: int) -> list:
 
 
 def frame_compiles(name: str, filename: str, first_line: int) -> list[FrameCompile]:
-    """Every compile of the frame of function ``name`` defined at ``filename:first_line`` recorded
-    in this process (since ``torch.compiler.reset()`` cleared them, or ever), in order."""
+    """Every compile of the frame of function ``name`` defined at ``filename:first_line`` that
+    Dynamo still keeps a record of in this process, in order (it keeps the newest 64 by default)."""
     from torch._dynamo.utils import get_compilation_metrics
 
     return [FrameCompile(str(m.compile_id), _guard_failed(m.recompile_reason or ""),
