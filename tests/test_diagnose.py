@@ -179,6 +179,20 @@ def test_a_compile_error_is_explained_and_minified(tmp_path):
     assert result.layers.first_failing == "inductor" and result.repro_path
 
 
+def test_a_compile_error_in_a_model_called_with_keywords_names_the_module_as_the_model_does(tmp_path):
+    """A model called with keyword arguments (a transformers model's ``pixel_values=``) is judged
+    through a wrapper holding it as ``target``: the compile error's lines named its modules
+    ``target.1.1 (GELU)``, which the user's model does not have."""
+    model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.GELU()))
+    with ib.faults.bad_lowering("erf", "no_such_function({x})", vectorized="no_such_function({x})"):
+        result = ib.diagnose(model, kwargs={"input": torch.randn(4, 8)}, out_dir=tmp_path, minify=False,
+                             progress=False)
+    assert result.verdict == "compile_error", result.render()
+    [failing] = [item for item in result.compile_error.lines if item.role == "error"]
+    assert failing.module == "1.1 (GELU)", failing
+    assert "in module 1.1 (GELU)" in result.render() and "target." not in result.render()
+
+
 class _GeluMLP(_MLP):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.fc2(torch.nn.functional.gelu(self.fc1(x)))

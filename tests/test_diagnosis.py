@@ -52,6 +52,21 @@ def test_compile_error_keeps_inductors_type_and_explains_the_lines(compile_error
     assert inner.log_path in message and "max_propagate_nan" in open(inner.log_path).read()
 
 
+def test_a_compile_errors_lines_name_the_module_their_op_ran_in():
+    """The failing line of a library's module points at the library's code (transformers'
+    ``activations.py:89: return self.act(input)``): which of the model's modules ran it, as
+    ``named_modules()`` names it, is what places it in the user's model."""
+    model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.GELU()))
+    torch._dynamo.reset()
+    with ib.faults.bad_lowering("erf", "no_such_function({x})", vectorized="no_such_function({x})"), \
+            pytest.raises(InductorError) as raised:
+        torch.compile(model, backend="instrumented")(torch.randn(4, 8))
+    report = raised.value.inner_exception.report
+    [failing] = [item for item in report.lines if item.role == "error"]
+    assert failing.node_targets == ["aten.erf.default"] and failing.module == "1.1 (GELU)", failing
+    assert "in module 1.1 (GELU)" in report.render()
+
+
 def test_failed_compile_keeps_its_capture(compile_error):
     _, session = compile_error
     (graph,) = session

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
+from ..provenance.node_map import node_module
 from ..records import KernelLine
 
 if TYPE_CHECKING:
@@ -49,6 +50,7 @@ class ExplainedLine:
     line: KernelLine
     variable: str = ""
     node_targets: list[str] = field(default_factory=list)  # e.g. ["aten.maximum.default"]
+    module: str = ""  # the nn.Module its node ran in, as named_modules() names it, and its class
 
 
 @dataclass
@@ -88,6 +90,8 @@ def _chain(item: ExplainedLine) -> str:
         parts.append("<- " + ", ".join(f"{t} ({n})" for t, n in zip(targets, line.fx_nodes)))
     if line.source is not None:
         parts.append(f"<- {line.source.code or '?'}  [{Path(line.source.file).name}:{line.source.line}]")
+    if item.module:
+        parts.append(f"in module {item.module}")
     return " ".join(parts)
 
 
@@ -201,19 +205,25 @@ def explain_compile_error(graph: "GraphCapture", output: str) -> CompileErrorRep
         return report
     report.kernel = kernel.name
     targets = {name: info.target for name, info in graph.nodes.items()}
+
+    def module_of(line: KernelLine) -> str:  # a library's line (activations.py:89) says little alone
+        return next((label for n in line.fx_nodes if (label := node_module(graph.nodes.get(n)))), "")
+
     taken: set[int] = set()
     for message in errors:
         for line in kernel.lines:
             if line.text.strip() != message.code.strip() or line.number in taken:
                 continue
             taken.add(line.number)
-            report.lines.append(ExplainedLine("error", line, node_targets=[targets.get(n, "?") for n in line.fx_nodes]))
+            report.lines.append(ExplainedLine("error", line, node_targets=[targets.get(n, "?") for n in line.fx_nodes],
+                                              module=module_of(line)))
             names = list(dict.fromkeys(_TEMP.findall(line.text.split("=", 1)[-1])))
             for name, definition in _definitions(kernel.lines, line.number, names):
                 if definition.number in taken:
                     continue
                 taken.add(definition.number)
                 report.lines.append(ExplainedLine("definition", definition, variable=name,
-                                                  node_targets=[targets.get(n, "?") for n in definition.fx_nodes]))
+                                                  node_targets=[targets.get(n, "?") for n in definition.fx_nodes],
+                                                  module=module_of(definition)))
             break
     return report

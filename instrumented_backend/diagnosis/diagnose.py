@@ -964,6 +964,8 @@ def _diagnose(fn: Callable[..., Any], *inputs: Any, kwargs: Optional[dict[str, A
     graphs, calls = judged.graphs, judged.calls
     result.outputs, result.gradients, result.verdict = judged.outputs, judged.gradients, judged.verdict
     result.error, result.compile_error = judged.error, judged.compile_error
+    for item in result.compile_error.lines if result.compile_error is not None else ():
+        item.module = _without_wrapper(item.module, laid_out)
     result.error_detail, result.error_at = judged.error_detail, judged.error_at
     result.lowering_at = judged.lowering_at
     result.graphs = [g.label for g in graphs]
