@@ -541,6 +541,21 @@ def test_a_frames_recompiles_are_counted_with_their_guards_and_the_limit_that_st
     assert recompiles_of(steady) is None and recompiles_of(steady, at_least=2).compiles == 2
 
 
+def test_unreadable_compile_records_leave_recompiles_unreported_with_one_warning(monkeypatch):
+    import torch._dynamo.utils as dynamo_utils
+
+    from instrumented_backend.capture.recompiles import recompiles_of
+    from instrumented_backend.fail_soft import InstrumentationWarning, reset_warnings
+
+    def moved() -> list:
+        raise AttributeError("'CompilationMetrics' object has no attribute 'co_name'")
+
+    monkeypatch.setattr(dynamo_utils, "get_compilation_metrics", moved)
+    reset_warnings()
+    with pytest.warns(InstrumentationWarning, match="could not read Dynamo's compile records"):
+        assert recompiles_of(lambda x: x) is None
+
+
 def test_a_generator_expression_dynamo_refused_is_not_named_as_a_failed_frame():
     """Dynamo refuses every generator frame handed to it on its own (a BLOOM training step's
     backward runs ``inspect``'s genexpr with Dynamo's callback on): naming it made `diagnose` say a

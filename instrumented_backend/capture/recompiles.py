@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+from ..fail_soft import warn_once
 from ..seams.dynamo_reasons import frame_compiles
 from .skipped_frames import own_code
 
@@ -61,7 +62,12 @@ def recompiles_of(target: Any, *, at_least: int = 3) -> Optional[FrameRecompiles
     code = own_code(target)
     if code is None:
         return None
-    records = frame_compiles(code.co_name, code.co_filename, code.co_firstlineno)
+    try:
+        records = frame_compiles(code.co_name, code.co_filename, code.co_firstlineno)
+    except Exception as exc:  # noqa: BLE001 - a report's extra line, never the command's failure
+        warn_once("recompiles", f"could not read Dynamo's compile records ({type(exc).__name__}: {exc}); "
+                                "recompiles are not reported")
+        return None
     compiles = sum(1 for r in records if not r.failure)
     refused = next((r.failure for r in records if r.refused), "")
     if compiles < at_least and not refused:
