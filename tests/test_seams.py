@@ -539,6 +539,10 @@ def test_a_frames_recompiles_are_counted_with_their_guards_and_the_limit_that_st
     assert "was compiled 3 times, 2 of them recompiles" in frames.summary()
     assert "Dynamo's recompile limit stopped it" in frames.summary()
     assert recompiles_of(steady) is None and recompiles_of(steady, at_least=2).compiles == 2
+    for _ in range(3):  # compiled afresh after each reset: first compiles, none of them a recompile
+        torch.compiler.reset()
+        steady(torch.randn(3), 1)
+    assert recompiles_of(steady, at_least=2) is None
 
 
 def test_unreadable_compile_records_leave_recompiles_unreported_with_one_warning(monkeypatch):

@@ -80,6 +80,11 @@ def _frame_of(compile_id: object) -> str:
     return str(compile_id).rsplit("/", 1)[0]
 
 
+def _is_first(compile_id: object) -> bool:
+    """A compile id names its frame's first compile ("0/0", "3/0", "3/0_1" retried): its second part is 0."""
+    return str(compile_id).rsplit("/", 1)[-1].split("_")[0] == "0"
+
+
 def _guard_failed(recompile_reason: str) -> str:
     """The failed guard of a ``recompile_reason`` ("0/7: mode == 'aaa'"), without the source comment
     Dynamo pads it with."""
@@ -110,13 +115,15 @@ def frame_failure(name: str, filename: str, first_line: int) -> str:
 
 class FrameCompile(NamedTuple):
     """One compile Dynamo recorded of a frame: its id, the guard whose failure made it a recompile
-    ("" for the first), its error ("" when it compiled), and whether the recompile limit refused it
-    (recorded with no code object)."""
+    ("" for the first), its error ("" when it compiled), whether the recompile limit refused it
+    (recorded with no code object), and whether it was the frame's first (its id's second part 0:
+    the first ever, or the first since ``torch.compiler.reset()``)."""
 
     compile_id: str
     guard_failed: str
     failure: str
     refused: bool
+    first: bool
 
 
 def _of_frame(records: list, name: str, filename: str, first_line: int) -> list:
@@ -146,7 +153,7 @@ def frame_compiles(name: str, filename: str, first_line: int) -> list[FrameCompi
 
     return [FrameCompile(str(m.compile_id), _guard_failed(m.recompile_reason or ""),
                          f"{m.fail_type}: {(m.fail_reason or '').strip().splitlines()[0] if m.fail_reason else '?'}"
-                         if m.fail_type else "", m.co_name is None)
+                         if m.fail_type else "", m.co_name is None, _is_first(m.compile_id))
             for m in _of_frame(get_compilation_metrics(), name, filename, first_line)]
 
 
