@@ -24,6 +24,7 @@ import minifier  # noqa: E402
 from . import report  # noqa: E402
 from .capture.aoti import aoti_compile_and_package, capturing_aoti  # noqa: E402
 from .capture.backend import instrumented  # noqa: E402
+from .capture.recompiles import FrameRecompiles  # noqa: E402
 from .capture.registry import capture, captures, clear, last_capture, set_capture_limit  # noqa: E402
 from .capture.skipped_frames import NothingCompiled, SkippedFrame  # noqa: E402
 from .diagnosis import (  # noqa: E402
@@ -133,6 +134,7 @@ __all__ = [
     "SourceLineTiming",
     "Finding",
     "NothingCompiled",
+    "FrameRecompiles",
     "SkippedFrame",
     "UnsupportedTorchError",
     "SUPPORTED_TORCH",
