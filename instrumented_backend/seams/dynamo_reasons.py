@@ -135,13 +135,10 @@ def _of_frame(records: list, name: str, filename: str, first_line: int) -> list:
     owner: dict[str, tuple] = {}  # frame id -> the code of its newest compile so far
     found = []
     for m in records:
-        own = (m.co_name, m.co_filename, m.co_firstlineno)
+        frame = _frame_of(m.compile_id)
         if m.co_name is not None:
-            owner[_frame_of(m.compile_id)] = own
-        elif owner.get(_frame_of(m.compile_id)) == key:
-            found.append(m)
-            continue
-        if own == key:
+            owner[frame] = (m.co_name, m.co_filename, m.co_firstlineno)
+        if owner.get(frame) == key:
             found.append(m)
     return found
 
