@@ -108,9 +108,9 @@ def _run(args: argparse.Namespace) -> int:
         heading, *frames = failed_frames_lines(failed, "they ran eagerly")
         print(f"instrumented_backend: {heading}", *frames, sep="\n", file=sys.stderr)
     # a frame compiled again and again: seconds each, or eager past the limit
-    recompiled = [frames for frames in map(recompiles_of, compiled.values()) if frames is not None]
-    for frames in recompiled:
-        print(f"instrumented_backend: {frames.summary()}", file=sys.stderr)
+    recompiled = [found for found in map(recompiles_of, compiled.values()) if found is not None]
+    for found in recompiled:
+        print(f"instrumented_backend: {found.summary()}", file=sys.stderr)
     if len(session):
         print(ib.report.format_graphs(session), file=sys.stderr)
     if dump_dir:
