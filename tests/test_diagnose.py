@@ -353,6 +353,8 @@ def test_the_command_on_a_script_without_a_bug_exits_zero_and_minifies_nothing(t
                      r"\(atol = rtol = 0\.001\)|none; every output and gradient judged equals eager's exactly)",
                      proc.stdout, re.MULTILINE), proc.stdout
     assert not (tmp_path / "diagnosis" / "repros").exists()
+    # no root cause was found, so none is timed: the time is the verdict's
+    assert "time to a verdict: " in proc.stdout and "time to root cause" not in proc.stdout, proc.stdout
     assert "[diagnose" not in proc.stderr  # quiet when piped
     refused = _cli("--tol", "0", str(script), cwd=tmp_path)
     assert refused.returncode == 2 and "--tol: must be a positive number, got 0" in refused.stderr, refused.stderr

@@ -305,7 +305,8 @@ class Diagnosis:
             out += ["", "== 4. reports ==", *(f"{kind}: {path}" for kind, path in self.reports.items())]
         timing = ", ".join(f"{s.name} {s.seconds:.1f}s" for s in self.steps)
         compiled = f"one instrumented compile: {self.compile_seconds:.1f} s; " if self.compile_seconds else ""
-        out += ["", f"time to root cause: {self.seconds:.1f} s ({compiled}{timing})"]
+        took = "time to root cause" if self.found else "time to a verdict"
+        out += ["", f"{took}: {self.seconds:.1f} s ({compiled}{timing})"]
         return "\n".join(line for line in out if line is not None)
 
     def __str__(self) -> str:
