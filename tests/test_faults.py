@@ -21,6 +21,29 @@ def test_unknown_op_and_bad_template_are_named():
     assert {"neg", "maximum", "exp", "add"} <= set(ib.faults.patchable_ops())
 
 
+def test_an_op_inductor_decomposes_is_refused_with_the_op_to_name_instead():
+    """``--fault 'softplus*1.01'`` said only "no C++ lowering named 'softplus'": Inductor decomposes
+    it before lowering, so the error names what it becomes, and the suggested op is the one the
+    compiled code then computes (the fault reaches its kernel)."""
+    with pytest.raises(ib.faults.UnknownOpError) as refused:
+        ib.faults.from_spec("softplus*1.01")
+    message = str(refused.value)
+    assert "Inductor decomposes aten.softplus before it lowers anything, into exp, log1p" in message, message
+    assert "'log1p', say" in message and "did you mean" not in message, message
+    for op, suggested in (("gelu", "erf"), ("aten.silu", "exp"), ("layer_norm", "rsqrt"), ("log_softmax", "log")):
+        with pytest.raises(ib.faults.UnknownOpError, match=f"'{suggested}', say"):
+            ib.faults.from_spec(f"{op}*1.01")
+    with pytest.raises(ib.faults.UnknownOpError) as refused:  # a reduction decomposes into itself: no hint
+        ib.faults.from_spec("var*1.01")
+    assert "decomposes" not in str(refused.value), refused.value
+    fault = ib.faults.from_spec("log1p*1.01")
+    x = torch.linspace(-3, 3, 64)
+    with fault:
+        out = torch.compile(torch.nn.functional.softplus, backend="instrumented")(x)
+    assert ib.faults.lowering_uses(fault.fault) > 0
+    torch.testing.assert_close(out, 1.01 * torch.nn.functional.softplus(x))
+
+
 def test_a_fault_without_a_vectorized_template_is_refused_with_what_to_write():
     with pytest.raises(ValueError, match=r"(?s)also needs the vectorized lowering.*vectorized='same'.*cpp.simdlen"):
         ib.faults.bad_lowering("neg", "decltype({x})(2 * {x})")

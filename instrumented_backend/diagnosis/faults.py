@@ -37,7 +37,7 @@ import string
 import threading
 from typing import Any, Iterator, Optional, Sequence
 
-from ..seams import cpp_overrides
+from ..seams import cpp_overrides, decompositions
 from ..seams.caches import compile_caches_disabled
 from ..seams.inductor_options import inductor_config_patch
 
@@ -85,7 +85,8 @@ def _validate(fault: Fault) -> list[str]:
     known = patchable_ops()
     if fault.op not in known:
         close = difflib.get_close_matches(fault.op, known, n=3)
-        hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+        hint = _decomposed_hint(fault.op, known) or (
+            f"; did you mean {', '.join(repr(c) for c in close)}?" if close else "")
         raise UnknownOpError(
             f"no C++ lowering named {fault.op!r}{hint} ({len(known)} ops can be patched: "
             "instrumented_backend.faults.patchable_ops())")
@@ -101,6 +102,34 @@ def _validate(fault: Fault) -> list[str]:
                 f"{names} (write {{{names[0]}}} or {{0}}, or {{{ORIGINAL}}} for what the op's own lowering "
                 "writes)") from exc
     return names
+
+
+# ATen ops a decomposition leaves, by the name of the C++ lowering that computes them.
+_LOWERED_AS = {"div": "truediv", "clamp_min": "maximum", "clamp_max": "minimum", "rsub": "sub"}
+# Lowerings too common to point at: a fault in one of them reaches far more than the op asked for.
+_PLUMBING = frozenset({"add", "sub", "mul", "truediv", "where", "gt", "lt", "ge", "le", "eq", "ne", "neg",
+                       "maximum", "minimum", "isnan", "isinf", "signbit", "to_dtype"})
+
+
+def _decomposed_hint(op: str, known: Sequence[str]) -> str:
+    """For an ATen op Inductor decomposes before lowering (``softplus``, ``gelu``, ``silu``): the
+    patchable ops it becomes, and the one to name instead ("" when it is not decomposed)."""
+    name = op.removeprefix("aten.").removeprefix("torch.").split(".")[0]
+    try:
+        decomposed = decompositions.ops_decomposed_into(name)
+    except Exception:  # noqa: BLE001 - a hint only: the error is raised either way
+        return ""
+    decomposed = [aten for aten in decomposed if aten != name]  # aten.var stays aten.var: a reduction
+    if not decomposed:
+        return ""
+    lowered = [aten for aten in dict.fromkeys(_LOWERED_AS.get(aten, aten) for aten in decomposed)
+               if aten in known]
+    head = f": Inductor decomposes aten.{name} before it lowers anything, into {', '.join(decomposed)}"
+    if not lowered:
+        return f"{head}, none of which is an op the C++ kernels compute elementwise"
+    distinctive = [aten for aten in lowered if aten not in _PLUMBING]
+    suggestion = (distinctive or lowered)[-1]
+    return f"{head}; name one of those it computes in C++ instead ({', '.join(lowered)}): {suggestion!r}, say"
 
 
 _uses: dict[tuple[Any, ...], int] = {}

@@ -165,6 +165,7 @@ SEAMS: dict[str, bool] = {
     "compile_entry": False,
     "compile_wrappers": False,  # used by capture.as_written
     "cpp_overrides": False,
+    "decompositions": False,  # used by diagnosis.faults
     "dynamo_reasons": False,
     "dynamo_skips": False,
     "dynamo_sources": False,
