@@ -284,7 +284,7 @@ def test_cli_run_says_how_often_a_frame_recompiled_and_that_the_limit_stopped_it
     err = capsys.readouterr().err
     assert "captured 2 graph(s)" in err
     said = f"forward ({script}:5) was compiled 2 times, 1 of them recompiles (each a compile of its own), as these " \
-           "guards failed: mode == 'a', mode == 'aa'. Then Dynamo's recompile limit stopped it"
+           "guards failed: mode == 'a'; mode == 'aa'. Then Dynamo's recompile limit stopped it"
     assert said in err, err
     [section] = [s for s in _report_sections(report) if s["title"] == "Recompiles"]
     assert said in section["text"], section

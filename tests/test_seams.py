@@ -545,6 +545,35 @@ def test_a_frames_recompiles_are_counted_with_their_guards_and_the_limit_that_st
     assert recompiles_of(steady, at_least=2) is None
 
 
+def test_a_recompiled_target_run_as_a_decorators_wrapper_is_named_as_the_script_names_it():
+    """``model.forward = torch.compile(model.forward)`` on a Hugging Face model, whose forward is
+    decorated: the frame Dynamo compiles is transformers' ``wrapper``, and `run` said only
+    "wrapper (.../generic.py:937) was compiled 3 times", never which model's forward that was."""
+    import functools
+
+    from instrumented_backend.capture.recompiles import recompiles_of
+
+    def logged(fn):
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            return fn(*args, **kwargs)
+        return wrapper
+
+    @logged
+    def forward(x, mode):
+        return x * len(mode)
+
+    torch.compiler.reset()
+    compiled = torch.compile(forward, backend="eager")
+    for n in range(1, 4):
+        compiled(torch.randn(3), "a" * n)
+    frames = recompiles_of(compiled, name="Model.forward")
+    line = forward.__code__.co_firstlineno  # the wrapper's def: functools.wraps keeps its code
+    assert frames is not None and frames.frame == f"Model.forward (wrapper at {__file__}:{line})", frames
+    assert "args[1] == 'a'; args[1] == 'aa'" in frames.summary(), frames.summary()  # guards apart: they hold commas
+    assert recompiles_of(compiled).frame.startswith("wrapper ("), "no name: the frame's own"
+
+
 def test_unreadable_compile_records_leave_recompiles_unreported_with_one_warning(monkeypatch):
     import torch._dynamo.utils as dynamo_utils
 

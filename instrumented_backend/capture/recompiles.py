@@ -41,7 +41,7 @@ class FrameRecompiles:
 
     def summary(self) -> str:
         """What the compiles were and what to do, in a sentence or three."""
-        shown = ", ".join(self.guards[:_SHOWN]) + (f" (and {len(self.guards) - _SHOWN} more)"
+        shown = "; ".join(self.guards[:_SHOWN]) + (f" (and {len(self.guards) - _SHOWN} more)"
                                                     if len(self.guards) > _SHOWN else "")
         out = [f"{self.frame} was compiled {self.compiles} times, {self.compiles - 1} of them recompiles (each a "
                f"compile of its own){f', as these guards failed: {shown}' if shown else ''}."]
@@ -54,11 +54,22 @@ class FrameRecompiles:
         return " ".join(out)
 
 
-def recompiles_of(target: Any, *, at_least: int = 3) -> Optional[FrameRecompiles]:
+def _names_code(name: str, qualname: str) -> bool:
+    """``name`` (a target's, in reports) already says whose code ``qualname`` is: the function
+    itself, or a module's class for its ``forward``; not for a decorator's ``wrapper`` (a Hugging
+    Face model's forward runs as ``can_return_tuple.<locals>.wrapper``)."""
+    while name.startswith("partial(") and name.endswith(")"):
+        name = name[len("partial("):-1]
+    return qualname == name or qualname.startswith(name + ".")
+
+
+def recompiles_of(target: Any, *, at_least: int = 3, name: str = "") -> Optional[FrameRecompiles]:
     """The compiles of the frame the compiled ``target`` hands Dynamo first (a module's
     ``forward``, a function's own code) recorded so far in this process, when it compiled
     ``at_least`` times or hit the recompile limit; else None (one compile, or a recompile for a
-    size that then became dynamic, is what compiling costs anyway)."""
+    size that then became dynamic, is what compiling costs anyway). ``name``: what the target is
+    called in reports, which leads the frame's label when its code is another function's (a
+    decorator's ``wrapper``)."""
     code = own_code(target)
     if code is None:
         return None
@@ -75,4 +86,7 @@ def recompiles_of(target: Any, *, at_least: int = 3) -> Optional[FrameRecompiles
     if compiles < at_least and not refused:
         return None
     guards = list(dict.fromkeys(_GRAPH_PREFIX.sub("", r.guard_failed) for r in records if r.guard_failed))
-    return FrameRecompiles(f"{code.co_name} ({code.co_filename}:{code.co_firstlineno})", compiles, guards, refused)
+    frame = f"{code.co_name} ({code.co_filename}:{code.co_firstlineno})"
+    if name and not _names_code(name, getattr(code, "co_qualname", code.co_name)):
+        frame = f"{name} ({code.co_name} at {code.co_filename}:{code.co_firstlineno})"
+    return FrameRecompiles(frame, compiles, guards, refused)

@@ -108,7 +108,8 @@ def _run(args: argparse.Namespace) -> int:
         heading, *frames = failed_frames_lines(failed, "they ran eagerly")
         print(f"instrumented_backend: {heading}", *frames, sep="\n", file=sys.stderr)
     # a frame compiled again and again: seconds each, or eager past the limit
-    recompiled = [found for found in map(recompiles_of, compiled.values()) if found is not None]
+    recompiled = [found for name, target in compiled.items()
+                  if (found := recompiles_of(target, name=name)) is not None]
     for found in recompiled:
         print(f"instrumented_backend: {found.summary()}", file=sys.stderr)
     if len(session):

@@ -58,7 +58,7 @@ def profile_script(script: "str | Path", argv: Sequence[str] = (), *, warmup: in
         if not calls:
             say(f"instrumented_backend profile: {script} called no torch.compile'd function; nothing to profile")
         # the script's own compiles, read before the profiles below compile the same code again
-        script_compiles = [recompiles_of(call.target) for call in calls]
+        script_compiles = [recompiles_of(call.target, name=call.name) for call in calls]
         profiled: dict[tuple[Any, ...], int] = {}
         for index, call in enumerate(calls):
             same = profiled.setdefault(_program_of(call), index)
