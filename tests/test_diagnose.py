@@ -191,6 +191,13 @@ def test_a_compile_error_in_a_model_called_with_keywords_names_the_module_as_the
     [failing] = [item for item in result.compile_error.lines if item.role == "error"]
     assert failing.module == "1.1 (GELU)", failing
     assert "in module 1.1 (GELU)" in result.render() and "target." not in result.render()
+    # its bound forward (``model.forward = torch.compile(model.forward)``, then generate()): named
+    # ``__self__.1.1 (GELU)`` after the wrapper's attribute, the bound method's ``__self__`` left in
+    with ib.faults.bad_lowering("erf", "no_such_function({x})", vectorized="no_such_function({x})"):
+        result = ib.diagnose(model.forward, kwargs={"input": torch.randn(4, 8)}, out_dir=tmp_path, minify=False,
+                             progress=False)
+    [failing] = [item for item in result.compile_error.lines if item.role == "error"]
+    assert failing.module == "1.1 (GELU)" and "__self__" not in result.render(), result.render()
 
 
 class _GeluMLP(_MLP):

@@ -1206,10 +1206,12 @@ def _finish(result: Diagnosis, out: Path, graphs: list["GraphCapture"], started:
 def _without_wrapper(label: str, judged: Any) -> str:
     """A module label (``target.encoder.block.0 (T5Block)``) as the user's model names it when the
     judged function is the wrapper a keyword call makes (:class:`~.keyword_call.KeywordCall`): its
-    attribute holding the model (``target``, ``owner``) left out; "" for the model itself."""
+    attribute holding the model (``target``, ``owner``) left out, with the ``__self__`` of a bound
+    method it holds (``model.forward`` compiled: ``target.__self__.transformer.h.0``); "" for the
+    model itself."""
     if not isinstance(judged, KeywordCall):
         return label
-    for attribute in ("target", "owner"):
+    for attribute in ("target.__self__", "owner.__self__", "target", "owner"):
         if label == attribute or label.startswith(f"{attribute} ("):
             return ""
         if label.startswith(f"{attribute}."):
