@@ -545,6 +545,30 @@ def test_a_frames_recompiles_are_counted_with_their_guards_and_the_limit_that_st
     assert recompiles_of(steady, at_least=2) is None
 
 
+def test_a_training_steps_backward_compiles_are_not_counted_as_its_frames_compiles():
+    """Each training graph's backward, compiled at its first ``backward()``, leaves Dynamo a record
+    with no code object under its forward's compile id, as a compile the recompile limit refused
+    does: a ViT training step compiled twice (Hugging Face sets ``config.problem_type`` in its first
+    call, a guard that then fails) was "compiled 3 times", and with a backward refused "at the limit"."""
+    from instrumented_backend.capture.recompiles import recompiles_of
+    from instrumented_backend.seams.dynamo_reasons import frame_compiles
+
+    def scaled(x, mode):
+        return torch.relu(x) * len(mode)
+
+    torch.compiler.reset()
+    compiled = torch.compile(scaled, backend="aot_eager")
+    for n in range(1, 3):
+        compiled(torch.randn(3, requires_grad=True), "a" * n).sum().backward()
+    code = scaled.__code__
+    records = frame_compiles(code.co_name, code.co_filename, code.co_firstlineno)
+    assert [(r.compile_id, r.refused) for r in records] == [("0/0", False), ("0/1", False)], records
+    assert recompiles_of(compiled) is None and recompiles_of(compiled, at_least=2).compiles == 2
+    compiled(torch.randn(3, requires_grad=True), "aaa").sum().backward()
+    frames = recompiles_of(compiled)
+    assert frames.compiles == 3 and not frames.limit_hit, frames
+
+
 def test_a_recompiled_target_run_as_a_decorators_wrapper_is_named_as_the_script_names_it():
     """``model.forward = torch.compile(model.forward)`` on a Hugging Face model, whose forward is
     decorated: the frame Dynamo compiles is transformers' ``wrapper``, and `run` said only

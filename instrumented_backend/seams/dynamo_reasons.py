@@ -130,11 +130,15 @@ def _of_frame(records: list, name: str, filename: str, first_line: int) -> list:
     """The compilation metrics of the frame of function ``name`` defined at ``filename:first_line``,
     in order: its own, and those of compiles the recompile limit refused (no code object recorded,
     only a compile id): such a refusal is the frame's whose compile with the same frame id came
-    last before it (frame ids start again at 0 after ``torch.compiler.reset()``)."""
+    last before it (frame ids start again at 0 after ``torch.compiler.reset()``). A training graph's
+    backward, compiled lazily at its first ``backward()``, records no code object either, under its
+    forward's compile id (``is_forward`` False): not a compile of the frame, left out."""
     key = (name, filename, first_line)
     owner: dict[str, tuple] = {}  # frame id -> the code of its newest compile so far
     found = []
     for m in records:
+        if m.co_name is None and m.is_forward is False:
+            continue  # a backward: a ViT training step compiled twice counted four compiles
         frame = _frame_of(m.compile_id)
         if m.co_name is not None:
             owner[frame] = (m.co_name, m.co_filename, m.co_firstlineno)
@@ -172,8 +176,9 @@ def check() -> None:
     if not callable(getattr(dynamo_utils, "get_compilation_metrics", None)):
         raise SeamMoved("dynamo_reasons: torch._dynamo.utils.get_compilation_metrics is gone")
     fields = {f.name for f in dataclasses.fields(dynamo_utils.CompilationMetrics)}
-    if {"compile_id", "recompile_reason"} - fields:
-        raise SeamMoved("dynamo_reasons: CompilationMetrics no longer has compile_id and recompile_reason")
+    if {"compile_id", "recompile_reason", "is_forward"} - fields:
+        raise SeamMoved("dynamo_reasons: CompilationMetrics no longer has compile_id, recompile_reason and "
+                        "is_forward (which tells a lazily compiled backward's record from a frame's compile)")
     failure = {"co_name", "co_filename", "co_firstlineno", "fail_type", "fail_reason", "fail_user_frame_filename",
                "fail_user_frame_lineno"}
     if failure - fields:
