@@ -313,6 +313,77 @@ print("weights", sum(p.sum().item() for p in model.parameters()))
 """
 
 
+_RMSPROP_MODEL = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.Tanh(), torch.nn.Linear(32, 4))
+_RMSPROP = torch.optim.RMSprop(_RMSPROP_MODEL.parameters(), lr=1e-4)
+
+
+def _rmsprop_step(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    loss = torch.nn.functional.mse_loss(_RMSPROP_MODEL(x), y)
+    loss.backward()
+    _RMSPROP.step()
+    _RMSPROP.zero_grad()
+    return loss.detach()
+
+
+def test_a_training_steps_update_is_judged_at_its_own_scale_not_only_the_weights_it_leaves(tmp_path):
+    """RMSprop at lr 1e-4 moves each weight by 1e-3: its ``sqrt`` 1% off moves it 1e-5 less, which the
+    weights' tolerance (1e-4) cannot see, nor the loss or the gradients: "no bug found" (and a ViT
+    step's AdamW the same). The update, the weights after less before, is judged at its own scale,
+    and the search judges the weights the optimizer's graph updates in place the same way: the
+    culprit is RMSprop's ``sqrt``, at its line in torch. Without the fault the step passes."""
+    torch.manual_seed(0)
+    x, y = torch.randn(8, 16), torch.randn(8, 4)
+    with ib.faults.scaled("sqrt", 1.01):
+        result = ib.diagnose(_rmsprop_step, x, y, train=True, out_dir=tmp_path, minify=False, progress=False)
+    assert result.verdict == "inaccurate", result.render()
+    failing = {o.path for o in result.outputs.failing}
+    assert failing == {f"['update']['{name}']" for name, _ in _RMSPROP_MODEL.named_parameters()}, failing
+    assert all(o.passed for o in result.outputs.outputs if o.path.startswith("['updated']")), result.render()
+    assert result.layers.first_failing == "inductor", result.layers
+    assert result.divergence.culprit_target == "aten.sqrt.default", result.render()
+    assert "updated wrongly at the update's own scale (eager changed it by at most 0.001" in result.render()
+    assert any(line.source is not None and line.source.code == "avg = square_avg.sqrt()"
+               for line in result.culprit_lines), result.render()
+    weights = [p.detach().clone() for p in _RMSPROP_MODEL.parameters()]
+    fine = ib.diagnose(_rmsprop_step, x, y, train=True, out_dir=tmp_path / "fine", minify=False, progress=False)
+    assert fine.verdict == "passed", fine.render()
+    assert all(torch.equal(a, b) for a, b in zip(weights, _RMSPROP_MODEL.parameters()))  # put back
+
+
+def _rmsprop_update(optimizer: torch.optim.Optimizer) -> None:
+    optimizer.step()
+
+
+def test_a_compiled_optimizer_steps_update_is_judged_at_its_own_scale(tmp_path):
+    """``torch.compile`` around ``optimizer.step()`` alone is judged by the tensors it updates in
+    place: at lr 1e-4 a 1%-wrong ``sqrt`` passed the weights' tolerance there too."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.Tanh(), torch.nn.Linear(32, 4))
+    optimizer = torch.optim.RMSprop(model.parameters(), lr=1e-4)
+    model(torch.randn(4, 16)).pow(2).mean().backward()
+    with ib.faults.scaled("sqrt", 1.01):
+        result = ib.diagnose(_rmsprop_update, optimizer, out_dir=tmp_path, minify=False, progress=False)
+    assert result.verdict == "inaccurate", result.render()
+    failing = [o.path for o in result.outputs.failing]
+    assert failing and all(path.startswith("['update']") for path in failing), result.render()
+    assert result.layers.first_failing == "inductor" and result.divergence.culprit_target == "aten.sqrt.default"
+
+
+def test_an_update_is_wrong_past_its_scale_and_its_weights_rounding_only():
+    from instrumented_backend.diagnosis.updates import update_is_wrong
+
+    torch.manual_seed(0)
+    before = torch.rand(256) * 4 - 2  # weights up to 2 in size
+    step = torch.full((256,), 1e-4)
+    fp64 = before.double() - step.double()
+    eager = before - step
+    assert update_is_wrong(before - 1.01 * step, eager, fp64, before)  # 1% off: 1e-6, under the weights' 1e-4
+    # the same update computed in another order rounds some weights one unit in the last place the other way
+    other_order = torch.where(torch.arange(256) % 3 == 0, torch.nextafter(eager, torch.full_like(eager, 9)), eager)
+    assert not update_is_wrong(other_order, eager, fp64, before)
+    assert not update_is_wrong(before - 1.01 * step, eager, None, before)  # no float64 run: not judged
+
+
 def test_the_command_judges_a_compiled_optimizer_step_by_the_weights_it_updates(tmp_path):
     """``torch.compile`` around ``optimizer.step()`` returns None and updates every weight and
     moment in place: judged by its outputs, a wrong update passed; and replayed after the script's

@@ -75,6 +75,7 @@ from .faults import active_faults, lowering_uses, patchable_ops
 from .keyword_call import KeywordCall, keyword_call
 from .layers import LayerReport, LayerResult, find_failing_layer, judge_layers, run_calls_before, same_random_numbers
 from .step_state import StepState
+from .updates import judge_effect_updates, judge_updates
 from .widened_casts import WidenedCasts
 
 if TYPE_CHECKING:
@@ -341,6 +342,7 @@ class _Step(NamedTuple):
     outputs: Any
     grads: dict[str, Optional[torch.Tensor]]
     own_backward: bool
+    starts: dict[str, torch.Tensor] = {}  # a step running its optimizer: each weight before it, by name
 
 
 def _gradient_names(state: StepState, inputs: Sequence[Any]) -> list[str]:
@@ -375,6 +377,7 @@ def _training_step(fn: Callable[..., Any], inputs: Sequence[Any], seed: int,
     with state.kept():
         for param in params:
             param.grad = None
+        starts = _weights_after_step(state) if state.optimizers else {}  # the weights it starts from
         torch.manual_seed(seed)
         with torch.enable_grad():
             with state.gradients_reached() as reached:  # seen even when the step drops them (zero_grad last)
@@ -391,11 +394,11 @@ def _training_step(fn: Callable[..., Any], inputs: Sequence[Any], seed: int,
                            for o in outs)
                 grads = list(torch.autograd.grad(loss, leaves, allow_unused=True)) if leaves and outs else []
     return _Step(pytree.tree_map(lambda t: t.detach() if isinstance(t, torch.Tensor) else t, out),
-                 dict(zip(names, grads)), own_backward)
+                 dict(zip(names, grads)), own_backward, starts)
 
 
 def _weights_after_step(state: StepState) -> dict[str, torch.Tensor]:
-    """Each parameter's value after a step that ran its optimizer, by name."""
+    """Each parameter's value (after a step that ran its optimizer), by name: a copy."""
     from .effects import parameter_labels
 
     return {name: p.detach().clone() for name, p in zip(parameter_labels(state), state.parameters())}
@@ -437,7 +440,12 @@ def _judge_training(fn: Callable[..., Any], compiled: Callable[..., Any], inputs
     for before in calls_before:  # steps the script took first: Dynamo recompiles for these inputs as it did
         _training_step(compiled, before, seed, named)
     compiled_step = _training_step(compiled, inputs, seed, named)  # an OptimizedModule: the module's
-    return (compare_outputs(compiled_step.outputs, eager.outputs, ref_out, tol=tol),
+    outputs = compare_outputs(compiled_step.outputs, eager.outputs, ref_out, tol=tol)
+    if outputs.passed and eager.starts:  # the weights after pass: is the update itself right?
+        updated = eager.outputs["updated"]
+        outputs = judge_updates(outputs, eager.starts, _named_as(compiled_step.outputs["updated"], updated), updated,
+                                None if reference is None else _named_as(reference.outputs["updated"], updated), tol)
+    return (outputs,
             compare_outputs(_named_as(compiled_step.grads, eager.grads), eager.grads,
                             None if ref_grads is None else _named_as(ref_grads, eager.grads), tol=tol))
 
@@ -673,8 +681,10 @@ def _compile_and_judge(fn: Callable[..., Any], inputs: Sequence[Any], *, options
                 from .accuracy import fp64_reference, run_seeded
 
                 run_calls_before(compiled_fn, fn, before, seed)
-                outputs = compare_outputs(run_seeded(compiled_fn, inputs, seed), eager,
-                                          fp64_reference(fn, inputs, seed), tol=tol)
+                compiled_out, reference = run_seeded(compiled_fn, inputs, seed), fp64_reference(fn, inputs, seed)
+                outputs = compare_outputs(compiled_out, eager, reference, tol=tol)
+                # an optimizer step's weights pass: its update, at its own scale
+                outputs = judge_effect_updates(outputs, fn, compiled_out, eager, reference, tol)
         except Exception as exc:  # noqa: BLE001 - a finding
             error = _error_text(exc)
             error_detail, error_at = _traced_error(exc)

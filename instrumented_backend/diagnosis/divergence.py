@@ -39,6 +39,7 @@ import torch
 import torch.fx
 
 from minifier.in_place import out_of_place_target, updates_first_argument
+from minifier.judge import widened
 
 from ..capture.as_written import judged_as_written
 from ..graphs import GraphCapture
@@ -49,6 +50,7 @@ from ..seams.intermediate_hooks import IMPORT_LINE, intermediate_hook
 from ..seams.lowering_patterns import lowered_only
 from ..seams.output_code import loaded_constants
 from .accuracy import clone_inputs, compare_outputs, fp64_reference, run_seeded, wrong_at_its_own_scale
+from .updates import update_is_wrong
 
 __all__ = ["BufferCheck", "DivergenceReport", "find_first_divergence", "divergence_in_graph", "hooked_output_code",
            "collect_buffers", "has_cpp_wrapper", "python_wrapper_note"]
@@ -67,6 +69,9 @@ class BufferCheck:
     first_bad_index: Optional[list[int]] = None
     # Set when it matched at the accuracy rule's tolerance but is wrong at its own scale: its largest |eager|
     small_values: Optional[float] = None
+    # Set for an input updated in place whose values matched but whose update is wrong at the
+    # update's scale: the update's largest |eager change|
+    small_update: Optional[float] = None
 
 
 @dataclass
@@ -110,7 +115,9 @@ class DivergenceReport:
             return "\n".join([*searched, f"no diverging buffer: all {len(self.checked)} compared buffers match eager"
                                + (f" ({self.note})" if self.note else "")])
         first = next(c for c in self.checked if not c.passed)
-        where = (f" at {first.first_bad_index}" if first.small_values is None else
+        where = (f", updated wrongly at the update's own scale (eager changed it by at most {first.small_update:.3g}, "
+                 "where the tolerance on its values passes any error of the update)" if first.small_update is not None
+                 else f" at {first.first_bad_index}" if first.small_values is None else
                  f", wrong at its own scale (every |value| under {first.small_values:.3g}, where the absolute "
                  "tolerance passes any error)")
         out = [
@@ -819,6 +826,10 @@ def divergence_in_graph(graph: GraphCapture, args: list[Any], report: Divergence
                        f"({type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''})")
         return False
     fp64: list[Optional[dict[str, Any]]] = []  # computed once a buffer needs it
+    # an input updated in place, under its last writer's name: its value before the call
+    writers = _input_writers(graph.post_grad_graph)
+    starts = {writers[node.name]: value for node, value in zip(placeholders, args)
+              if node.name in writers and isinstance(value, torch.Tensor)}
 
     def referee(node_name: str) -> Any:
         """The float64 run's value of ``node_name`` (the run made on first need), or None."""
@@ -839,10 +850,15 @@ def divergence_in_graph(graph: GraphCapture, args: list[Any], report: Divergence
         at_scale = False
         if comparison.passed and comparison.largest_value is not None and 0.0 < comparison.largest_value < 1.0:
             at_scale = wrong_at_its_own_scale(value, expected, referee(name), tol)
+        small_update = None
+        if comparison.passed and not at_scale and name in starts:  # a weight: is the update right?
+            if update_is_wrong(value, expected, referee(name), starts[name], tol):
+                small_update = float((widened(expected) - widened(starts[name])).abs().max().item())
         roots = graph.nodes[name].dynamo_nodes if name in graph.nodes else []
-        report.checked.append(BufferCheck(name, ", ".join(roots), comparison.passed and not at_scale,
-                                          comparison.max_abs_error, comparison.first_bad_index,
-                                          comparison.largest_value if at_scale else None))
+        report.checked.append(BufferCheck(name, ", ".join(roots), comparison.passed and not at_scale
+                                          and small_update is None, comparison.max_abs_error,
+                                          comparison.first_bad_index, comparison.largest_value if at_scale else None,
+                                          small_update))
         if not report.checked[-1].passed:
             _explain(report, graph, name, eager, seed, tol, narrow_options)
             return True

@@ -53,11 +53,14 @@ class Effects:
 
     fn: Callable[..., Any]
     located: list[_Located] = field(default_factory=list)
+    # each updated tensor's value before the latest call, by name (every call starts from the same)
+    starts: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @torch.compiler.disable(recursive=False)  # the wrapper's frame only: ``fn`` is what compiles
     def __call__(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
-        state, saved = _saved(self.fn, {item.index for item in self.located if item.kind == "named"})
+        state, saved = _saved(self.fn, {item.index for item in self.located if item.kind == "named"}, args)
         try:
+            self.starts = _collected(None, self.located, state, args, self.fn)["updated"]
             output = _call(self.fn, *args, **kwargs)
             return _collected(output, self.located, state, args, self.fn)
         finally:
@@ -88,8 +91,8 @@ def find_effects(fn: Callable[..., Any], inputs: Sequence[Any], seed: int = 0) -
     tensor in place (or any optimizer's state); None for a function with no such effect, or
     when the eager call raises (the diagnosis reports that error itself). The named state is put
     back afterwards."""
-    state = StepState.of(fn)
     args = clone_inputs(inputs)
+    state = StepState.of(fn).with_arguments(args)
     watched = _watched(state, args, fn)
     before = [(t._version, t.detach().clone()) for _, t in watched]
     optimizer_before = {id(t): (t, t._version) for _, t in _optimizer_entries(state)}
@@ -224,8 +227,9 @@ def _restore_named(saved: list[tuple[torch.Tensor, torch.Tensor]]) -> None:
 
 
 @torch.compiler.disable  # eager bookkeeping, never a compiled graph
-def _saved(fn: Callable[..., Any], named: set[int]) -> tuple[StepState, tuple[list[Any], SavedState]]:
-    state = StepState.of(fn)
+def _saved(fn: Callable[..., Any], named: set[int], args: Sequence[Any] = ()) -> tuple[StepState,
+                                                                                    tuple[list[Any], SavedState]]:
+    state = StepState.of(fn).with_arguments(args)
     return state, (_saved_named(fn, named), state.save())
 
 

@@ -26,6 +26,7 @@ from .accuracy import (
     run_seeded,
 )
 from .compile_error import find_cpp_compile_error, parse_compiler_output
+from .updates import judge_effect_updates
 
 __all__ = ["LAYERS", "SKIPPED", "LayerResult", "LayerReport", "find_failing_layer", "judge_layers",
            "run_calls_before", "same_random_numbers"]
@@ -173,7 +174,8 @@ def _judge(backend: str, fn: Callable[..., Any], inputs: tuple[Any, ...], eager:
             result = run_seeded(compiled, inputs, seed)
     except Exception as exc:  # noqa: BLE001 - a failing layer is a finding, not a crash
         return LayerResult(backend, "error", _error_summary(exc), time.perf_counter() - started)
-    report = compare_outputs(result, eager, fp64, tol=tol, backend=backend)
+    report = judge_effect_updates(compare_outputs(result, eager, fp64, tol=tol, backend=backend), fn, result, eager,
+                                  fp64, tol)  # an optimizer step: its update at its own scale too
     seconds = time.perf_counter() - started
     if report.passed:
         return LayerResult(backend, "ok", "matches eager", seconds, report)
@@ -197,7 +199,8 @@ def _bisect(fn: Callable[..., Any], inputs: tuple[Any, ...], eager: Any, fp64: A
                 result = run_seeded(torch.compile(fn, backend="inductor"), inputs, seed)
         except Exception:  # noqa: BLE001
             return False
-        return bool(compare_outputs(result, eager, fp64, tol=tol).passed)
+        return bool(judge_effect_updates(compare_outputs(result, eager, fp64, tol=tol), fn, result, eager, fp64,
+                                         tol).passed)
 
     log = io.StringIO()
     with contextlib.redirect_stdout(log):  # the bisector narrates on stdout; keep it in the report

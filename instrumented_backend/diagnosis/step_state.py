@@ -76,7 +76,8 @@ class StepState:
 
     def with_arguments(self, inputs: Sequence[Any]) -> "StepState":
         """This state and what the call's arguments hold: a module passed (``self`` of a method
-        compiled with ``@torch.compile``, with the optimizer it holds as ``self.opt``), and the
+        compiled with ``@torch.compile``, with the optimizer it holds as ``self.opt``), an optimizer
+        passed (``step(optimizer)``), and the
         modules, optimizers and trainable tensors of a user's object passed (``step(trainer, x)``):
         their parameters are trained by the step too."""
         state = StepState(modules=list(self.modules), optimizers=list(self.optimizers), tensors=list(self.tensors),
@@ -84,6 +85,8 @@ class StepState:
         for value in inputs:
             if isinstance(value, torch.nn.Module):
                 state._add_module(value)
+            elif isinstance(value, torch.optim.Optimizer):  # step(optimizer): the weights it updates
+                state._add(value)
             elif is_user_object(value):
                 for _, held in reached_names(value):  # the object itself ("self"), then what it holds
                     state._add(held)
