@@ -661,3 +661,43 @@ def _conv_dynamic() -> Workload:
     """A conv net compiled with dynamic=True, called with three batch and image sizes."""
     return Workload(TinyResNet().eval(), [(torch.randn(2, 3, 16, 16),), (torch.randn(3, 3, 20, 20),),
                                           (torch.randn(1, 3, 12, 18),)], compile_kwargs={"dynamic": True})
+
+
+@case("mamba_train")
+def _mamba_train() -> Workload:
+    """A state-space model's training step: the reference selective scan (a Python loop over the
+    sequence, unrolled by Dynamo), a causal depthwise convolution, softplus."""
+    return _language_model("MambaConfig", "MambaForCausalLM", True, vocab_size=128, hidden_size=32,
+                           num_hidden_layers=2, state_size=4, expand=2, conv_kernel=4, use_cache=False)
+
+
+@case("gemma2_train", nondeterministic=_ATOMIC_EMBEDDING)
+def _gemma2_train() -> Workload:
+    """Gemma-2's training step: attention logits soft-capped with tanh, a sliding window, GQA."""
+    return _language_model("Gemma2Config", "Gemma2ForCausalLM", True, vocab_size=128, hidden_size=32,
+                           num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=1, head_dim=16,
+                           intermediate_size=64, max_position_embeddings=64, sliding_window=8,
+                           attn_implementation="eager")
+
+
+class PerSampleGrads(nn.Module):
+    """torch.func: per-sample gradients of a small MLP, ``vmap(grad(loss))`` over the batch."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.net = nn.Sequential(nn.Linear(8, 16), nn.Tanh(), nn.Linear(16, 3))
+
+    def forward(self, x: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        params = {name: p.detach() for name, p in self.net.named_parameters()}
+
+        def loss(p: dict[str, torch.Tensor], xi: torch.Tensor, yi: torch.Tensor) -> torch.Tensor:
+            out = torch.func.functional_call(self.net, p, (xi.unsqueeze(0),))
+            return F.cross_entropy(out, yi.unsqueeze(0))
+
+        grads = torch.func.vmap(torch.func.grad(loss), in_dims=(None, 0, 0))(params, x, y)
+        return tuple(grads[name] for name in sorted(grads))
+
+
+@case("per_sample_grads")
+def _per_sample_grads() -> Workload:
+    return Workload(PerSampleGrads(), [(torch.randn(6, 8), torch.randint(0, 3, (6,)))])
