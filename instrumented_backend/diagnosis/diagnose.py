@@ -377,7 +377,7 @@ def _training_step(fn: Callable[..., Any], inputs: Sequence[Any], seed: int,
     with state.kept():
         for param in params:
             param.grad = None
-        starts = _weights_after_step(state) if state.optimizers else {}  # the weights it starts from
+        starts = _named_weights(state) if state.optimizers else {}  # the weights it starts from
         torch.manual_seed(seed)
         with torch.enable_grad():
             with state.gradients_reached() as reached:  # seen even when the step drops them (zero_grad last)
@@ -386,7 +386,7 @@ def _training_step(fn: Callable[..., Any], inputs: Sequence[Any], seed: int,
             if own_backward:
                 grads = [None if leaf.grad is None else leaf.grad.detach().clone() for leaf in leaves]
                 if state.optimizers:  # the update it made is judged too: the weights after the step
-                    out = {"output": out, "updated": _weights_after_step(state)}
+                    out = {"output": out, "updated": _named_weights(state)}
             else:
                 outs = _float_leaves(out)
                 generator = torch.Generator().manual_seed(seed + 1)
@@ -397,8 +397,8 @@ def _training_step(fn: Callable[..., Any], inputs: Sequence[Any], seed: int,
                  dict(zip(names, grads)), own_backward, starts)
 
 
-def _weights_after_step(state: StepState) -> dict[str, torch.Tensor]:
-    """Each parameter's value (after a step that ran its optimizer), by name: a copy."""
+def _named_weights(state: StepState) -> dict[str, torch.Tensor]:
+    """A copy of each parameter's value, by name: the weights a step starts from, or leaves."""
     from .effects import parameter_labels
 
     return {name: p.detach().clone() for name, p in zip(parameter_labels(state), state.parameters())}
