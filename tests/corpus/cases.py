@@ -32,6 +32,7 @@ class Workload:
     # Training: the scalar whose backward is taken, from the model's output.
     loss: Optional[Callable[[Any], torch.Tensor]] = None
     kwargs: dict[str, Any] = field(default_factory=dict)  # keyword inputs of every call
+    dynamo_config: dict[str, Any] = field(default_factory=dict)  # torch._dynamo.config while the calls run
 
 
 CASES: dict[str, Callable[[], Workload]] = {}
@@ -701,3 +702,201 @@ class PerSampleGrads(nn.Module):
 @case("per_sample_grads")
 def _per_sample_grads() -> Workload:
     return Workload(PerSampleGrads(), [(torch.randn(6, 8), torch.randint(0, 3, (6,)))])
+
+
+# -- data-dependent sizes, custom autograd, fallbacks and more attention layouts ---------------
+
+def unbacked_fn(x: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    n = int(mask.sum().item())
+    picked = x[mask.nonzero().squeeze(1)]
+    head = x[:n] * 2
+    return picked.tanh().sum(0), head.exp(), torch.arange(n) * 3
+
+
+@case("unbacked")
+def _unbacked() -> Workload:
+    """Data-dependent sizes as unbacked symbols (``.item()``, ``nonzero``): two masks of other
+    counts through one graph."""
+    mask = torch.tensor([1, 0, 1, 1, 0, 0, 1, 0], dtype=torch.bool)
+    return Workload(unbacked_fn, [(torch.randn(8, 5), mask), (torch.randn(8, 5), ~mask)],
+                    dynamo_config={"capture_scalar_outputs": True, "capture_dynamic_output_shape_ops": True})
+
+
+@case("albert_train", nondeterministic=_ATOMIC_EMBEDDING)
+def _albert_train() -> Workload:
+    """ALBERT's training step: one layer's weights shared by every layer, a factorized embedding."""
+    return _language_model("AlbertConfig", "AlbertForMaskedLM", True, vocab_size=128, embedding_size=16,
+                           max_position_embeddings=64, **_TINY)
+
+
+@case("xlnet")
+def _xlnet() -> Workload:
+    """XLNet: relative attention written as einsums, with a shift of the position scores."""
+    import transformers
+
+    config = transformers.XLNetConfig(vocab_size=128, d_model=32, n_layer=2, n_head=2, d_inner=64)
+    return Workload(transformers.XLNetLMHeadModel(config).eval(), [(_tokens(),)])
+
+
+@case("longformer")
+def _longformer() -> Workload:
+    """Longformer: sliding-window attention over overlapping chunks made with ``as_strided``, pads
+    and diagonal shifts."""
+    import transformers
+
+    config = transformers.LongformerConfig(vocab_size=128, max_position_embeddings=80, attention_window=[8, 8],
+                                           **_TINY)
+    return Workload(transformers.LongformerModel(config).eval(), [(_tokens(length=32),)])
+
+
+class LinalgNet(nn.Module):
+    """Linear algebra Inductor runs as ATen fallbacks, forward and backward."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(6, 6)
+
+    def forward(self, x: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        a = self.lin(x)
+        spd = a @ a.transpose(-1, -2) + 6 * torch.eye(6)
+        chol = torch.linalg.cholesky(spd)
+        solution = torch.linalg.solve(spd, b)
+        return chol.sum() + solution.square().mean() + torch.logdet(spd).sum()
+
+
+@case("linalg_train")
+def _linalg_train() -> Workload:
+    return Workload(LinalgNet(), [(torch.randn(3, 6, 6), torch.randn(3, 6, 2))], train=True, loss=_mean_loss)
+
+
+class MultiheadAttentionNet(nn.Module):
+    """torch's MultiheadAttention with a key padding mask and its weights returned, then a
+    weight-normalized linear (a parametrization)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.mha = nn.MultiheadAttention(16, 4, batch_first=True)
+        self.out = torch.nn.utils.parametrizations.weight_norm(nn.Linear(16, 16))
+
+    def forward(self, x: torch.Tensor, pad: torch.Tensor) -> torch.Tensor:
+        attended, weights = self.mha(x, x, x, key_padding_mask=pad, need_weights=True)
+        return self.out(attended).relu().mean() + weights.amax()
+
+
+@case("mha_train")
+def _mha_train() -> Workload:
+    pad = torch.zeros(2, 7, dtype=torch.bool)
+    pad[1, 5:] = True
+    return Workload(MultiheadAttentionNet().train(), [(torch.randn(2, 7, 16), pad)], train=True, loss=_mean_loss)
+
+
+class CtcNet(nn.Module):
+    """CTC loss (a fallback with its own backward) and ``index_put`` with accumulation."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.proj = nn.Linear(8, 5)
+
+    def forward(self, x: torch.Tensor, targets: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
+        logp = self.proj(x).log_softmax(-1)
+        loss = F.ctc_loss(logp, targets, [10, 10], [3, 2])
+        accumulated = torch.zeros(4, 5).index_put((idx,), logp[:6, 0], accumulate=True)
+        return loss + accumulated.square().sum()
+
+
+@case("ctc_train")
+def _ctc_train() -> Workload:
+    return Workload(CtcNet(), [(torch.randn(10, 2, 8), torch.tensor([[1, 2, 3], [2, 4, 0]]),
+                                torch.tensor([0, 1, 1, 3, 0, 2]))], train=True, loss=_mean_loss)
+
+
+class RoundSTE(torch.autograd.Function):
+    """Rounding with a straight-through gradient, clipped: a custom backward unlike the forward."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor, scale: float) -> torch.Tensor:
+        ctx.save_for_backward(x)
+        return torch.round(x * scale) / scale
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, None]:
+        (x,) = ctx.saved_tensors
+        return grad * (x.abs() < 2).to(grad.dtype), None
+
+
+class SigmoidGelu(torch.autograd.Function):
+    """GELU's sigmoid approximation with a hand-written derivative."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
+        ctx.save_for_backward(x)
+        return x * torch.sigmoid(1.702 * x)
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
+        (x,) = ctx.saved_tensors
+        s = torch.sigmoid(1.702 * x)
+        return grad * (s + 1.702 * x * s * (1 - s))
+
+
+class FunctionNet(nn.Module):
+    """Custom autograd Functions, a forward hook that rescales a module's output, and a buffer
+    updated under ``no_grad`` inside the forward (an exponential moving average)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.a = nn.Linear(12, 24)
+        self.b = nn.Linear(24, 6)
+        self.register_buffer("ema", torch.zeros(24))
+        self.a.register_forward_hook(lambda module, inputs, output: output * 0.5)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = SigmoidGelu.apply(self.a(x))
+        with torch.no_grad():
+            self.ema.mul_(0.9).add_(h.mean(0), alpha=0.1)
+        return self.b(RoundSTE.apply(h, 8.0) - self.ema)
+
+
+@case("autograd_function_train")
+def _autograd_function_train() -> Workload:
+    return Workload(FunctionNet(), [(torch.randn(5, 12),), (torch.randn(5, 12),)], train=True, loss=_mean_loss)
+
+
+class Int8WeightOnlyLinear(nn.Module):
+    """Weight-only int8 quantization as users write it: an int8 weight cast to the activation's
+    dtype, then scaled per output channel (Inductor's pattern for ``_weight_int8pack_mm``)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        w = torch.randn(32, 48)
+        self.scale = nn.Parameter(w.abs().amax(1) / 127, requires_grad=False)
+        self.register_buffer("w8", torch.round(w / self.scale[:, None]).to(torch.int8))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return (F.linear(x, self.w8.to(x.dtype)) * self.scale.to(x.dtype)).relu()
+
+
+@case("int8_weight_only")
+def _int8_weight_only() -> Workload:
+    return Workload(Int8WeightOnlyLinear().eval(), [(torch.randn(4, 48).to(torch.bfloat16),)])
+
+
+@torch.compiler.disable
+def _eager_island(x: torch.Tensor) -> torch.Tensor:
+    return x.cumsum(0)
+
+
+class EagerIslandNet(nn.Module):
+    """A function under ``torch.compiler.disable`` between two compiled regions, in training."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(8, 8)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.lin(_eager_island(self.lin(x).sin())).cos()
+
+
+@case("disable_island_train")
+def _disable_island_train() -> Workload:
+    return Workload(EagerIslandNet(), [(torch.randn(4, 8),)], train=True, loss=_mean_loss)

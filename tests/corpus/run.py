@@ -44,6 +44,7 @@ def run_case(name: str, backend: str) -> dict[str, Any]:
     outputs: list[torch.Tensor] = []
     with warnings.catch_warnings(record=True) as caught, contextlib.ExitStack() as stack:
         warnings.simplefilter("always")
+        stack.enter_context(torch._dynamo.config.patch(**workload.dynamo_config))
         session = None
         if backend == "instrumented":
             import instrumented_backend as ib
