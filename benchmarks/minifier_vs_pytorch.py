@@ -35,11 +35,16 @@ template's probe runs as a worker's does; a first-ever worker loads them, ~0.8 s
   first) and with a worker already warm (``ours warm``), against PyTorch's
   ``minify --no-isolate`` run in this process.
 
+``--repeats N`` times the in-process start N times, ours (started by the call) and PyTorch's
+alternating, and reports the medians, their ratio and the range of the N pairs' ratios: one pair
+of a one-second search moves by a quarter from run to run on these machines.
+
 ``--workers 1 2`` also times ours in-process (warm workers) with one and with two workers judging
 candidates side by side, on the cases named by ``--scaling-cases``.
 
     python benchmarks/minifier_vs_pytorch.py --workers 1 2       # every case, both starting points
     python benchmarks/minifier_vs_pytorch.py --cases tutorial block stack
+    python benchmarks/minifier_vs_pytorch.py --cases tutorial block --starts in-process --repeats 5
     python benchmarks/minifier_vs_pytorch.py --cases stack_compile --workers 1 2 --starts  # scaling only
     python benchmarks/minifier_vs_pytorch.py --smoke             # ours only, tutorial case: CI's smoke run
 """
@@ -51,6 +56,7 @@ import contextlib
 import os
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -436,6 +442,9 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--pytorch-modes", nargs="*", choices=["no-isolate", "default"], default=["no-isolate"],
                         help="PyTorch's modes for the cold start (default: its fastest, no-isolate)")
     parser.add_argument("--skip-pytorch", action="store_true")
+    parser.add_argument("--repeats", type=int, default=1,
+                        help="in-process: time ours (started by the call) and PyTorch's this many times, "
+                             "alternating; report medians and the range of the pairs' ratios (default 1)")
     parser.add_argument("--workers", nargs="*", type=int, default=[],
                         help="also time ours in-process (warm) with each of these worker counts")
     parser.add_argument("--scaling-cases", nargs="*", choices=CASES, default=["stack_compile"],
@@ -467,7 +476,12 @@ def main(argv: list[str]) -> int:
                                 f"x cold {mode} if 1 check": _ratio(theirs, {"seconds": cold["one check"]})})
             if "in-process" in args.starts:
                 see_failure(name)
-                ours = run_ours(name, warm=False)
+                runs, pairs = [], []
+                for _ in range(max(1, args.repeats)):  # ours started by the call and PyTorch's, alternating
+                    runs.append(run_ours(name, warm=False))
+                    if not args.skip_pytorch:
+                        pairs.append((runs[-1], run_pytorch_in_process(name, Path(tmp))))
+                ours = {**runs[0], "seconds": statistics.median(r["seconds"] for r in runs)}
                 spawned = run_ours(name, warm=False, spawn=True)
                 warm = run_ours(name, warm=True)
                 row.update({"ours in-proc s": ours["seconds"], "started": ours["started"],
@@ -475,16 +489,21 @@ def main(argv: list[str]) -> int:
                             "ours final ops": ",".join(warm["ops"])})
                 if ours["refusal"]:
                     print(f"{name}: this process was not forked: {ours['refusal']}", file=sys.stderr)
-                for result in (ours, spawned, warm):
+                for result in (*runs, spawned, warm):
                     if not result["reproduced"]:
                         failures.append(f"{name}: our final graph did not re-check")
-                if not args.skip_pytorch:
-                    theirs = run_pytorch_in_process(name, Path(tmp))
-                    if not theirs["ok"]:
-                        failures.append(f"{name}: PyTorch's in-process run did not finish:\n{theirs['tail']}")
+                if pairs:
+                    for _, theirs in pairs:
+                        if not theirs["ok"]:
+                            failures.append(f"{name}: PyTorch's in-process run did not finish:\n{theirs['tail']}")
+                    theirs = {"ok": all(t["ok"] for _, t in pairs),
+                              "seconds": statistics.median(t["seconds"] for _, t in pairs)}
                     row.update({"pt in-proc s": theirs["seconds"], "x in-proc": _ratio(theirs, ours),
                                 "x in-proc (spawned)": _ratio(theirs, spawned),
                                 "x in-proc (warm)": _ratio(theirs, warm)})
+                    if len(pairs) > 1 and theirs["ok"]:
+                        ratios = [_ratio(t, o) for o, t in pairs]
+                        row["x in-proc pairs"] = f"{min(ratios):.1f}-{max(ratios):.1f}"
             if name in TARGETS and not args.skip_pytorch:
                 row["target"] = f">= {TARGETS[name]:.0f}x"
             rows.append(row)
