@@ -434,6 +434,18 @@ def _ratio(theirs: dict[str, Any], ours: dict[str, Any]) -> float | None:
     return theirs["seconds"] / ours["seconds"] if theirs.get("ok") else None
 
 
+def paired_medians(pairs: list[tuple[dict[str, Any], dict[str, Any]]]) -> dict[str, Any]:
+    """Alternating runs ``(ours, theirs)``: each side's median seconds (``ours``, ``theirs``: theirs
+    ``ok`` only if every one of its runs finished), the ratio of the medians (None if not ok) and
+    the lowest and highest ratio of one pair."""
+    ours = {"seconds": statistics.median(o["seconds"] for o, _ in pairs)}
+    theirs = {"ok": all(t.get("ok") for _, t in pairs), "seconds": statistics.median(t["seconds"] for _, t in pairs)}
+    ratio = _ratio(theirs, ours)
+    ratios = [t["seconds"] / o["seconds"] for o, t in pairs]
+    return {"ours": ours, "theirs": theirs, "ratio": ratio,
+            "pair range": (min(ratios), max(ratios)) if ratio is not None else None}
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--cases", nargs="*", default=list(CASES), choices=CASES)
@@ -496,14 +508,13 @@ def main(argv: list[str]) -> int:
                     for _, theirs in pairs:
                         if not theirs["ok"]:
                             failures.append(f"{name}: PyTorch's in-process run did not finish:\n{theirs['tail']}")
-                    theirs = {"ok": all(t["ok"] for _, t in pairs),
-                              "seconds": statistics.median(t["seconds"] for _, t in pairs)}
-                    row.update({"pt in-proc s": theirs["seconds"], "x in-proc": _ratio(theirs, ours),
+                    summary = paired_medians(pairs)
+                    theirs = summary["theirs"]
+                    row.update({"pt in-proc s": theirs["seconds"], "x in-proc": summary["ratio"],
                                 "x in-proc (spawned)": _ratio(theirs, spawned),
                                 "x in-proc (warm)": _ratio(theirs, warm)})
-                    if len(pairs) > 1 and theirs["ok"]:
-                        ratios = [_ratio(t, o) for o, t in pairs]
-                        row["x in-proc pairs"] = f"{min(ratios):.1f}-{max(ratios):.1f}"
+                    if len(pairs) > 1 and summary["ratio"] is not None:
+                        row["x in-proc pairs"] = "{:.1f}-{:.1f}".format(*summary["pair range"])
             if name in TARGETS and not args.skip_pytorch:
                 row["target"] = f">= {TARGETS[name]:.0f}x"
             rows.append(row)

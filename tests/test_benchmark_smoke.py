@@ -272,3 +272,19 @@ def test_memory_benchmark_smoke_prints_both_backends(smoke):
     stdout = smoke("memory.py")
     assert "inductor RSS" in stdout and "instrumented RSS" in stdout and "capture limit 1" in stdout
     assert "full gc.collect()" in stdout and "instrumented, captures cleared" in stdout
+
+
+def test_paired_medians_are_medians_of_each_side_and_the_range_of_single_pairs():
+    """``--repeats``: a slow outlier on either side moves a mean, not the median; the range is of
+    the pairs' own ratios, not of the medians'."""
+    from minifier_vs_pytorch import paired_medians
+
+    pairs = [({"seconds": 1.0}, {"seconds": 3.0, "ok": True}), ({"seconds": 4.0}, {"seconds": 3.3, "ok": True}),
+             ({"seconds": 1.1}, {"seconds": 9.0, "ok": True})]
+    summary = paired_medians(pairs)
+    assert summary["ours"]["seconds"] == 1.1 and summary["theirs"]["seconds"] == 3.3
+    assert summary["ratio"] == pytest.approx(3.0)
+    low, high = summary["pair range"]
+    assert low == 3.3 / 4.0 and high == 9.0 / 1.1
+    pairs[1][1]["ok"] = False  # one of PyTorch's runs did not finish: no ratio
+    assert paired_medians(pairs)["ratio"] is None and paired_medians(pairs)["pair range"] is None
