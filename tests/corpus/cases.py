@@ -900,3 +900,11 @@ class EagerIslandNet(nn.Module):
 @case("disable_island_train")
 def _disable_island_train() -> Workload:
     return Workload(EagerIslandNet(), [(torch.randn(4, 8),)], train=True, loss=_mean_loss)
+
+
+@case("scalar_codegen_train")
+def _scalar_codegen_train() -> Workload:
+    """The ResNet's training step with vectorization off (``cpp.simdlen=0``, passed as a compile
+    option): every C++ kernel takes the scalar path, as on a CPU with no vector ISA Inductor supports."""
+    return Workload(TinyResNet().train(), [(torch.randn(4, 3, 16, 16),)], train=True, loss=_mean_loss,
+                    compile_kwargs={"options": {"cpp.simdlen": 0}})
