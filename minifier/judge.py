@@ -460,6 +460,22 @@ def _detail(index: int, ref: Any, res: Any) -> str:
 
 
 @contextlib.contextmanager
+def autocast_off():
+    """Autocast off in the block for every device it was on for, as in a worker (a fresh process,
+    or a copy of one reset to a fresh process's state): what the caller records for candidates'
+    inputs, and judges itself, is then what a worker computes. A post-AOT graph holds autocast's
+    casts already, and Inductor compiles and runs one with autocast off: replayed under a caller's
+    ``torch.autocast``, its float32 ops would run in bfloat16 (a softmax's ``exp`` recorded in
+    bfloat16 and judged at bfloat16's tolerance passes where the worker's float32 one fails; an
+    ``aten.bmm`` of float32 inputs gives bfloat16 where the compiled code gives float32)."""
+    with contextlib.ExitStack() as stack:
+        for device in ("cpu", "cuda"):
+            if torch.is_autocast_enabled(device):
+                stack.enter_context(torch.autocast(device_type=device, enabled=False))
+        yield
+
+
+@contextlib.contextmanager
 def caches_off(config: dict[str, Any]):
     """Inductor config patches in effect, with the FX-graph and AOTAutograd caches off.
 

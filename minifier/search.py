@@ -34,7 +34,7 @@ from .graph import (
     record_values,
     sizes_as_tuples,
 )
-from .judge import ACCURACY, CRASH, INVALID, NONDETERMINISTIC, PASS, TIMEOUT, UNLOADABLE, judge
+from .judge import ACCURACY, CRASH, INVALID, NONDETERMINISTIC, PASS, TIMEOUT, UNLOADABLE, autocast_off, judge
 from .outcome import Outcome
 from .speculation import SPECULATE_UP_TO, Pending, cancel, first_half_guesses, single_nodes, speculate
 from .strategies import CLOSING, FIRST_DIVERGENCE, OPENING, STRATEGIES, divergence_probe
@@ -913,28 +913,29 @@ def minify(
         raise MinifierError(f"minify: assume_failing must be True or False, got {assume_failing!r}")
     hint_nodes = tuple(inlined.get(name, name) for name in hint_nodes)
     chosen = list(strategies) if strategies is not None else list(STRATEGIES)
-    exposed = None
-    if isinstance(check, AccuracyFailure) and isinstance(module, torch.fx.GraphModule):
-        exposed = expose_updates(module, inputs, seed=seed)  # in-place updates of inputs become outputs
-        module, inputs = exposed.module, exposed.inputs
-    elif isinstance(module, torch.fx.GraphModule) and updates_in_place(module):
-        module, inputs = attributes_as_inputs(module, inputs)  # the eager runs here never change the caller's
-    run = _open(module, inputs, check=check, level=level, isolate=isolate, timeout=timeout, config=config,
-                dynamic=dynamic, dynamic_ints=dynamic_ints, requires_grad=requires_grad, seed=seed,
-                progress=progress, echo=echo, started=started,
-                workers=workers)
-    run.assume_failing = assume_failing
-    if exposed is not None and exposed.updated:
-        run.emit(f"Inputs updated in place, returned as outputs: {len(exposed.updated)} "
-                 f"({', '.join(exposed.updated[:4])}{' ...' if len(exposed.updated) > 4 else ''})")
-    elif exposed is not None and exposed.note:
-        run.emit(f"Note: {exposed.note}")
-    try:
-        start, original, known, pending = _confirm(run, chosen, hint_nodes)
-        if original.kind == NONDETERMINISTIC:
-            return run.result("nondeterministic", run.slicer.full(), original, original)
-        state = _search(run, start, original, known, pending, chosen=chosen, hint_nodes=hint_nodes,
-                        max_candidates=max_candidates, max_seconds=max_seconds)
-        return _finish(run, state, repro_dir)
-    finally:
-        run.live.close()
+    with autocast_off():  # as in every worker: what this process records and judges, a worker computes
+        exposed = None
+        if isinstance(check, AccuracyFailure) and isinstance(module, torch.fx.GraphModule):
+            exposed = expose_updates(module, inputs, seed=seed)  # in-place updates of inputs become outputs
+            module, inputs = exposed.module, exposed.inputs
+        elif isinstance(module, torch.fx.GraphModule) and updates_in_place(module):
+            module, inputs = attributes_as_inputs(module, inputs)  # the eager runs here never change the caller's
+        run = _open(module, inputs, check=check, level=level, isolate=isolate, timeout=timeout, config=config,
+                    dynamic=dynamic, dynamic_ints=dynamic_ints, requires_grad=requires_grad, seed=seed,
+                    progress=progress, echo=echo, started=started,
+                    workers=workers)
+        run.assume_failing = assume_failing
+        if exposed is not None and exposed.updated:
+            run.emit(f"Inputs updated in place, returned as outputs: {len(exposed.updated)} "
+                     f"({', '.join(exposed.updated[:4])}{' ...' if len(exposed.updated) > 4 else ''})")
+        elif exposed is not None and exposed.note:
+            run.emit(f"Note: {exposed.note}")
+        try:
+            start, original, known, pending = _confirm(run, chosen, hint_nodes)
+            if original.kind == NONDETERMINISTIC:
+                return run.result("nondeterministic", run.slicer.full(), original, original)
+            state = _search(run, start, original, known, pending, chosen=chosen, hint_nodes=hint_nodes,
+                            max_candidates=max_candidates, max_seconds=max_seconds)
+            return _finish(run, state, repro_dir)
+        finally:
+            run.live.close()

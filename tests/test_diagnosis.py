@@ -302,6 +302,29 @@ def test_first_divergence_in_a_larger_graph_with_a_bad_exp():
     assert any("exp()" in line.text or "std::exp" in line.text for line in lines)
 
 
+def float32_mix_under_autocast(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    scores = q @ k.transpose(-1, -2)  # bfloat16 under the caller's autocast
+    with torch.autocast("cpu", enabled=False):
+        mixed = scores.float() @ v.float()  # a float32 bmm
+    return torch.tanh(mixed) * 2
+
+
+def test_first_divergence_under_the_callers_autocast_replays_the_graph_as_inductor_runs_it():
+    """The post-grad graph holds autocast's casts; Inductor compiles and runs it with autocast off.
+    Replayed under the caller's ``torch.autocast`` (a training loop's, as ``diagnose`` replays it),
+    its float32 ``bmm`` ran in bfloat16: the first "diverging" buffer was that bmm, at a max abs
+    err of 0 (a dtype mismatch), and a BERT fine-tuning step's bad ``exp`` was blamed on it."""
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(2, 4, 12, 8) for _ in range(3))
+    with ib.faults.scaled("tanh", 1.01), torch.autocast("cpu", dtype=torch.bfloat16):
+        report = ib.find_first_divergence(float32_mix_under_autocast, q, k, v)
+        assert torch.is_autocast_enabled("cpu")  # the caller's autocast, as it was
+    assert report.found and report.culprit_target == "aten.tanh.default", report.render()
+    checked = {check.node: check for check in report.checked}
+    assert checked["bmm_1"].passed and all(c.passed for c in report.checked[:-1]), report.render()
+    assert report.checked[-1].max_abs_error > 0.001
+
+
 def scatter_then_softmax(h: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
     s = torch.zeros(8, 16).scatter_add(0, rows[:, None].expand(-1, 16), h * 2)
     return torch.softmax(s + 1, dim=-1)

@@ -455,6 +455,38 @@ def test_a_suspect_that_matches_eager_alone_grows_downstream_until_it_fails(out)
     assert result.compiles <= 6, lines  # the suspect, it grown, the search of those 2 nodes, the re-check
 
 
+def _float32_mix_under_autocast(q, k, v):
+    scores = q @ k.transpose(-1, -2)  # bfloat16 under the caller's autocast
+    with torch.autocast("cpu", enabled=False):
+        mixed = scores.float() @ v.float()  # a float32 bmm
+    return torch.tanh(mixed) * 2
+
+
+def test_values_recorded_under_the_callers_autocast_are_the_ones_a_worker_computes(out):
+    """A post-AOT graph holds autocast's casts: a worker runs it with autocast off, as Inductor
+    does. Called under ``torch.autocast`` (as ``diagnose`` replays a mixed-precision training
+    loop), the minifier recorded the suspect's input with autocast on: the float32 ``bmm`` gave
+    bfloat16, the ``tanh`` 1% off alone passed at bfloat16's tolerance, and a BERT step's search
+    fell back to the whole graph (33 s instead of 0.8 s)."""
+    from instrumented_backend.capture.backend import keep_call_args
+
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(2, 4, 12, 8) for _ in range(3))
+    lines = []
+    with ib.faults.scaled("tanh", 1.01), torch.autocast("cpu", dtype=torch.bfloat16):
+        with ib.capture() as session, keep_call_args(), torch.no_grad():
+            torch.compile(_float32_mix_under_autocast, backend="instrumented")(q, k, v)
+        graph = session.graphs[0]
+        tanh = next(n for n in graph.post_grad_graph.graph.nodes if n.name == "tanh")
+        assert tanh.args[0].meta["val"].dtype == torch.float32
+        result = keep(minify(graph.post_grad_graph, graph.call_args, check=AccuracyFailure(), hint_nodes=["tanh"],
+                             assume_failing=True, repro_dir=out, echo=lines.append))
+        assert torch.is_autocast_enabled("cpu")  # the caller's autocast, as it was
+    assert OPS(result) == ["aten.tanh.default"] and result.reproduced, lines
+    assert any(line.startswith("Started from the suspected nodes alone") for line in lines), lines
+    assert result.inputs[0].dtype == torch.float32  # the float32 bmm's value, as the worker computes it
+
+
 # --------------------------------------------------------------------------- training graphs, symbolic inputs
 
 def _fail_on_a_backward_op(graph: torch.fx.Graph) -> None:

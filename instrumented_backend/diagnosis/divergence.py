@@ -39,7 +39,7 @@ import torch
 import torch.fx
 
 from minifier.in_place import out_of_place_target, updates_first_argument
-from minifier.judge import widened
+from minifier.judge import autocast_off, widened
 
 from ..capture.as_written import judged_as_written
 from ..graphs import GraphCapture
@@ -794,6 +794,7 @@ def _first_divergence(fn: Callable[..., Any], inputs: tuple[Any, ...], compile_o
     return report, [g for graph_captures, _ in calls for g in graph_captures]
 
 
+@autocast_off()  # a post-grad graph holds autocast's casts: compiled, replayed and narrowed without it again
 def divergence_in_graph(graph: GraphCapture, args: list[Any], report: DivergenceReport, *, seed: int = 0,
                         tol: Optional[float] = None, narrow_options: Optional[dict[str, Any]] = None) -> bool:
     """Compare every buffer ``graph``'s compiled code writes, run on ``args``, with its post-grad graph
