@@ -26,7 +26,7 @@ import math
 import re
 import time
 import traceback
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Callable, Iterator, Optional, Sequence
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
@@ -460,7 +460,7 @@ def _detail(index: int, ref: Any, res: Any) -> str:
 
 
 @contextlib.contextmanager
-def autocast_off():
+def autocast_off() -> Iterator[None]:
     """Autocast off in the block for every device it was on for, as in a worker (a fresh process,
     or a copy of one reset to a fresh process's state): what the caller records for candidates'
     inputs, and judges itself, is then what a worker computes. A post-AOT graph holds autocast's

@@ -884,6 +884,11 @@ def minify(
     graph, which can take seconds to compile, is never compiled here (the repro is then pinned to
     the suspects' failure); else the original is confirmed as usual.
 
+    Grad mode, inference mode, autocast and the default dtype are a fresh process's in every
+    worker, whatever the caller set; autocast is off for this call's own recording and judging
+    too (:func:`~minifier.judge.autocast_off`): pass a graph traced under ``torch.autocast`` as
+    its post-AOT graph, whose casts are explicit.
+
     Four phases: validate the arguments, confirm the original fails, search, re-check and write
     the repro. Raises :class:`NotFailingError` when the original does not fail the way ``check`` says,
     :class:`UnbuildableGraph` when a worker cannot load it. Inductor's ordering wrappers in a
