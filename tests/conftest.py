@@ -155,6 +155,15 @@ def foo1(x1: torch.Tensor, x2: torch.Tensor) -> torch.Tensor:
     return y
 
 
+def float32_mix_under_autocast(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    """Under a caller's ``torch.autocast``: a bfloat16 matmul, then a float32 ``bmm`` in a region
+    with autocast off, then ``tanh``. Its post-grad graph's ``bmm_1`` is float32."""
+    scores = q @ k.transpose(-1, -2)  # bfloat16 under the caller's autocast
+    with torch.autocast("cpu", enabled=False):
+        mixed = scores.float() @ v.float()  # a float32 bmm
+    return torch.tanh(mixed) * 2
+
+
 def tutorial_inputs(dtype: torch.dtype = torch.uint8) -> tuple[torch.Tensor, torch.Tensor]:
     gen = torch.Generator().manual_seed(0)
     if dtype == torch.uint8:

@@ -12,7 +12,7 @@ import warnings
 import pytest
 import torch
 import torch.nn.functional as F
-from conftest import Blocks, foo1, tutorial_inputs
+from conftest import Blocks, float32_mix_under_autocast, foo1, tutorial_inputs
 from torch._inductor.exc import CppCompileError, InductorError
 
 import instrumented_backend as ib
@@ -300,13 +300,6 @@ def test_first_divergence_in_a_larger_graph_with_a_bad_exp():
     lines = report.key_lines
     assert lines and all(line.source.line == first + 3 for line in lines)  # the softmax line
     assert any("exp()" in line.text or "std::exp" in line.text for line in lines)
-
-
-def float32_mix_under_autocast(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
-    scores = q @ k.transpose(-1, -2)  # bfloat16 under the caller's autocast
-    with torch.autocast("cpu", enabled=False):
-        mixed = scores.float() @ v.float()  # a float32 bmm
-    return torch.tanh(mixed) * 2
 
 
 def test_first_divergence_under_the_callers_autocast_replays_the_graph_as_inductor_runs_it():

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from conftest import float32_mix_under_autocast
 from torch._inductor.decomposition import select_decomp_table
 from torch.fx.experimental.proxy_tensor import make_fx
 
@@ -455,13 +456,6 @@ def test_a_suspect_that_matches_eager_alone_grows_downstream_until_it_fails(out)
     assert result.compiles <= 6, lines  # the suspect, it grown, the search of those 2 nodes, the re-check
 
 
-def _float32_mix_under_autocast(q, k, v):
-    scores = q @ k.transpose(-1, -2)  # bfloat16 under the caller's autocast
-    with torch.autocast("cpu", enabled=False):
-        mixed = scores.float() @ v.float()  # a float32 bmm
-    return torch.tanh(mixed) * 2
-
-
 def test_values_recorded_under_the_callers_autocast_are_the_ones_a_worker_computes(out):
     """A post-AOT graph holds autocast's casts: a worker runs it with autocast off, as Inductor
     does. Called under ``torch.autocast`` (as ``diagnose`` replays a mixed-precision training
@@ -475,7 +469,7 @@ def test_values_recorded_under_the_callers_autocast_are_the_ones_a_worker_comput
     lines = []
     with ib.faults.scaled("tanh", 1.01), torch.autocast("cpu", dtype=torch.bfloat16):
         with ib.capture() as session, keep_call_args(), torch.no_grad():
-            torch.compile(_float32_mix_under_autocast, backend="instrumented")(q, k, v)
+            torch.compile(float32_mix_under_autocast, backend="instrumented")(q, k, v)
         graph = session.graphs[0]
         tanh = next(n for n in graph.post_grad_graph.graph.nodes if n.name == "tanh")
         assert tanh.args[0].meta["val"].dtype == torch.float32
