@@ -330,6 +330,10 @@ def replaying(draws: list[tuple[str, list[torch.Tensor]]], run: Callable[[], Any
 # -- the accuracy rule: one per output, used by the minifier and by instrumented_backend's checks --
 
 RMSE_MULTIPLIER = 2.0
+# An element is catastrophic when its error against fp64 is past the tolerance and more than this
+# many times the worst error eager makes anywhere in the same output (both in units of the
+# tolerance): an RMSE within RMSE_MULTIPLIER of eager's must not average a few of them away.
+CATASTROPHIC_MULTIPLIER = 10.0
 
 
 def tolerance_for(dtype: torch.dtype) -> float:
@@ -350,7 +354,7 @@ class TensorVerdict:
 
     FIELDS = ("passed", "max_abs_error", "max_rel_error", "rmse_compiled", "rmse_eager", "mismatched",
               "first_bad_index", "compiled_value", "eager_value", "note", "tolerance", "tolerance_used",
-              "largest_value")
+              "largest_value", "catastrophic")
 
     def __init__(self, passed: bool, note: str = "") -> None:
         self.passed = passed
@@ -367,6 +371,7 @@ class TensorVerdict:
         # the largest |compiled - eager| / (atol + rtol * |eager|): above 1 allclose fails it
         self.tolerance_used = 0.0
         self.largest_value: Optional[float] = None  # the largest finite |eager| of a floating tensor
+        self.catastrophic = 0  # elements far past the tolerance against fp64 where eager is not (see the rule)
 
     def as_dict(self) -> dict[str, Any]:
         return {name: getattr(self, name) for name in self.FIELDS}
@@ -380,7 +385,38 @@ def _scalar(value: torch.Tensor) -> "float | complex":
 def _rmse(reference: torch.Tensor, value: torch.Tensor) -> float:
     if not reference.numel():
         return 0.0
-    return math.sqrt(torch.mean(torch.square((widened(reference) - widened(value)).abs())).item())
+    return math.sqrt(torch.mean(torch.square(absolute_difference(reference, value))).item())
+
+
+def absolute_difference(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """``|a - b|`` widened, elementwise, with non-finite values counted: 0 where both are the same
+    infinity or both NaN, ``inf`` where only one side is non-finite or they are opposite
+    infinities (an ``inf`` against a finite value is the largest error there is, never 0)."""
+    wide_a, wide_b = widened(a), widened(b)
+    difference = (wide_a - wide_b).abs()
+    alike = (wide_a == wide_b) | (torch.isnan(wide_a) & torch.isnan(wide_b))
+    difference = torch.where(alike, torch.zeros_like(difference), difference)
+    return torch.where(torch.isnan(difference), torch.full_like(difference, math.inf), difference)
+
+
+def _largest(values: torch.Tensor) -> float:
+    return float(values.max().item()) if values.numel() else 0.0
+
+
+def catastrophic_elements(compiled: torch.Tensor, eager: torch.Tensor, fp64: torch.Tensor, atol: float,
+                          rtol: float) -> torch.Tensor:
+    """The mask of elements whose error against ``fp64`` is past the tolerance (``atol + rtol *
+    |fp64|``) and more than ``CATASTROPHIC_MULTIPLIER`` times the worst error eager makes anywhere
+    in the output, both in units of that tolerance. Eager's worst bounds what reordered or fused
+    float arithmetic can give on these values (an ill-conditioned output has a large one); a few
+    elements far beyond it are a wrong computation, whatever the output's RMSE says."""
+    reference = widened(fp64)
+    allowed = atol + rtol * reference.abs().nan_to_num(posinf=0.0)
+    compiled_error = absolute_difference(compiled, reference) / allowed
+    eager_worst = _largest(absolute_difference(eager, reference) / allowed)
+    if math.isinf(eager_worst):  # eager itself overflows or gives NaN: no scale to judge elements at
+        return torch.zeros_like(compiled_error, dtype=torch.bool)
+    return (compiled_error > 1.0) & (compiled_error > CATASTROPHIC_MULTIPLIER * max(eager_worst, 1e-3))
 
 
 def compare_tensor(compiled: torch.Tensor, eager: torch.Tensor, fp64: Optional[torch.Tensor] = None,
@@ -391,8 +427,10 @@ def compare_tensor(compiled: torch.Tensor, eager: torch.Tensor, fp64: Optional[t
     Shape and dtype must match. Integer and bool outputs must be equal. A floating output passes
     when it is ``allclose`` to eager at ``tol`` (default: :func:`tolerance_for` its dtype), or,
     given an fp64 reference, when its RMSE against it is at most ``RMSE_MULTIPLIER`` times eager's
-    own (plus tol/10): compiled code may be as wrong as eager is, not much more. This is the rule
-    of ``torch._dynamo.utils.same``, applied per output. ``atol`` (default ``tol``) and
+    own (plus tol/10) and no element is catastrophic (:func:`catastrophic_elements`): compiled
+    code may be as wrong as eager is, not much more, on average or anywhere. The RMSE half is the
+    rule of ``torch._dynamo.utils.same``, applied per output. An ``inf`` or NaN against a finite
+    value is an error of ``inf`` in every figure. ``atol`` (default ``tol``) and
     ``rmse_multiplier`` set the absolute tolerance and the multiplier apart, for a judgement at a
     tensor's own scale (``instrumented_backend``'s first-divergence search).
     """
@@ -408,24 +446,26 @@ def compare_tensor(compiled: torch.Tensor, eager: torch.Tensor, fp64: Optional[t
     else:
         rtol = tol if tol is not None else tolerance_for(eager.dtype)
         atol = rtol if atol is None else atol
-        wide_eager = widened(eager)
-        difference = (widened(compiled) - wide_eager).abs()
-        finite = torch.isfinite(difference)
-        verdict.max_abs_error = float(difference[finite].max().item()) if finite.any() else 0.0
-        magnitude = wide_eager.abs()
-        relative = difference / magnitude.clamp_min(1e-12)
-        verdict.max_rel_error = float(relative[finite].max().item()) if finite.any() else 0.0
+        difference = absolute_difference(compiled, eager)
+        verdict.max_abs_error = _largest(difference)
+        magnitude = widened(eager).abs().nan_to_num(posinf=0.0)
+        verdict.max_rel_error = _largest(difference / magnitude.clamp_min(1e-12))
         verdict.tolerance = atol
-        used = difference / (atol + rtol * magnitude)
-        verdict.tolerance_used = float(used[finite].max().item()) if finite.any() else 0.0
-        magnitude = magnitude[torch.isfinite(magnitude)]
-        verdict.largest_value = float(magnitude.max().item()) if magnitude.numel() else 0.0
+        verdict.tolerance_used = _largest(difference / (atol + rtol * magnitude))
+        verdict.largest_value = _largest(magnitude)
         bad = ~torch.isclose(compiled, eager, atol=atol, rtol=rtol, equal_nan=True)
         fp64_ok = isinstance(fp64, torch.Tensor) and fp64.shape == eager.shape
         if bad.any() and fp64_ok:
-            verdict.rmse_compiled = _rmse(fp64.cpu(), compiled)
-            verdict.rmse_eager = _rmse(fp64.cpu(), eager)
-            verdict.passed = verdict.rmse_compiled <= rmse_multiplier * verdict.rmse_eager + atol / 10.0
+            reference = fp64.detach().cpu()
+            verdict.rmse_compiled = _rmse(reference, compiled)
+            verdict.rmse_eager = _rmse(reference, eager)
+            verdict.catastrophic = int(catastrophic_elements(compiled, eager, reference, atol, rtol).sum().item())
+            rmse_passes = verdict.rmse_compiled <= rmse_multiplier * verdict.rmse_eager + atol / 10.0
+            verdict.passed = rmse_passes and not verdict.catastrophic
+            if rmse_passes and verdict.catastrophic:
+                verdict.note = (f"{verdict.catastrophic} element(s) past the tolerance against fp64 and more than "
+                                f"{CATASTROPHIC_MULTIPLIER:g}x eager's worst error, though the RMSE is within "
+                                f"{rmse_multiplier:g}x eager's")
         else:
             verdict.passed = not bool(bad.any())
     verdict.mismatched = int(bad.sum().item())

@@ -285,6 +285,55 @@ def test_a_small_tensor_is_judged_at_its_own_scale_against_fp64_and_cancellation
     assert not wrong_at_its_own_scale(off, eager, exact, tol=0.1)
 
 
+def test_a_few_catastrophic_elements_fail_an_output_whose_rmse_passes():
+    """A wrong lowering that hits a few elements (a vectorized ``expm1`` computed as ``exp(x) - 1``)
+    leaves the RMSE against fp64 near eager's; those elements, far past the tolerance where eager's
+    worst error is tiny, fail the output. An ill-conditioned output, where eager is as far off as
+    compiled, still passes: the data tells the two apart."""
+    import torch
+
+    from instrumented_backend.diagnosis.accuracy import compare_outputs
+    from minifier.judge import _same
+
+    g = torch.Generator().manual_seed(0)
+    exact = torch.randn(4096, generator=g, dtype=torch.float64) * 10
+    eager = (exact + torch.randn(4096, generator=g, dtype=torch.float64) * 1e-5).float()  # eager's own error
+    compiled = eager.clone()
+    hit = torch.nonzero(exact.abs() < 0.5).flatten()[:3]  # where the tolerance is about 1e-4
+    compiled[hit] += 1e-3
+    report = compare_outputs(compiled, eager, exact)
+    (output,) = report.outputs
+    assert output.rmse_compiled <= 2.0 * output.rmse_eager + 1e-5  # the RMSE half of the rule alone: blind
+    assert not report.passed and output.catastrophic == 3
+    assert not _same(eager, compiled, exact, None)  # the minifier's judge: the same rule
+    # Ill-conditioned: eager is itself 0.05 off fp64 somewhere, so compiled's 0.06 is not 10x worse.
+    noisy_eager = eager.clone()
+    noisy_eager[[5, 6]] += torch.tensor([0.05, -0.04])
+    noisy_compiled = noisy_eager.clone()
+    noisy_compiled[[5, 1000]] += torch.tensor([0.01, 0.06])
+    assert compare_outputs(noisy_compiled, noisy_eager, exact).outputs[0].catastrophic == 0
+
+
+def test_an_infinity_or_nan_against_a_finite_value_is_an_infinite_error_in_every_figure():
+    import math
+
+    import torch
+
+    from instrumented_backend.diagnosis.accuracy import compare_outputs
+
+    eager = torch.tensor([1.0, 2.0, float("inf"), float("nan")])
+    compiled = torch.tensor([1.0, float("inf"), float("inf"), float("nan")])
+    (output,) = compare_outputs(compiled, eager, eager.double()).outputs
+    assert not output.passed and output.mismatched == 1
+    assert math.isinf(output.max_abs_error) and math.isinf(output.max_rel_error)
+    assert output.first_bad_index == [1] and "inf" in compare_outputs(compiled, eager).render()
+    (nan,) = compare_outputs(torch.tensor([float("nan"), 1.0]), torch.tensor([0.5, 1.0])).outputs
+    assert not nan.passed and math.isinf(nan.max_abs_error)
+    # the same infinity and NaN on both sides are no error at all
+    (alike,) = compare_outputs(eager.clone(), eager).outputs
+    assert alike.passed and alike.max_abs_error == 0.0 and alike.tolerance_used == 0.0
+
+
 def test_an_output_object_is_compared_through_its_tensors_never_by_identity():
     """A model's cache object (transformers' DynamicCache keeps its tensors in its layers'
     attributes) is a fresh object on every run: compared through its tensors, or by type."""
