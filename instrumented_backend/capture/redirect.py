@@ -19,6 +19,8 @@ from typing import Any, Callable, Iterator, Optional, Sequence
 
 import torch
 
+from ..call_state import INFERENCE, CallState
+
 __all__ = ["redirect_torch_compile", "run_as_main", "CompiledCall", "LaterCall", "record_compiled_calls",
            "state_at_first_call", "autocast_now", "autocast_at_first_call", "target_name", "COMPILE_SETTINGS",
            "MAX_RECOMPILES_KEPT"]
@@ -151,6 +153,8 @@ class CompiledCall:
     # Whose arguments ``args`` and ``kwargs`` are, when not the first call's (an exported program's
     # package: its example inputs, until the script calls the package it loaded).
     arguments_from: str = ""
+    # grad mode, inference mode and deterministic algorithms at the first call: what it is judged in
+    call_state: CallState = INFERENCE
 
     @property
     def options(self) -> dict[str, Any]:
@@ -317,7 +321,7 @@ def record_compiled_calls(calls: list[CompiledCall]) -> Callable[[], None]:
                                   {k: _detached(v) for k, v in kwargs.items()}, torch.is_grad_enabled(),
                                   target_name(target), settings,
                                   faults=active_faults(), inductor_config=plain_inductor_config(),
-                                  autocast=autocast_now())
+                                  autocast=autocast_now(), call_state=CallState.now())
             made.append(record)
             calls.append(record)
             state = _step_state(target, args)

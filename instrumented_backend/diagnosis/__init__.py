@@ -19,7 +19,7 @@ from .compile_error import (
     KernelCompileError,
     explain_compile_error,
 )
-from .diagnose import Diagnosis, DiagnosisStep, diagnose
+from .diagnose import Diagnosis, DiagnosisStep, ScriptNotDiagnosed, diagnose
 from .divergence import BufferCheck, DivergenceReport, find_first_divergence
 from .layers import LAYERS, LayerReport, LayerResult, find_failing_layer
 from .ranks import Collective, CollectiveDivergence, GraphDigest, RankComparison, RankDivergence, compare_ranks
@@ -29,4 +29,5 @@ __all__ = [
     "ExplainedLine", "KernelCompileError", "explain_compile_error", "DivergenceReport", "find_first_divergence",
     "BufferCheck", "LAYERS", "LayerReport", "LayerResult", "find_failing_layer", "compare_ranks", "RankComparison",
     "RankDivergence", "CollectiveDivergence", "GraphDigest", "Collective", "diagnose", "Diagnosis", "DiagnosisStep",
+    "ScriptNotDiagnosed",
 ]

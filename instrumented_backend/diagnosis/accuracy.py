@@ -3,7 +3,8 @@
 The rule is the package's one accuracy rule, :func:`minifier.judge.compare_tensor`, per output:
 the minifier's judge applies the same one, so a check and a minification never disagree about a
 graph. An output passes when it is ``allclose`` to eager at its dtype's tolerance, or when its
-RMSE against the fp64 reference is at most ``RMSE_MULTIPLIER`` times eager's own (plus tol/10).
+RMSE against the fp64 reference is at most ``RMSE_MULTIPLIER`` times eager's own (plus tol/10)
+and no element is catastrophic (far past the tolerance, and many times eager's worst error).
 Integer and bool outputs must be equal. Eager runs twice first: a function whose two eager runs
 disagree is reported as nondeterministic, never as a compiler bug.
 """
@@ -21,6 +22,7 @@ import torch.utils._pytree as pytree
 
 from minifier.judge import RandomDraws, compare_tensor, replaying, tolerance_for, widened, widened_graphs
 
+from ..call_state import judged_state
 from ..capture.as_written import judged_as_written, running_eagerly
 from ..capture.object_arguments import OBJECT_DEPTH, PLAIN, copy_object_argument, is_object_argument
 from .copies import clone_inputs
@@ -58,6 +60,7 @@ class OutputComparison:
     tolerance: Optional[float] = None  # allclose's atol and rtol (a floating output)
     tolerance_used: float = 0.0  # the largest |compiled - eager| / (atol + rtol * |eager|): above 1 allclose fails
     largest_value: Optional[float] = None  # the largest finite |eager| (a floating output)
+    catastrophic: int = 0  # elements far past the tolerance against fp64, and many times eager's worst error
 
     @property
     def below_tolerance(self) -> bool:
@@ -100,7 +103,8 @@ class AccuracyReport:
         table = tabulate(rows, headers=["output", "dtype", "shape", "verdict", "max abs err", "max rel err",
                                         "RMSE compiled", "RMSE eager", "first difference (compiled vs eager)",
                                         "# differing"])
-        return head + "\n" + table
+        notes = [f"{o.path}: {o.note}" for o in self.outputs if o.note and not o.passed]
+        return "\n".join([head, table, *notes])
 
     def __str__(self) -> str:
         return self.render()
@@ -335,9 +339,11 @@ def error_line(exc: BaseException) -> str:
 
 
 def run_seeded(fn: Callable[..., Any], inputs: Sequence[Any], seed: int) -> Any:
-    """``fn`` on copies of ``inputs``, under ``no_grad``, with the RNG seeded to ``seed``."""
+    """``fn`` on copies of ``inputs``, with the RNG seeded to ``seed``, in the judged call state
+    (:func:`~instrumented_backend.call_state.judged_state`: ``no_grad`` unless the script called
+    it with grad on, or under ``inference_mode``)."""
     torch.manual_seed(seed)
-    with torch.no_grad():
+    with judged_state().applied():
         return fn(*clone_inputs(inputs))
 
 

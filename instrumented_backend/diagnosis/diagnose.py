@@ -19,6 +19,7 @@ In order, stopping at what is known:
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import re
 import sys
@@ -32,6 +33,7 @@ import torch.utils._pytree as pytree
 
 from minifier.judge import RMSE_MULTIPLIER, RandomDraws, replaying
 
+from ..call_state import INFERENCE, CallState, judged_state, judging_in
 from ..capture.as_written import as_written, running_eagerly, settings_as_written
 from ..capture.redirect import autocast_now, target_name
 from ..capture.skipped_frames import (
@@ -81,7 +83,7 @@ from .widened_casts import WidenedCasts
 if TYPE_CHECKING:
     from ..graphs import GraphCapture
 
-__all__ = ["Diagnosis", "DiagnosisStep", "diagnose", "diagnose_script", "keyword_call", "KeywordCall", "VERDICTS"]
+__all__ = ["Diagnosis", "DiagnosisStep", "ScriptNotDiagnosed", "diagnose", "diagnose_script", "keyword_call", "KeywordCall", "VERDICTS"]
 
 _ORDINALS = {2: "second", 3: "third", 4: "fourth", 5: "fifth"}
 
@@ -138,6 +140,7 @@ class Diagnosis:
     compile_seconds: float = 0.0  # the instrumented compile of the target alone
     compiled_with: dict[str, Any] = field(default_factory=dict)  # torch.compile's dynamic/mode/options/fullgraph
     fault_notes: list[str] = field(default_factory=list)  # injected faults in effect that found no bug: why
+    judged_in: str = ""  # the call state judged in, when not no_grad: "grad on", "inference_mode"
     # in effect at the target's first call, off when the script ended, and on again for this diagnosis
     reapplied: list[str] = field(default_factory=list)
     replayed_call: int = 0  # the script's call replayed when not its first: the first later call that raised
@@ -270,6 +273,8 @@ class Diagnosis:
         if self.compiled_with:
             settings = ", ".join(f"{k}={v!r}" for k, v in self.compiled_with.items())
             out.append(f"every step compiles as torch.compile(..., {settings}) did")
+        if self.judged_in:
+            out.append(f"judged as the program called it: {self.judged_in}")
         if self.error:
             out.append(f"error: {self.error}")
         if self.eager_error_at:
@@ -784,7 +789,7 @@ def diagnose(fn: Callable[..., Any], *inputs: Any, kwargs: Optional[dict[str, An
              minify: "bool | float" = True, bisect: bool = False, tol: Optional[float] = None, seed: int = 0,
              progress: Optional[bool] = None, name: str = "",
              calls_before: Sequence[tuple[Sequence[Any], dict[str, Any]]] = (),
-             input_gradients: bool = True) -> Diagnosis:
+             input_gradients: bool = True, call_state: Optional[CallState] = None) -> Diagnosis:
     """Find what goes wrong when ``fn(*inputs, **kwargs)`` is compiled, down to the culprit line and a repro.
 
     ``kwargs`` are keyword arguments of the call (``model(input_ids=ids)``: ``kwargs={"input_ids":
@@ -810,6 +815,10 @@ def diagnose(fn: Callable[..., Any], *inputs: Any, kwargs: Optional[dict[str, An
     ``mode`` and ``options``, the package's ``inductor_configs``); when the package fails, the
     steps after it run on the Python-wrapper build of the same graph once it fails alike
     (:mod:`.aoti_package`).
+    ``call_state`` (:class:`~instrumented_backend.call_state.CallState`) is the grad mode, inference
+    mode and deterministic flag the call is judged in, as the program called it: a call made with
+    grad on compiles other graphs than one under ``no_grad`` (default: ``no_grad``, an inference
+    call; ``train=True`` judges a training step with grad on).
     """
     from ..capture.distributed import rank_out_dir
 
@@ -829,12 +838,14 @@ def diagnose(fn: Callable[..., Any], *inputs: Any, kwargs: Optional[dict[str, An
     settings_notes: list[str] = []
     if compile_kwargs is None:  # what it was compiled with, when it was: read off its wrapper
         compile_kwargs, settings_notes = settings_as_written(fn)
+    state = call_state if call_state is not None and not train else INFERENCE
     # the fake-tensor traceback each compile of a target whose fake raises would log again
-    with as_written(fn) as (plain, notes), meta_failures_unlogged():
-        return _diagnose(plain, *inputs, kwargs=kwargs, train=train, compile_kwargs=compile_kwargs, out_dir=out_dir,
-                         minify=minify, bisect=bisect, tol=tol, seed=seed, progress=progress,
-                         name=name or target_name(plain), calls_before=calls_before,
-                         as_written_notes=[*notes, *settings_notes], input_gradients=input_gradients)
+    with as_written(fn) as (plain, notes), meta_failures_unlogged(), judging_in(state):
+        result = _diagnose(plain, *inputs, kwargs=kwargs, train=train, compile_kwargs=compile_kwargs,
+                           out_dir=out_dir, minify=minify, bisect=bisect, tol=tol, seed=seed, progress=progress,
+                           name=name or target_name(plain), calls_before=calls_before,
+                           as_written_notes=[*notes, *settings_notes], input_gradients=input_gradients)
+    return result
 
 
 def _diagnose_exported(exported: Any, *inputs: Any, kwargs: Optional[dict[str, Any]], train: bool,
@@ -932,7 +943,9 @@ def _diagnose(fn: Callable[..., Any], *inputs: Any, kwargs: Optional[dict[str, A
     started = time.perf_counter()
     say = _Progress(progress, started)
     out = Path(out_dir)
-    result = Diagnosis(target=name, train=train, compiled_with=compiled_with, as_written=list(as_written_notes))
+    judged_in = judged_state()
+    result = Diagnosis(target=name, train=train, compiled_with=compiled_with, as_written=list(as_written_notes),
+                       judged_in=judged_in.describe() if judged_in != INFERENCE else "")
 
     def step(label: str, began: float, summary: str = "") -> None:
         result.steps.append(DiagnosisStep(label, time.perf_counter() - began, summary))
@@ -1303,13 +1316,18 @@ def diagnose_script(script: "str | Path", argv: Sequence[str] = (), *, out_dir: 
     results: list[Diagnosis] = []
     with contextlib.ExitStack() as script_main:  # the script's __main__ stays until its targets are diagnosed
         undo = record_compiled_calls(calls)
+        raised_at = ""  # where the script's own exception was raised
         try:
             status = run_as_main(script, argv, keep=script_main)
             raised = "" if status == 0 else f"the script exited with status {status}"
         except Exception as exc:  # noqa: BLE001 - what the diagnosis is about
-            raised = _error_text(exc)
+            raised, raised_at = _error_text(exc), _raising_line(exc)
         finally:
             undo()
+        if raised and not calls:
+            where = f" at {raised_at}" if raised_at else ""
+            raise ScriptNotDiagnosed(f"{script} failed before it compiled anything ({raised}{where}): "
+                                     "nothing compiled, so nothing to diagnose")
         if raised:
             say(f"instrumented_backend diagnose: {raised}; diagnosing what it compiled")
         for index, call in enumerate(calls):
@@ -1332,7 +1350,7 @@ def diagnose_script(script: "str | Path", argv: Sequence[str] = (), *, out_dir: 
                         f"script ended, on again for its diagnosis: {'; '.join(restored)}")
                 result = diagnose(target, *args, kwargs=kwargs, train=train, input_gradients=False,
                                   compile_kwargs=call.compile_kwargs, out_dir=target_out, minify=minify,
-                                  progress=progress, name=call.name, tol=tol)
+                                  progress=progress, name=call.name, tol=tol, call_state=call.call_state)
             if restored or call.raising_call:
                 result.reapplied, result.replayed_call = restored, call.raising_call
                 write_reports(result, target_out)
@@ -1351,6 +1369,7 @@ def diagnose_script(script: "str | Path", argv: Sequence[str] = (), *, out_dir: 
                     result = diagnose(target, *later.args, kwargs=later.kwargs, train=train, input_gradients=False,
                                       compile_kwargs=call.compile_kwargs, out_dir=target_out, minify=minify,
                                       progress=progress, name=call.name, tol=tol,
+                                      call_state=dataclasses.replace(call.call_state, grad_enabled=later.grad_enabled),
                                       calls_before=[(c.args, c.kwargs) for c in replayed])
                 result.reapplied, result.replayed_call, result.replayed_recompile = restored, later.number, which
                 result.replayed_before = [c.number for c in replayed]
@@ -1362,7 +1381,21 @@ def diagnose_script(script: "str | Path", argv: Sequence[str] = (), *, out_dir: 
     if not calls:
         say(f"instrumented_backend diagnose: {script} compiled nothing with torch.compile; nothing to diagnose")
     elif raised and not any(result.found for result in results):
-        say(f"instrumented_backend diagnose: the script's own error did not recur when what it compiled was "
-            f"compiled and run again ({raised}): it depends on something on only while the script ran (a fault "
-            "or config set around the call, state built by earlier steps)")
+        say(f"instrumented_backend diagnose: {_unexplained_error(raised, raised_at, calls)}")
     return results
+
+
+def _unexplained_error(raised: str, raised_at: str, calls: Sequence[Any]) -> str:
+    """Why the script's error (``raised``, at ``raised_at``) is not what the diagnoses found: it was
+    raised outside every compiled call, or inside one and did not recur when that was judged."""
+    where = f" at {raised_at}" if raised_at else ""
+    if not any(call.raising_call for call in calls):
+        return (f"the script's error ({raised}{where}) came from outside the functions it compiled; what they "
+                "computed was judged, and the error is the script's own, not the compiler's")
+    return (f"the script's error did not recur when what it compiled was compiled and run again ({raised}{where}): "
+            "it depends on something on only while the script ran (a fault or config set around the call, "
+            "state built by earlier steps)")
+
+
+class ScriptNotDiagnosed(RuntimeError):
+    """``diagnose_script``: the script failed (raised, exited non-zero) before it compiled anything."""

@@ -149,8 +149,10 @@ def _diagnose(args: argparse.Namespace) -> int:
 def _diagnose_here(args: argparse.Namespace) -> int:
     import contextlib
 
+    import traceback
+
     from ..diagnosis import faults
-    from ..diagnosis.diagnose import diagnose_script
+    from ..diagnosis.diagnose import ScriptNotDiagnosed, diagnose_script
 
     with contextlib.ExitStack() as stack:
         try:
@@ -164,9 +166,14 @@ def _diagnose_here(args: argparse.Namespace) -> int:
             results = diagnose_script(args.script, list(args.script_args), out_dir=args.out,
                                       minify=False if args.no_minify else (args.minify_seconds or True),
                                       tol=args.tol)
-        except FileNotFoundError as exc:
+        except (FileNotFoundError, ScriptNotDiagnosed) as exc:
             print(f"instrumented_backend diagnose: {exc}", file=sys.stderr)
-            return 2
+            return EXIT_NOT_DIAGNOSED
+        except Exception as exc:  # noqa: BLE001 - the diagnosis failed, not the user's program
+            traceback.print_exc()
+            print(f"instrumented_backend diagnose: the diagnosis itself failed ({type(exc).__name__}: {exc}"[:400]
+                  + ")", file=sys.stderr)
+            return EXIT_NOT_DIAGNOSED
     for result in results:
         print(result.render())
         print()
@@ -175,7 +182,7 @@ def _diagnose_here(args: argparse.Namespace) -> int:
     print(f"instrumented_backend diagnose: checked {len({result.target for result in results})} compiled "
           f"target(s){calls}, graphs: "
           f"{', '.join(checked) or 'none'}")
-    return 1 if any(result.found for result in results) else 0
+    return EXIT_BUG_FOUND if any(result.found for result in results) else EXIT_NO_BUG
 
 
 def _reading_a_dump(command: str, action: Callable[[], int]) -> int:
@@ -272,6 +279,14 @@ def _positive_number(text: str) -> float:
     return value
 
 
+# diagnose's exit status: a CI gate reads 0 as "no compiler bug", never as "could not tell"
+EXIT_NO_BUG, EXIT_BUG_FOUND, EXIT_NOT_DIAGNOSED = 0, 1, 2
+_DIAGNOSE_EXIT_CODES = """exit status:
+  0  no compiler bug found in what the script compiled
+  1  a bug found: a wrong result, a compile or runtime error, a check the compiled code skips
+  2  the script could not be diagnosed: it failed before compiling anything, or the
+     diagnosis itself failed"""
+
 _DIAGNOSE_OPTIONS: list[tuple[str, dict[str, Any]]] = [
     ("--out", dict(metavar="DIR", default="diagnosis", help="where the reports and the repro go (default diagnosis)")),
     ("--no-minify", dict(action="store_true", default=False, help="skip the minimal repro")),
@@ -311,9 +326,10 @@ def _options_only(options: list[tuple[str, dict[str, Any]]], prog: str) -> argpa
 
 
 def _script_command(sub: Any, name: str, help: str, options: list[tuple[str, dict[str, Any]]],
-                    handler: Callable[[argparse.Namespace], int]) -> None:
+                    handler: Callable[[argparse.Namespace], int], epilog: str = "") -> None:
     """A subcommand that runs a script: its options before the script or anywhere after it."""
-    command = sub.add_parser(name, help=help)
+    command = sub.add_parser(name, help=help, epilog=epilog or None,
+                             formatter_class=argparse.RawDescriptionHelpFormatter)
     _add_options(command, options)
     command.add_argument("script")
     command.add_argument("script_args", nargs=argparse.REMAINDER)
@@ -329,7 +345,7 @@ def _parser() -> argparse.ArgumentParser:
     show.add_argument("--kernels", action="store_true", help="also list every kernel")
     show.set_defaults(handler=_show)
     _script_command(sub, "diagnose", "from a failing script to the culprit line and a minimal repro; exit 1 when a "
-                    "bug is found", _DIAGNOSE_OPTIONS, _diagnose)
+                    "bug is found", _DIAGNOSE_OPTIONS, _diagnose, epilog=_DIAGNOSE_EXIT_CODES)
     ranks = sub.add_parser("ranks", help="compare the ranks of a distributed run's dump; exit 1 when they differ")
     ranks.add_argument("dump_dir")
     ranks.set_defaults(handler=_ranks)
