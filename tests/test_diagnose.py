@@ -670,7 +670,7 @@ def test_an_index_out_of_range_in_a_later_call_is_the_scripts_error_raised_or_ab
     finally:
         torch.set_num_threads(threads)
     assert any("lookup (1 args, inference, its call 3: the first that raised)" in line for line in said), said
-    assert len(results) == 1 and results[0].found and results[0].verdict == "eager_error", said
+    assert len(results) == 1 and not results[0].found and results[0].verdict == "eager_error", said
     text = results[0].render()
     assert "diagnose lookup: eager itself raises on these arguments" in text
     assert "replayed its call 3, the first that raised in the script" in text

@@ -155,6 +155,7 @@ class CompiledCall:
     arguments_from: str = ""
     # grad mode, inference mode and deterministic algorithms at the first call: what it is judged in
     call_state: CallState = INFERENCE
+    raised: bool = False  # a call of it raised (the first or a later one)
 
     @property
     def options(self) -> dict[str, Any]:
@@ -309,6 +310,7 @@ def record_compiled_calls(calls: list[CompiledCall]) -> Callable[[], None]:
                 try:
                     result = call(*args, **kwargs)
                 except Exception:
+                    record.raised = True
                     if not record.raising_call:
                         _keep_raising_call(record, args, kwargs, copied)
                     raise
@@ -329,7 +331,11 @@ def record_compiled_calls(calls: list[CompiledCall]) -> Callable[[], None]:
             if state is not None and state.optimizers and not isinstance(target, torch.nn.Module):
                 record.state = state.save()
             with state.gradients_reached() if state is not None else contextlib.nullcontext([False]) as reached:
-                result = call(*args, **kwargs)
+                try:
+                    result = call(*args, **kwargs)
+                except Exception:
+                    record.raised = True
+                    raise
             if state is not None and (reached[0] or state.backward_since(marks)):
                 record.backward = record.own_backward = True
             _watch_backward(result, record)

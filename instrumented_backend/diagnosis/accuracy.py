@@ -27,6 +27,7 @@ from ..capture.as_written import judged_as_written, running_eagerly
 from ..capture.object_arguments import OBJECT_DEPTH, PLAIN, copy_object_argument, is_object_argument
 from .copies import clone_inputs
 from .reached_names import is_user_function, is_user_object
+from .undefined import filling_empty
 from .widened_casts import WidenedCasts
 
 if TYPE_CHECKING:
@@ -367,10 +368,14 @@ def fp64_reference(fn: Callable[..., Any], inputs: Sequence[Any], seed: int) -> 
 def eager_is_nondeterministic(fn: Callable[..., Any], inputs: Sequence[Any], seed: int = 0,
                               tol: Optional[float] = None) -> tuple[Any, bool]:
     """Run eager twice with the same seed; return (first result, whether the two disagree).
-    Eager all the way: code ``fn`` calls that was compiled (``@torch.compile``) runs eagerly too."""
+    Eager all the way: code ``fn`` calls that was compiled (``@torch.compile``) runs eagerly too.
+    The two runs fill what ``empty``-family ops return with two patterns (:mod:`.undefined`): an
+    output that reads memory no op wrote differs between them, as it may between any two runs."""
     with running_eagerly():
-        first = run_seeded(fn, inputs, seed)
-        second = run_seeded(fn, inputs, seed)
+        with filling_empty(0):
+            first = run_seeded(fn, inputs, seed)
+        with filling_empty(1):
+            second = run_seeded(fn, inputs, seed)
     return first, not compare_outputs(second, first, tol=tol).passed
 
 

@@ -98,7 +98,9 @@ def _which_recompile(which: int, before: Sequence[int]) -> tuple[str, str]:
 
 
 VERDICTS = ("passed", "nondeterministic", "compile_error", "runtime_error", "inaccurate", "wrong_gradient",
-            "eager_error")
+            "eager_error", "skipped_error")
+# Verdicts that are no compiler bug: nothing to minify, exit 0
+NOT_FOUND = ("passed", "nondeterministic", "eager_error")
 _TRAINING_LAYERS = ("eager", "aot_eager", "aot_eager_decomp_partition", "inductor")
 
 
@@ -173,7 +175,7 @@ class Diagnosis:
     @property
     def found(self) -> bool:
         """True when a bug was found (a nondeterministic function is not one)."""
-        return self.verdict not in ("passed", "nondeterministic")
+        return self.verdict not in NOT_FOUND
 
     @property
     def culprit_lines(self) -> list[KernelLine]:
@@ -192,7 +194,10 @@ class Diagnosis:
     def headline(self) -> str:
         """The verdict in words ("the compiled outputs are wrong")."""
         return {"passed": "no bug found", "nondeterministic": "eager itself is nondeterministic: not judged",
-                "eager_error": "eager itself raises on these arguments: the program's error, not the compiler's",
+                "eager_error": ("eager itself raises on these arguments, and so does the compiled code: the "
+                                "program's error, not the compiler's"),
+                "skipped_error": ("eager raises on these arguments, the compiled code returns a value: it skips a "
+                                  "check eager makes"),
                 "compile_error": "the compile fails", "runtime_error": "the compiled code raises",
                 "inaccurate": ("a value inside the compiled code is wrong, which the outputs are too small to show"
                                if self.blind_outputs else "the compiled outputs are wrong"),
@@ -273,7 +278,7 @@ class Diagnosis:
         if self.compiled_with:
             settings = ", ".join(f"{k}={v!r}" for k, v in self.compiled_with.items())
             out.append(f"every step compiles as torch.compile(..., {settings}) did")
-        if self.judged_in:
+        if self.judged_in and any(label.endswith(" forward") for label in self.graphs):
             out.append(f"judged as the program called it: {self.judged_in}")
         if self.error:
             out.append(f"error: {self.error}")
@@ -706,6 +711,26 @@ def _compile_and_judge(fn: Callable[..., Any], inputs: Sequence[Any], *, options
                    error_at, lowering_at, lowered_line)
 
 
+def _returns_where_eager_raises(fn: Callable[..., Any], inputs: Sequence[Any], options: dict[str, Any],
+                               dynamo_kwargs: dict[str, Any], seed: int,
+                               before: Sequence[Sequence[Any]]) -> list["GraphCapture"]:
+    """For a call eager raises on: the graphs compiled when ``fn``'s compiled code returns a value
+    on ``inputs`` (a check, such as an index bound, the compiled code skips), or [] when it raises
+    too (the program's own error)."""
+    from ..capture.registry import capture
+    from .accuracy import run_seeded
+
+    torch.compiler.reset()
+    with capture() as session:
+        compiled_fn = torch.compile(fn, backend="instrumented", options=options, **dynamo_kwargs)
+        try:
+            run_calls_before(compiled_fn, fn, before, seed)
+            run_seeded(compiled_fn, inputs, seed)
+        except Exception:  # noqa: BLE001 - raises as eager does
+            return []
+    return list(session) or []
+
+
 @dataclass
 class _SearchScope:
     """The graphs the first-divergence search reads: those judged, or their Python-wrapper build."""
@@ -970,10 +995,17 @@ def _diagnose(fn: Callable[..., Any], *inputs: Any, kwargs: Optional[dict[str, A
             eager, (nondeterministic, own_backward) = None, _training_is_nondeterministic(fn, inputs, seed, tol)
         else:
             eager, nondeterministic = eager_is_nondeterministic(fn, inputs, seed, tol)  # eager's outputs, kept
-    except Exception as exc:  # noqa: BLE001 - eager's own error is the finding: nothing to compare with
+    except Exception as exc:  # noqa: BLE001 - eager's own error: does the compiled code raise too?
         step("eager", began)
         result.verdict, result.error, result.eager_error_at = "eager_error", _error_text(exc), _raising_line(exc)
         release_worker(worker)
+        began = time.perf_counter()
+        say("eager raises: running the compiled code on the same arguments")
+        returned = _returns_where_eager_raises(fn, inputs, inductor_options, dynamo_kwargs, seed, before)
+        step("compiled", began, "returns" if returned else "raises too")
+        if returned:
+            result.verdict, result.graphs = "skipped_error", [g.label for g in returned]
+            return _finish(result, out, returned, started, say)
         return _finish(result, out, [], started, say)
     step("eager", began)
     if nondeterministic:
@@ -1380,7 +1412,7 @@ def diagnose_script(script: "str | Path", argv: Sequence[str] = (), *, out_dir: 
                 break
     if not calls:
         say(f"instrumented_backend diagnose: {script} compiled nothing with torch.compile; nothing to diagnose")
-    elif raised and not any(result.found for result in results):
+    elif raised and not any(result.found or result.verdict == "eager_error" for result in results):
         say(f"instrumented_backend diagnose: {_unexplained_error(raised, raised_at, calls)}")
     return results
 
@@ -1389,7 +1421,7 @@ def _unexplained_error(raised: str, raised_at: str, calls: Sequence[Any]) -> str
     """Why the script's error (``raised``, at ``raised_at``) is not what the diagnoses found: it was
     raised outside every compiled call, or inside one and did not recur when that was judged."""
     where = f" at {raised_at}" if raised_at else ""
-    if not any(call.raising_call for call in calls):
+    if not any(call.raised for call in calls):
         return (f"the script's error ({raised}{where}) came from outside the functions it compiled; what they "
                 "computed was judged, and the error is the script's own, not the compiler's")
     return (f"the script's error did not recur when what it compiled was compiled and run again ({raised}{where}): "

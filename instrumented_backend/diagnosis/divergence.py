@@ -50,6 +50,7 @@ from ..seams.intermediate_hooks import IMPORT_LINE, intermediate_hook
 from ..seams.lowering_patterns import lowered_only
 from ..seams.output_code import loaded_constants
 from .accuracy import clone_inputs, compare_outputs, fp64_reference, run_seeded, wrong_at_its_own_scale
+from .undefined import filling_empty, is_empty_op, undefined_names
 from .updates import update_is_wrong
 
 __all__ = ["BufferCheck", "DivergenceReport", "find_first_divergence", "divergence_in_graph", "hooked_output_code",
@@ -92,6 +93,7 @@ class DivergenceReport:
     lines: list[KernelLine] = field(default_factory=list)  # the culprit's lines in the kernel
     note: str = ""
     build: str = ""  # which build was searched, when not the one judged (a C++ wrapper's Python-wrapper twin)
+    undefined: list[str] = field(default_factory=list)  # buffers of memory no op wrote (torch.empty): not compared
     # When the culprit is inside the torch.cond branch that ran: (the branch's name, its post-grad
     # subgraph, the eager values of its operands), in memory only: the graph a minifier can shrink.
     branch: Optional[tuple[str, torch.fx.GraphModule, list[Any]]] = field(default=None, compare=False, repr=False)
@@ -107,13 +109,19 @@ class DivergenceReport:
         compute = [line for line in self.lines if not set(line.ir_ops) <= _PLUMBING_OPS] or self.lines
         return [line for line in compute if any(c.isalnum() for c in line.text)] or compute
 
+    def _undefined_line(self) -> list[str]:
+        if not self.undefined:
+            return []
+        return [f"not compared: {', '.join(self.undefined[:5])}{' ...' if len(self.undefined) > 5 else ''}, memory "
+                "an empty-family op returned and no op wrote (undefined in eager as in compiled code)"]
+
     def render(self) -> str:
         searched = [self.build] if self.build else []
         if not self.found:
             if not self.checked and self.note:
                 return "\n".join([*searched, f"no buffer compared: {self.note}"])
             return "\n".join([*searched, f"no diverging buffer: all {len(self.checked)} compared buffers match eager"
-                               + (f" ({self.note})" if self.note else "")])
+                               + (f" ({self.note})" if self.note else ""), *self._undefined_line()])
         first = next(c for c in self.checked if not c.passed)
         where = (f", updated wrongly at the update's own scale (eager changed it by at most {first.small_update:.3g}, "
                  "where the tolerance on its values passes any error of the update)" if first.small_update is not None
@@ -243,6 +251,20 @@ def _eager_run(graph: torch.fx.GraphModule, args: list[Any], seed: int,
     finals = {writers[name]: value.detach().clone() for name, value in zip(placeholders, copies)
               if name in writers and isinstance(value, torch.Tensor)}
     return replay.values, finals
+
+
+def _eager_run_defined(graph: torch.fx.GraphModule, args: list[Any], seed: int, given: Optional[dict[str, Any]] = None
+                       ) -> tuple[dict[str, Any], dict[str, Any], set[str]]:
+    """:func:`_eager_run`, and the names of the values it gives that no op defines: a graph with an
+    ``empty``-family op is replayed twice, its results filled with two patterns, and a value that
+    differs between the two depends on memory nothing wrote (:mod:`.undefined`)."""
+    if not any(is_empty_op(node.target) for node in graph.graph.nodes):
+        return (*_eager_run(graph, args, seed, given), set())
+    with filling_empty(0):
+        values, finals = _eager_run(graph, args, seed, given)
+    with filling_empty(1):
+        other_values, other_finals = _eager_run(graph, args, seed, given)
+    return values, finals, undefined_names({**values, **finals}, {**other_values, **other_finals})
 
 
 class _NodeValues(torch.nn.Module):
@@ -821,7 +843,7 @@ def divergence_in_graph(graph: GraphCapture, args: list[Any], report: Divergence
     lowered = {n.name for n in graph.post_grad_graph.graph.nodes if lowered_only(n)}
     try:
         buffers = collect_buffers(graph, args, seed)
-        eager, finals = _eager_run(graph.post_grad_graph, args, seed, given=buffers)
+        eager, finals, undefined = _eager_run_defined(graph.post_grad_graph, args, seed, given=buffers)
     except Exception as exc:  # noqa: BLE001 - the diagnosis stands without the search
         report.note = (f"graph {graph.label}: its post-grad graph could not be replayed to compare buffers "
                        f"({type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''})")
@@ -840,6 +862,9 @@ def divergence_in_graph(graph: GraphCapture, args: list[Any], report: Divergence
 
     for name, value in buffers.items():
         if name in lowered:  # its eager value is this buffer: nothing to compare
+            continue
+        if name in undefined:  # memory no op wrote, in eager as in compiled code: never evidence
+            report.undefined.append(name)
             continue
         expected = finals[name] if name in finals else eager.get(name)
         if not isinstance(expected, torch.Tensor) or expected.shape != value.shape:

@@ -1,0 +1,83 @@
+"""Values no program defines: what an ``empty``-family op returns, and what is computed from it
+before anything writes it.
+
+Eager's ``torch.empty`` hands back whatever the allocator held; compiled code may hold something
+else there, and either may change from run to run. Such a value is never evidence of a compiler
+bug. To tell which values are undefined, a graph is replayed twice with every ``empty``-family
+result filled with a different pattern (:func:`filling_empty`): a value that differs between the
+two replays depends on memory no op wrote (:func:`undefined_names`), while one the program fills
+(``empty_like(x).exponential_()`` in ``F.gumbel_softmax``) comes out the same and stays judged.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any, Iterator, Optional
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+__all__ = ["EMPTY_OPS", "is_empty_op", "fill_pattern", "filling_empty", "undefined_names", "EmptyFilled"]
+
+_aten = torch.ops.aten
+EMPTY_OPS = frozenset({
+    _aten.empty.memory_format, _aten.empty_like.default, _aten.empty_strided.default, _aten.new_empty.default,
+    _aten.new_empty_strided.default, _aten.empty_permuted.default,
+})
+
+
+def is_empty_op(target: Any) -> bool:
+    """Whether ``target`` (an FX node's) returns memory it does not initialize."""
+    return target in EMPTY_OPS
+
+
+def fill_pattern(value: torch.Tensor, which: int) -> torch.Tensor:
+    """``value`` filled in place with pattern ``which`` (0: zeros; 1: a value no computation is likely
+    to give by chance, of the tensor's dtype)."""
+    if which == 0:
+        return value.zero_()
+    if value.dtype == torch.bool:
+        return value.fill_(True)
+    if value.is_floating_point() or value.is_complex():
+        return value.fill_(-1234.5)
+    return value.fill_(77)
+
+
+class EmptyFilled(TorchDispatchMode):
+    """Every ``empty``-family op run under it returns memory filled with pattern ``which``."""
+
+    def __init__(self, which: int) -> None:
+        super().__init__()
+        self.which = which
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Optional[dict[str, Any]] = None) -> Any:
+        result = func(*args, **(kwargs or {}))
+        if is_empty_op(func) and isinstance(result, torch.Tensor):
+            with torch.no_grad():
+                fill_pattern(result, self.which)
+        return result
+
+
+@contextlib.contextmanager
+def filling_empty(which: int) -> Iterator[None]:
+    """Eager code run inside the block gets ``empty``-family results filled with pattern ``which``."""
+    with EmptyFilled(which):
+        yield
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
+        if a.shape != b.shape or a.dtype != b.dtype:
+            return False
+        return bool(torch.equal(a, b)) or bool(
+            (a.is_floating_point() or a.is_complex()) and torch.equal(torch.isnan(a), torch.isnan(b))
+            and torch.equal(a.nan_to_num(), b.nan_to_num()))
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    return True  # not a value the search compares
+
+
+def undefined_names(first: dict[str, Any], second: dict[str, Any]) -> set[str]:
+    """The names whose values differ between two replays that filled ``empty`` results with
+    different patterns: values that depend on memory no op wrote."""
+    return {name for name, value in first.items() if name in second and not _same(value, second[name])}

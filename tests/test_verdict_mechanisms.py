@@ -1,0 +1,118 @@
+"""The verdict on kinds of code real bug reports hold and injected faults never reach: memory no
+op wrote, a check only eager makes, a call made with grad on, a script that fails on its own.
+Each test fails if its mechanism breaks; the real reports themselves are in ``test_real_bugs``."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+import instrumented_backend as ib
+from instrumented_backend.diagnosis.diagnose import diagnose_script
+
+
+class _GumbelHead(torch.nn.Module):
+    """``F.gumbel_softmax`` fills a ``torch.empty_like`` buffer; its outputs are small, so the
+    diagnosis compares the buffers inside the graph, the ``empty`` one among them."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.proj = torch.nn.Linear(16, 8)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return F.gumbel_softmax(self.proj(x), tau=0.5) * 1e-5
+
+
+def test_memory_no_op_wrote_is_never_evidence(tmp_path):
+    torch.manual_seed(0)
+    result = ib.diagnose(_GumbelHead(), torch.randn(4, 16), out_dir=tmp_path, progress=False, minify=False)
+    assert result.below_tolerance()  # the outputs are judged blind: the buffers inside were compared
+    assert result.verdict == "passed", result.render()
+
+
+def test_an_output_read_from_unwritten_memory_is_nondeterministic_not_a_bug(tmp_path):
+    def reads_unwritten(x: torch.Tensor) -> torch.Tensor:
+        out = torch.empty(8)
+        out[:4] = x[:4] * 2  # the upper half is never written
+        return out
+
+    result = ib.diagnose(reads_unwritten, torch.randn(8), out_dir=tmp_path, progress=False, minify=False)
+    assert result.verdict == "nondeterministic" and not result.found
+
+
+def test_eager_raising_where_compiled_returns_is_a_bug_of_the_compiled_program(tmp_path):
+    def loss(p: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        return F.binary_cross_entropy(p, y)  # eager checks every p is in [0, 1]
+
+    p, y = torch.rand(8) * 2, torch.rand(8)
+    result = ib.diagnose(loss, p, y, out_dir=tmp_path, progress=False, minify=False)
+    assert result.verdict == "skipped_error" and result.found
+    assert result.graphs and "between 0 and 1" in result.error
+    assert "loss" in result.eager_error_at or "binary_cross_entropy" in result.eager_error_at
+    text = result.render()
+    assert "the compiled code returns a value: it skips a check eager makes" in text
+    # both raise: the program's own error, no compiler bug
+    both = ib.diagnose(lambda x: x.view(3, 7), torch.randn(4, 4), out_dir=tmp_path / "both", progress=False)
+    assert both.verdict == "eager_error" and not both.found
+    assert "and so does the compiled code" in both.render()
+
+
+_GRAD_ON_SCRIPT = """
+import torch
+
+class Scale(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.randn(8, 16))
+
+    def forward(self, x):
+        return torch.cumprod(x * self.w, dim=1)
+
+model = torch.compile(Scale())
+print(model(torch.randn(8, 16)).sum().item())  # grad on, no backward
+"""
+
+
+def test_a_call_made_with_grad_on_is_judged_with_grad_on(tmp_path):
+    """AOTAutograd compiles another graph for a call made with grad on (a training forward,
+    partitioned) than under no_grad: the judged graph is the one the script ran."""
+    script = tmp_path / "grad_on.py"
+    script.write_text(_GRAD_ON_SCRIPT)
+    said: list[str] = []
+    (result,) = diagnose_script(script, out_dir=tmp_path / "out", progress=False, echo=said.append, minify=False)
+    assert any("inference: grad was on, but no backward reached its outputs" in line for line in said), said
+    assert result.verdict == "passed" and result.graphs == [g for g in result.graphs if g.endswith(" forward")]
+    assert "judged as the program called it: grad on" in result.render()
+    assert result.judged_in == "grad on"
+
+
+def _cli(tmp_path: Path, script: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "instrumented_backend", "diagnose", "--no-minify",
+                           "--out", str(tmp_path / "out"), str(script)], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=300)
+
+
+def test_a_script_that_fails_before_compiling_exits_2_and_says_why(tmp_path):
+    script = tmp_path / "broken.py"
+    script.write_text("import torch\ndef f(x)\n    return x\n")
+    proc = _cli(tmp_path, script)
+    assert proc.returncode == 2, proc.stderr
+    assert "failed before it compiled anything (SyntaxError" in proc.stderr
+    assert "exit status" in subprocess.run([sys.executable, "-m", "instrumented_backend", "diagnose", "--help"],
+                                           capture_output=True, text=True, timeout=120).stdout
+
+
+def test_the_scripts_own_error_outside_compiled_code_is_named_as_such(tmp_path):
+    script = tmp_path / "own_error.py"
+    script.write_text("import torch\nf = torch.compile(lambda x: x.sin() + 1)\nf(torch.randn(8))\n"
+                      "raise ValueError('bad config')\n")
+    said: list[str] = []
+    (result,) = diagnose_script(script, out_dir=tmp_path / "out", progress=False, echo=said.append, minify=False)
+    assert result.verdict == "passed"
+    assert any("ValueError: bad config at " in line and "own_error.py:4" in line
+               and "came from outside the functions it compiled" in line for line in said), said
+    assert not any("depends on something on only while the script ran" in line for line in said), said
