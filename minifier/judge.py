@@ -354,7 +354,7 @@ class TensorVerdict:
 
     FIELDS = ("passed", "max_abs_error", "max_rel_error", "rmse_compiled", "rmse_eager", "mismatched",
               "first_bad_index", "compiled_value", "eager_value", "note", "tolerance", "tolerance_used",
-              "largest_value", "catastrophic")
+              "largest_value", "catastrophic", "unequal")
 
     def __init__(self, passed: bool, note: str = "") -> None:
         self.passed = passed
@@ -372,6 +372,7 @@ class TensorVerdict:
         self.tolerance_used = 0.0
         self.largest_value: Optional[float] = None  # the largest finite |eager| of a floating tensor
         self.catastrophic = 0  # elements far past the tolerance against fp64 where eager is not (see the rule)
+        self.unequal = 0  # elements not exactly eager's (NaN equal to NaN), within tolerance or not
 
     def as_dict(self) -> dict[str, Any]:
         return {name: getattr(self, name) for name in self.FIELDS}
@@ -443,10 +444,12 @@ def compare_tensor(compiled: torch.Tensor, eager: torch.Tensor, fp64: Optional[t
         difference = (compiled.long() - eager.long()).abs() if eager.dtype != torch.bool else bad.long()
         verdict.max_abs_error = float(difference.max().item()) if difference.numel() else 0.0
         verdict.passed = not bool(bad.any())
+        verdict.unequal = int(bad.sum().item())
     else:
         rtol = tol if tol is not None else tolerance_for(eager.dtype)
         atol = rtol if atol is None else atol
         difference = absolute_difference(compiled, eager)
+        verdict.unequal = int((difference != 0).sum().item())
         verdict.max_abs_error = _largest(difference)
         magnitude = widened(eager).abs().nan_to_num(posinf=0.0)
         verdict.max_rel_error = _largest(difference / magnitude.clamp_min(1e-12))

@@ -28,8 +28,9 @@ class _GumbelHead(torch.nn.Module):
 
 
 def test_memory_no_op_wrote_is_never_evidence(tmp_path):
-    torch.manual_seed(0)
-    result = ib.diagnose(_GumbelHead(), torch.randn(4, 16), out_dir=tmp_path, progress=False, minify=False)
+    torch.manual_seed(0)  # fallback_random: eager's random numbers, as a comparing program sets it
+    result = ib.diagnose(_GumbelHead(), torch.randn(4, 16), out_dir=tmp_path, progress=False, minify=False,
+                         compile_kwargs={"options": {"fallback_random": True}})
     assert result.below_tolerance()  # the outputs are judged blind: the buffers inside were compared
     assert result.verdict == "passed", result.render()
 
@@ -116,3 +117,44 @@ def test_the_scripts_own_error_outside_compiled_code_is_named_as_such(tmp_path):
     assert any("ValueError: bad config at " in line and "own_error.py:4" in line
                and "came from outside the functions it compiled" in line for line in said), said
     assert not any("depends on something on only while the script ran" in line for line in said), said
+
+
+def test_a_difference_only_from_fused_casts_is_named_with_its_casts_and_the_option(tmp_path):
+    """Compiled ``z.to(float16) + x.to(float16)`` rounds once where eager rounds at each cast: 1 ulp
+    off eager, within tolerance. The verdict names both casts and their line, and says
+    ``emulate_precision_casts`` makes them match (it does: 0 elements differ then)."""
+    def f(x: torch.Tensor, c: torch.Tensor) -> torch.Tensor:
+        z = torch.where(c, torch.full_like(x, 0.5), torch.full_like(x, -0.5))
+        return z.to(torch.float16) + x.to(torch.float16)
+
+    x = torch.arange(24, dtype=torch.float32).reshape(2, 3, 4) / 10
+    c = (torch.arange(24) % 5 == 0).reshape(2, 3, 4)
+    result = ib.diagnose(f, x, c, out_dir=tmp_path, progress=False, minify=False)
+    assert result.verdict == "precision_casts" and not result.found, result.render()
+    designed = result.by_design
+    assert designed.option == "emulate_precision_casts" and designed.unequal > 0 and designed.option_unequal == 0
+    assert [op.op for op in designed.ops] == ["to float16", "to float16"]
+    assert {op.source.code for op in designed.ops} == {"return z.to(torch.float16) + x.to(torch.float16)"}
+    assert "emulate_precision_casts=True" in result.render()
+
+
+def test_a_difference_only_in_random_numbers_is_named_with_its_ops_and_the_option(tmp_path):
+    def noisy(x: torch.Tensor) -> torch.Tensor:
+        return x + torch.rand(x.shape)
+
+    result = ib.diagnose(noisy, torch.randn(64), out_dir=tmp_path, progress=False, minify=False)
+    assert result.verdict == "random_draws" and not result.found, result.render()
+    designed = result.by_design
+    assert designed.option == "fallback_random" and designed.unequal > 0 and designed.option_unequal == 0
+    assert [op.op for op in designed.ops] == ["rand.default"]
+    assert designed.ops[0].source.code == "return x + torch.rand(x.shape)"
+
+
+def test_a_real_bug_beside_a_cast_is_not_explained_away(tmp_path):
+    """A wrong result that emulating the casts does not fix stays a bug."""
+    def f(x: torch.Tensor) -> torch.Tensor:
+        return torch.neg(x.to(torch.float16)).float() * 3
+
+    with ib.faults.doubling_neg():
+        result = ib.diagnose(f, torch.randn(64), out_dir=tmp_path, progress=False, minify=False)
+    assert result.verdict == "inaccurate" and result.found

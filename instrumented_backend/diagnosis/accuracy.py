@@ -62,6 +62,7 @@ class OutputComparison:
     tolerance_used: float = 0.0  # the largest |compiled - eager| / (atol + rtol * |eager|): above 1 allclose fails
     largest_value: Optional[float] = None  # the largest finite |eager| (a floating output)
     catastrophic: int = 0  # elements far past the tolerance against fp64, and many times eager's worst error
+    unequal: int = 0  # elements not exactly eager's, within tolerance or not
 
     @property
     def below_tolerance(self) -> bool:

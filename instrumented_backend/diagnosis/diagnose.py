@@ -76,6 +76,7 @@ from .divergence import (
 from .faults import active_faults, lowering_uses, patchable_ops
 from .keyword_call import KeywordCall, keyword_call
 from .layers import LayerReport, LayerResult, find_failing_layer, judge_layers, run_calls_before, same_random_numbers
+from .by_design import OPTIONS, DesignedDifference, explained_by, random_ops, rounding_casts
 from .step_state import StepState
 from .updates import judge_effect_updates, judge_updates
 from .widened_casts import WidenedCasts
@@ -98,9 +99,9 @@ def _which_recompile(which: int, before: Sequence[int]) -> tuple[str, str]:
 
 
 VERDICTS = ("passed", "nondeterministic", "compile_error", "runtime_error", "inaccurate", "wrong_gradient",
-            "eager_error", "skipped_error")
+            "eager_error", "skipped_error", "precision_casts", "random_draws")
 # Verdicts that are no compiler bug: nothing to minify, exit 0
-NOT_FOUND = ("passed", "nondeterministic", "eager_error")
+NOT_FOUND = ("passed", "nondeterministic", "eager_error", "precision_casts", "random_draws")
 _TRAINING_LAYERS = ("eager", "aot_eager", "aot_eager_decomp_partition", "inductor")
 
 
@@ -143,6 +144,7 @@ class Diagnosis:
     compiled_with: dict[str, Any] = field(default_factory=dict)  # torch.compile's dynamic/mode/options/fullgraph
     fault_notes: list[str] = field(default_factory=list)  # injected faults in effect that found no bug: why
     judged_in: str = ""  # the call state judged in, when not no_grad: "grad on", "inference_mode"
+    by_design: Optional[DesignedDifference] = None  # verdicts precision_casts, random_draws: the ops and figures
     # in effect at the target's first call, off when the script ended, and on again for this diagnosis
     reapplied: list[str] = field(default_factory=list)
     replayed_call: int = 0  # the script's call replayed when not its first: the first later call that raised
@@ -198,6 +200,10 @@ class Diagnosis:
                                 "program's error, not the compiler's"),
                 "skipped_error": ("eager raises on these arguments, the compiled code returns a value: it skips a "
                                   "check eager makes"),
+                "precision_casts": ("compiled differs from eager only because it skips explicit rounding to lower "
+                                    "precision, as Inductor does by design: no compiler bug"),
+                "random_draws": ("compiled differs from eager only in its random numbers, which Inductor draws from "
+                                 "its own generator by design: no compiler bug"),
                 "compile_error": "the compile fails", "runtime_error": "the compiled code raises",
                 "inaccurate": ("a value inside the compiled code is wrong, which the outputs are too small to show"
                                if self.blind_outputs else "the compiled outputs are wrong"),
@@ -293,6 +299,9 @@ class Diagnosis:
         if self.custom_ops:
             out += ["", "== custom ops it calls, checked with torch.library.opcheck ==",
                     render_custom_op_checks(self.custom_ops)]
+        if self.by_design is not None:
+            out += ["", f"== what differs by design, and the option that undoes it ({self.by_design.option}) ==",
+                    self.by_design.render()]
         if self.compile_error is not None:
             out += ["", "== the compile error, explained ==", self.compile_error.render()]
         for title, report in (("outputs", self.outputs), ("gradients", self.gradients)):
@@ -711,6 +720,27 @@ def _compile_and_judge(fn: Callable[..., Any], inputs: Sequence[Any], *, options
                    error_at, lowering_at, lowered_line)
 
 
+def _designed_difference(result: Diagnosis, graphs: Sequence["GraphCapture"], patches: dict[str, Any],
+                         say: Callable[[str], None], judge: Callable[[dict[str, Any]], Optional[AccuracyReport]],
+                         options: dict[str, Any]) -> Optional[DesignedDifference]:
+    """The difference Inductor makes by design that explains ``result``'s outputs (judged compiled
+    with ``options``, ``fallback_random`` among them): explicit casts it rounds at once, or random
+    numbers it draws from its own generator (unless the program's own ``patches`` set
+    ``fallback_random``); each judged again (``judge(options)``) with its option switched."""
+    casts = rounding_casts(graphs)
+    if casts:
+        say("it casts to lower precision: judging a compile that rounds at each cast as eager does")
+        designed = explained_by("precision_casts", casts, result.outputs,
+                                judge({**options, OPTIONS["precision_casts"]: True}))
+        if designed is not None:
+            return designed
+    draws = random_ops(graphs) if result.verdict == "passed" and not patches.get("fallback_random") else []
+    if draws:
+        say("it draws random numbers: judging it compiled as the program compiled it, with Inductor's generator")
+        return explained_by("random_draws", draws, judge({**options, OPTIONS["random_draws"]: False}), result.outputs)
+    return None
+
+
 def _returns_where_eager_raises(fn: Callable[..., Any], inputs: Sequence[Any], options: dict[str, Any],
                                dynamo_kwargs: dict[str, Any], seed: int,
                                before: Sequence[Sequence[Any]]) -> list["GraphCapture"]:
@@ -1031,6 +1061,16 @@ def _diagnose(fn: Callable[..., Any], *inputs: Any, kwargs: Optional[dict[str, A
         result.failed_frames = failed_frames(judged.skipped, target)
     result.compile_seconds = sum(g.compile_seconds for g in graphs)
     step("compile and judge", began, result.verdict)
+    if graphs and not train and result.verdict in ("passed", "inaccurate"):
+        began = time.perf_counter()
+        designed = _designed_difference(result, graphs, patches, say, lambda options: _compile_and_judge(
+            fn, inputs, options=options, dynamo_kwargs=dynamo_kwargs, train=train, eager=eager, seed=seed, tol=tol,
+            before=before).outputs, inductor_options)
+        if designed is not None:
+            step("by design", began, designed.verdict)
+            result.verdict, result.by_design = designed.verdict, designed
+            release_worker(worker)
+            return _finish(result, out, graphs, started, say)
     if result.verdict == "passed" and graphs and result.below_tolerance():
         began = time.perf_counter()
         say("passed, judged blind (outputs under their absolute tolerance): comparing the buffers inside")

@@ -1,0 +1,147 @@
+"""Differences from eager that Inductor makes by design, each undone by one config option.
+
+- ``precision_casts``: a program that casts to float16 or bfloat16 and back rounds at each cast in
+  eager; Inductor fuses the casts into one kernel, computes in float32 and rounds once. Its result
+  is as accurate or more, and differs. ``emulate_precision_casts=True`` rounds at every cast.
+- ``random_draws``: compiled code draws random numbers from Inductor's own generator, seeded from
+  eager's, so ``dropout``, ``rand`` and ``bernoulli`` give other values than eager's under the same
+  seed. ``fallback_random=True`` draws them as eager does.
+
+PyTorch's maintainers answer both kinds of report "intended behaviour". The diagnosis finds the
+ops in the graphs compiled, with their source lines (:func:`rounding_casts`, :func:`random_ops`),
+and judges the call compiled with and without the option (:func:`explained_by`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Optional, Sequence
+
+import torch
+
+from ..records import SourceLocation
+
+if TYPE_CHECKING:
+    from ..graphs import GraphCapture
+    from .accuracy import AccuracyReport
+
+__all__ = ["DesignedOp", "DesignedDifference", "rounding_casts", "random_ops", "explained_by", "OPTIONS"]
+
+LOW_PRECISION = (torch.float16, torch.bfloat16)
+# The option that undoes each verdict's difference
+OPTIONS = {"precision_casts": "emulate_precision_casts", "random_draws": "fallback_random"}
+_WHAT_IT_DOES = {
+    "precision_casts": ("it fuses these explicit casts to lower precision and rounds once, where eager rounds at "
+                        "each", "it rounds as eager does"),
+    "random_draws": ("it draws these ops' random numbers from Inductor's own generator, not eager's",
+                     "it draws as eager does"),
+}
+
+
+@dataclass
+class DesignedOp:
+    """One op of a compiled graph that makes a difference by design: a cast, a random draw."""
+
+    node: str
+    op: str
+    graph: str
+    source: Optional[SourceLocation] = None
+
+    def render(self) -> str:
+        where = f" at {self.source}: {self.source.code}" if self.source is not None else ""
+        return f"{self.node} ({self.op}) in graph {self.graph}{where}"
+
+
+@dataclass
+class DesignedDifference:
+    """The verdict ``precision_casts`` or ``random_draws``: the ops, and the difference from eager
+    compiled as by default (as the program compiled it) and with the option on."""
+
+    verdict: str
+    ops: list[DesignedOp] = field(default_factory=list)
+    max_abs_error: float = 0.0
+    unequal: int = 0  # elements not exactly eager's
+    option_error: float = 0.0  # with the option on
+    option_unequal: int = 0
+
+    @property
+    def option(self) -> str:
+        return OPTIONS[self.verdict]
+
+    def render(self) -> str:
+        does, undone = _WHAT_IT_DOES[self.verdict]
+        shown = self.ops[:5]
+        out = [f"compiled differs from eager in {self.unequal} element(s), by at most {self.max_abs_error:.3g}, "
+               f"because {does}:"]
+        out += [f"  {op.render()}" for op in shown]
+        if len(self.ops) > len(shown):
+            out.append(f"  ... and {len(self.ops) - len(shown)} more")
+        out.append(f"compiled with {self.option}=True (torch.compile(..., options={{'{self.option}': True}}) or "
+                   f"TORCHINDUCTOR_{self.option.upper()}=1), {undone}: {self.option_unequal} element(s) still "
+                   f"differ, max |err| {self.option_error:.3g}")
+        return "\n".join(out)
+
+
+def _ops(graphs: Sequence["GraphCapture"], keep: "callable[[torch.fx.Node], str]") -> list[DesignedOp]:
+    found = []
+    for graph in graphs:
+        post_grad = graph.post_grad_graph
+        for node in post_grad.graph.nodes if post_grad is not None else ():
+            op = keep(node) if node.op == "call_function" else ""
+            if op:
+                provenance = graph.nodes.get(node.name)
+                found.append(DesignedOp(node.name, op, graph.label, getattr(provenance, "source", None)))
+    return found
+
+
+def _rounding_cast(node: torch.fx.Node) -> str:
+    if node.target is torch.ops.prims.convert_element_type.default and len(node.args) > 1:
+        if node.args[1] in LOW_PRECISION:
+            return f"to {str(node.args[1]).replace('torch.', '')}"
+    return ""
+
+
+def _random_draw(node: torch.fx.Node) -> str:
+    if torch.Tag.nondeterministic_seeded in getattr(node.target, "tags", ()):
+        return str(node.target).removeprefix("aten.")
+    return ""
+
+
+def rounding_casts(graphs: Sequence["GraphCapture"]) -> list[DesignedOp]:
+    """Every cast to float16 or bfloat16 in the post-grad graphs of ``graphs``, with its source line."""
+    return _ops(graphs, _rounding_cast)
+
+
+def random_ops(graphs: Sequence["GraphCapture"]) -> list[DesignedOp]:
+    """Every op drawing random numbers in the post-grad graphs of ``graphs`` (compiled with
+    ``fallback_random``, as a diagnosis compiles: eager's random ops), with its source line."""
+    return _ops(graphs, _random_draw)
+
+
+def _unequal(report: "AccuracyReport") -> int:
+    return sum(output.unequal for output in report.outputs)
+
+
+def _largest(report: "AccuracyReport") -> float:
+    return max((output.max_abs_error for output in report.outputs), default=0.0)
+
+
+def explained_by(verdict: str, ops: list[DesignedOp], default: Optional["AccuracyReport"],
+                 with_option: Optional["AccuracyReport"]) -> Optional[DesignedDifference]:
+    """The difference ``verdict`` when it explains the outputs judged ``default`` (compiled without
+    the option) given ``with_option`` (with it): a failing result the option makes pass, or a
+    passing one, unequal to eager, that the option makes equal to eager; None otherwise (an RMSNorm
+    whose bfloat16 casts emulated still leaves elements unequal, by summation order, differs by
+    more than the casts). Random draws explain any difference of a call whose
+    judgement with eager's draws passed: Inductor's differ from eager's by design, whether or
+    not this call's outputs happen to show it (a dropout that drops the same few elements)."""
+    if default is None or with_option is None or with_option.passed is not True or with_option.error:
+        return None
+    if default.error or default.passed is None:
+        return None
+    explains = verdict == "random_draws" or default.passed is False or (
+        _unequal(default) > 0 and _unequal(with_option) == 0)
+    if not explains:
+        return None
+    return DesignedDifference(verdict, ops, _largest(default), _unequal(default), _largest(with_option),
+                              _unequal(with_option))
