@@ -158,3 +158,23 @@ def test_a_real_bug_beside_a_cast_is_not_explained_away(tmp_path):
     with ib.faults.doubling_neg():
         result = ib.diagnose(f, torch.randn(64), out_dir=tmp_path, progress=False, minify=False)
     assert result.verdict == "inaccurate" and result.found
+
+
+def test_when_no_node_diverges_alone_the_chain_is_named_with_where_it_starts_and_what_amplifies(tmp_path):
+    """``sin`` 2e-5 off (under its tolerance) feeds ``1 / (sin(x) - 0.5)`` near sin(x) = 0.5: no node
+    of the kernel diverges compiled alone on eager inputs, the chain does. The culprit is where
+    the difference starts (sin), the amplifier is said (reciprocal), never the kernel's last node."""
+    def f(x: torch.Tensor) -> torch.Tensor:
+        return 1.0 / (torch.sin(x) - 0.5)
+
+    x = torch.full((64,), 0.5236) + torch.linspace(-1e-3, 1e-3, 64)
+    with ib.faults.from_spec("sin*1.00002"):
+        result = ib.diagnose(f, x, out_dir=tmp_path, progress=False, minify=False)
+    divergence = result.divergence
+    assert result.verdict == "inaccurate" and not any(diverges for _, diverges in divergence.narrowed)
+    assert [node for node, _ in divergence.chain][:3] == ["sin", "sub", "reciprocal"]
+    assert divergence.culprit == "sin" and divergence.amplifier == "reciprocal"
+    assert divergence.chain[0][1] < 1.0 < divergence.chain[2][1]  # under the tolerance, then far past it
+    text = result.render()
+    assert "the difference starts at sin and reciprocal amplifies it past the tolerance" in text
+    assert "culprit source line:" in text and "return 1.0 / (torch.sin(x) - 0.5)" in text

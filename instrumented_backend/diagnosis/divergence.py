@@ -94,6 +94,12 @@ class DivergenceReport:
     note: str = ""
     build: str = ""  # which build was searched, when not the one judged (a C++ wrapper's Python-wrapper twin)
     undefined: list[str] = field(default_factory=list)  # buffers of memory no op wrote (torch.empty): not compared
+    # When no node diverges alone: the shortest chain of the kernel's nodes ending at the diverging
+    # one that diverges compiled together, each (node, its error in units of its tolerance); the
+    # culprit is the chain's first node to differ from eager, ``amplifier`` the one past tolerance.
+    chain: list[tuple[str, float]] = field(default_factory=list)
+    amplifier: str = ""
+    chain_lines: list[KernelLine] = field(default_factory=list)
     # When the culprit is inside the torch.cond branch that ran: (the branch's name, its post-grad
     # subgraph, the eager values of its operands), in memory only: the graph a minifier can shrink.
     branch: Optional[tuple[str, torch.fx.GraphModule, list[Any]]] = field(default=None, compare=False, repr=False)
@@ -104,9 +110,11 @@ class DivergenceReport:
 
     @property
     def key_lines(self) -> list[KernelLine]:
-        """The culprit's compute lines: loads and stores left out, and the braces and call parentheses
-        of a C++ lambda block (``[&]()``, ``{``, ``}``, ``()``, ``;``: ``sign`` is written as one)."""
-        compute = [line for line in self.lines if not set(line.ir_ops) <= _PLUMBING_OPS] or self.lines
+        """The culprit's compute lines (a chain's: every node's): loads and stores left out, and the
+        braces and call parentheses of a C++ lambda block (``[&]()``, ``{``, ``}``, ``()``, ``;``:
+        ``sign`` is written as one)."""
+        lines = self.chain_lines or self.lines
+        compute = [line for line in lines if not set(line.ir_ops) <= _PLUMBING_OPS] or lines
         return [line for line in compute if any(c.isalnum() for c in line.text)] or compute
 
     def _undefined_line(self) -> list[str]:
@@ -145,6 +153,13 @@ class DivergenceReport:
                        + (f"{first_bad} diverges first" if first_bad else "none diverges"))
         for node, diverges in self.narrowed:
             out.append(f"  {node} compiled alone: {'DIVERGES' if diverges else 'matches eager'}")
+        if self.chain:
+            steps = " -> ".join(f"{node} ({used:.2g}x tol)" for node, used in self.chain)
+            out.append(f"  no node diverges alone; these diverge compiled together, each value's error in units of "
+                       f"its tolerance: {steps}")
+            out.append(f"  the difference starts at {self.culprit} and {self.amplifier} amplifies it past the tolerance"
+                       if self.amplifier and self.amplifier != self.culprit else
+                       f"  the difference starts at {self.culprit}")
         if self.culprit:
             module = f" in module {self.culprit_module}" if self.culprit_module else ""
             out.append(f"  culprit: {self.culprit} ({self.culprit_target}){module}")
@@ -394,20 +409,76 @@ def _probe(candidates: list[torch.fx.Node], values: dict[str, Any], seed: int, t
             for node, result, fp64 in zip(candidates, results, references)]
 
 
-def _narrow(graph: GraphCapture, diverging: str, kernel_nodes: list[str], values: dict[str, Any], seed: int,
-            tol: Optional[float], options: dict[str, Any]) -> "_Narrowed":
-    """The culprit among the kernel's nodes that feed ``diverging``: (culprit, the probe's verdicts,
-    the nodes compiled alone and their verdicts, a note)."""
+def _narrow(report: DivergenceReport, graph: GraphCapture, diverging: str, kernel_nodes: list[str],
+            values: dict[str, Any], seed: int, tol: Optional[float], options: dict[str, Any]) -> Optional[str]:
+    """The culprit among the kernel's nodes that feed ``diverging``, the probe's and each node's
+    verdicts recorded in ``report``; when none diverges alone, the chain that diverges together
+    (``report.chain``) and its first node to differ, or None."""
     post_grad = graph.post_grad_graph
     nodes = {n.name: n for n in post_grad.graph.nodes}
     target = nodes[diverging]
     ancestors = _ancestors(target) | {target}
     candidates = [n for n in post_grad.graph.nodes if n.name in kernel_nodes and n in ancestors
                   and n.op == "call_function" and n.target is not operator.getitem]
-    return _culprit_among(candidates, values, seed, tol, options)
+    found, report.probed, report.narrowed, report.note = _culprit_among(candidates, values, seed, tol, options)
+    if found is not None or len(candidates) < 2:
+        return found
+    chain = _diverging_chain(candidates, values, seed, tol, options)
+    if chain is None:
+        report.note += ": nor do they together, on eager inputs (a fusion or scheduling bug?)"
+        return None
+    report.note = ""
+    report.chain = [(name, used) for name, used, _ in chain]
+    report.amplifier = next((name for name, used, _ in chain if used > 1.0), "")
+    return next((name for name, _, differs in chain if differs), chain[0][0])
 
 
 _Narrowed = tuple[Optional[str], list[tuple[str, bool]], list[tuple[str, bool]], str]
+
+
+def _chain_errors(chain: list[torch.fx.Node], values: dict[str, Any], seed: int, tol: Optional[float],
+                  options: dict[str, Any]) -> Optional[list[tuple[str, float, bool]]]:
+    """``chain`` compiled together on eager inputs: each node's (name, error in units of its
+    tolerance, whether it differs from eager at all); None when the compile or run fails."""
+    try:
+        module, inputs = _probe_module(chain)
+        results = _compiled_result(module, inputs, values, seed, options)
+    except Exception:  # noqa: BLE001 - no chain from this start
+        return None
+    if not isinstance(results, (tuple, list)) or len(results) != len(chain):
+        return None
+    errors = []
+    for node, result in zip(chain, results):
+        eager = values[node.name]
+        if isinstance(result, torch.Tensor) and isinstance(eager, torch.Tensor):
+            comparison = compare_outputs(result, eager, tol=tol).outputs[0]
+            errors.append((node.name, comparison.tolerance_used, comparison.unequal > 0 or not comparison.passed))
+        else:
+            errors.append((node.name, 0.0, False))
+    return errors
+
+
+def _diverging_chain(candidates: list[torch.fx.Node], values: dict[str, Any], seed: int, tol: Optional[float],
+                     options: dict[str, Any]) -> Optional[list[tuple[str, float, bool]]]:
+    """The shortest chain of ``candidates`` (in graph order, the diverging node last) ending at the
+    last that makes it diverge compiled together, found by bisecting its start; each node's
+    :func:`_chain_errors`. None when even all of them together match eager."""
+    def diverges(start: int) -> Optional[list[tuple[str, float, bool]]]:
+        errors = _chain_errors(candidates[start:], values, seed, tol, options)
+        return errors if errors is not None and errors[-1][1] > 1.0 else None
+
+    found = diverges(0)
+    if found is None:
+        return None
+    low, high = 0, len(candidates) - 1  # the chain from ``low`` diverges; the last node alone does not
+    while high - low > 1:
+        middle = (low + high) // 2
+        errors = diverges(middle)
+        if errors is not None:
+            low, found = middle, errors
+        else:
+            high = middle
+    return found
 
 
 def _culprit_among(candidates: list[torch.fx.Node], values: dict[str, Any], seed: int, tol: Optional[float],
@@ -432,7 +503,7 @@ def _culprit_among(candidates: list[torch.fx.Node], values: dict[str, Any], seed
         tried.append((node.name, diverges))
         if diverges:
             return node.name, probed, tried, ""
-    return None, probed, tried, "no node of the kernel diverges alone (a fusion or scheduling bug?)"
+    return None, probed, tried, "no node of the kernel diverges alone"
 
 
 def _branch_taken(post_grad: torch.fx.GraphModule, name: str, eager: dict[str, Any]
@@ -907,7 +978,8 @@ def _explain(report: DivergenceReport, graph: GraphCapture, name: str, eager: di
     kernel_nodes.extend(report.unseen_upstream)
     culprit = name
     if options is not None and len(kernel_nodes) > 1:
-        found, probed, tried, note = _narrow(graph, name, kernel_nodes, eager, seed, tol, options)
-        report.probed, report.narrowed, report.note = probed, tried, note
-        culprit = found or name
+        culprit = _narrow(report, graph, name, kernel_nodes, eager, seed, tol, options) or name
     _name_culprit(report, graph, culprit)
+    if report.chain and report.kernel is not None:
+        chained = {node for node, _ in report.chain}
+        report.chain_lines = [line for line in graph.kernel(report.kernel).lines if chained & set(line.fx_nodes)]
