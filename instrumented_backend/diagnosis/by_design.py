@@ -14,6 +14,7 @@ and judges the call compiled with and without the option (:func:`explained_by`).
 
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Optional, Sequence
 
@@ -25,14 +26,18 @@ if TYPE_CHECKING:
     from ..graphs import GraphCapture
     from .accuracy import AccuracyReport
 
-__all__ = ["DesignedOp", "DesignedDifference", "rounding_casts", "random_ops", "explained_by", "OPTIONS"]
+__all__ = ["DesignedOp", "DesignedDifference", "rounding_casts", "random_ops", "explained_by", "OPTIONS",
+           "EXPLAINED_FACTOR"]
 
 LOW_PRECISION = (torch.float16, torch.bfloat16)
+# With the option on, the largest difference from eager must be at least this many times smaller
+# for the option to explain it.
+EXPLAINED_FACTOR = 10.0
 # The option that undoes each verdict's difference
 OPTIONS = {"precision_casts": "emulate_precision_casts", "random_draws": "fallback_random"}
 _WHAT_IT_DOES = {
-    "precision_casts": ("it fuses these explicit casts to lower precision and rounds once, where eager rounds at "
-                        "each", "it rounds as eager does"),
+    "precision_casts": ("it computes in float32 across these casts to lower precision (or ops computed in it) "
+                        "inside one kernel and rounds once, where eager rounds after each", "it rounds as eager does"),
     "random_draws": ("it draws these ops' random numbers from Inductor's own generator, not eager's",
                      "it draws as eager does"),
 }
@@ -107,9 +112,21 @@ def _random_draw(node: torch.fx.Node) -> str:
     return ""
 
 
+def _low_precision_result(node: torch.fx.Node) -> str:
+    value = node.meta.get("val")
+    if isinstance(value, torch.Tensor) and value.dtype in LOW_PRECISION and node.target is not operator.getitem:
+        schema = getattr(node.target, "_schema", None)
+        aliases = schema is not None and schema.returns and schema.returns[0].alias_info is not None
+        if not aliases:  # a view rounds nothing
+            return f"{str(node.target).removeprefix('aten.')} in {str(value.dtype).replace('torch.', '')}"
+    return ""
+
+
 def rounding_casts(graphs: Sequence["GraphCapture"]) -> list[DesignedOp]:
-    """Every cast to float16 or bfloat16 in the post-grad graphs of ``graphs``, with its source line."""
-    return _ops(graphs, _rounding_cast)
+    """Where ``graphs`` round to float16 or bfloat16, with the source lines: every explicit cast
+    in their post-grad graphs or, with none, every op computing a float16 or bfloat16 result
+    (Inductor computes those in float32 inside a kernel and rounds once, at its store)."""
+    return _ops(graphs, _rounding_cast) or _ops(graphs, _low_precision_result)
 
 
 def random_ops(graphs: Sequence["GraphCapture"]) -> list[DesignedOp]:
@@ -122,6 +139,10 @@ def _unequal(report: "AccuracyReport") -> int:
     return sum(output.unequal for output in report.outputs)
 
 
+def _used(report: "AccuracyReport") -> float:
+    return max((output.tolerance_used for output in report.outputs), default=0.0)
+
+
 def _largest(report: "AccuracyReport") -> float:
     return max((output.max_abs_error for output in report.outputs), default=0.0)
 
@@ -130,9 +151,10 @@ def explained_by(verdict: str, ops: list[DesignedOp], default: Optional["Accurac
                  with_option: Optional["AccuracyReport"]) -> Optional[DesignedDifference]:
     """The difference ``verdict`` when it explains the outputs judged ``default`` (compiled without
     the option) given ``with_option`` (with it): a failing result the option makes pass, or a
-    passing one, unequal to eager, that the option makes equal to eager; None otherwise (an RMSNorm
-    whose bfloat16 casts emulated still leaves elements unequal, by summation order, differs by
-    more than the casts). Random draws explain any difference of a call whose
+    passing one, unequal to eager, whose largest difference (in units of its tolerance) the option
+    makes :data:`EXPLAINED_FACTOR` times smaller; None otherwise. What the option leaves is
+    summation order (a mean after the casts); an RMSNorm whose largest difference stays the same
+    with its casts emulated differs by more than its casts. Random draws explain any difference of a call whose
     judgement with eager's draws passed: Inductor's differ from eager's by design, whether or
     not this call's outputs happen to show it (a dropout that drops the same few elements)."""
     if default is None or with_option is None or with_option.passed is not True or with_option.error:
@@ -140,7 +162,7 @@ def explained_by(verdict: str, ops: list[DesignedOp], default: Optional["Accurac
     if default.error or default.passed is None:
         return None
     explains = verdict == "random_draws" or default.passed is False or (
-        _unequal(default) > 0 and _unequal(with_option) == 0)
+        _unequal(default) > 0 and _used(with_option) * EXPLAINED_FACTOR <= _used(default))
     if not explains:
         return None
     return DesignedDifference(verdict, ops, _largest(default), _unequal(default), _largest(with_option),

@@ -200,8 +200,8 @@ class Diagnosis:
                                 "program's error, not the compiler's"),
                 "skipped_error": ("eager raises on these arguments, the compiled code returns a value: it skips a "
                                   "check eager makes"),
-                "precision_casts": ("compiled differs from eager only because it skips explicit rounding to lower "
-                                    "precision, as Inductor does by design: no compiler bug"),
+                "precision_casts": ("compiled differs from eager only because it rounds to lower precision once where "
+                                    "eager rounds at each cast or op, as Inductor does by design: no compiler bug"),
                 "random_draws": ("compiled differs from eager only in its random numbers, which Inductor draws from "
                                  "its own generator by design: no compiler bug"),
                 "compile_error": "the compile fails", "runtime_error": "the compiled code raises",
