@@ -316,11 +316,99 @@ def _no_dropout(func: Any, args: Sequence[Any], kwargs: dict[str, Any]) -> bool:
     return False
 
 
-def replaying(draws: list[tuple[str, list[torch.Tensor]]], run: Callable[[], Any]) -> Optional[Any]:
-    """``run()`` (a float64 referee's run) with ``draws`` (a :class:`RandomDraws` recording) replayed;
-    None when it raises (an op without float64) or draws otherwise: no referee then."""
+_LOW_PRECISION = (torch.float16, torch.bfloat16)
+
+
+def _low_precision_of(args: Sequence[Any], kwargs: dict[str, Any]) -> Optional[torch.dtype]:
+    """The dtype of an op's floating tensor arguments when every one is float16 or bfloat16 (one dtype)."""
+    dtypes = {value.dtype for value in [*args, *kwargs.values()]
+              if isinstance(value, torch.Tensor) and value.is_floating_point()}
+    return next(iter(dtypes)) if len(dtypes) == 1 and dtypes <= set(_LOW_PRECISION) else None
+
+
+def _scalars_replaced(args: Sequence[Any], kwargs: dict[str, Any], values: dict[str, float]
+                      ) -> tuple[list[Any], dict[str, Any]]:
+    """``args`` and ``kwargs`` with the Python floats at ``values``' places (``"3"``: positional
+    argument 3; ``"alpha"``: that keyword) replaced by its values."""
+    replaced = [values.get(str(index), value) for index, value in enumerate(args)]
+    return replaced, {name: values.get(name, value) for name, value in kwargs.items()}
+
+
+def _float_places(args: Sequence[Any], kwargs: dict[str, Any]) -> list[str]:
+    return ([str(i) for i, value in enumerate(args) if type(value) is float]
+            + [name for name, value in kwargs.items() if type(value) is float])
+
+
+class RoundedScalars(TorchDispatchMode):
+    """The Python float arguments a float16 or bfloat16 op rounds to its dtype, in call order; or,
+    given ``replay``, those rounded values handed to the same ops again.
+
+    Eager casts a Python scalar to the dtype of the tensors it meets (``margin_ranking_loss`` adds
+    its ``margin=1.7`` to bfloat16 values as 1.703125); the float64 referee, left alone, computes
+    with 1.7 and sides with compiled code that skips the rounding. So a run at the program's own
+    precision records, for each op given a Python float with float16 or bfloat16 tensors, whether
+    the op gives the same result with the float rounded to that dtype (it then rounds it, or the
+    rounding changes nothing): if so the rounded value, else None. Ops that write their inputs or
+    draw random numbers are not run twice and record None. The float64 run hands the recorded
+    values to the same ops in the same order; at the first op that is not the recorded one it
+    stops replacing (``lost``), and the referee computes with the floats as written.
+    """
+
+    def __init__(self, replay: Optional[list[tuple[str, Optional[dict[str, float]]]]] = None) -> None:
+        super().__init__()
+        self.recording = replay is None
+        self.rounded: list[tuple[str, Optional[dict[str, float]]]] = [] if replay is None else list(replay)
+        self.position = 0
+        self.lost = False
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: Sequence[Any] = (), kwargs: Any = None) -> Any:
+        kwargs = kwargs or {}
+        places = _float_places(args, kwargs)
+        if not places:
+            return func(*args, **kwargs)
+        if self.recording:
+            result = func(*args, **kwargs)
+            self.rounded.append((func.name(), self._rounding(func, args, kwargs, places, result)))
+            return result
+        if self.lost or self.position >= len(self.rounded) or self.rounded[self.position][0] != func.name():
+            self.lost = True
+            return func(*args, **kwargs)
+        values = self.rounded[self.position][1]
+        self.position += 1
+        if values:
+            args, kwargs = _scalars_replaced(args, kwargs, values)
+        return func(*args, **kwargs)
+
+    @staticmethod
+    def _rounding(func: Any, args: Sequence[Any], kwargs: dict[str, Any], places: list[str],
+                  result: Any) -> Optional[dict[str, float]]:
+        dtype = _low_precision_of(args, kwargs)
+        writes = any(argument.alias_info is not None and argument.alias_info.is_write
+                     for argument in func._schema.arguments)
+        if dtype is None or writes or torch.Tag.nondeterministic_seeded in func.tags:
+            return None
+        values = {place: float(torch.tensor(args[int(place)] if place.isdigit() else kwargs[place], dtype=dtype))
+                  for place in places}
+        values = {place: value for place, value in values.items()
+                  if value != (args[int(place)] if place.isdigit() else kwargs[place])}
+        if not values:
+            return None
+        again = func(*_scalars_replaced(args, kwargs, values)[0], **_scalars_replaced(args, kwargs, values)[1])
+        first, second = _flat(result), _flat(again)
+        same = len(first) == len(second) and all(
+            torch.equal(a, b) if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) else a == b
+            for a, b in zip(first, second))
+        return values if same else None
+
+
+def replaying(draws: list[tuple[str, list[torch.Tensor]]], run: Callable[[], Any],
+              scalars: Optional[list[tuple[str, Optional[dict[str, float]]]]] = None) -> Optional[Any]:
+    """``run()`` (a float64 referee's run) with ``draws`` (a :class:`RandomDraws` recording) replayed,
+    and ``scalars`` (a :class:`RoundedScalars` recording) too when given; None when it raises (an
+    op without float64) or draws otherwise: no referee then."""
     try:
-        with RandomDraws(replay=draws) as replayed:
+        with RandomDraws(replay=draws) as replayed, (
+                RoundedScalars(replay=scalars) if scalars is not None else contextlib.nullcontext()):
             result = run()
     except Exception:  # noqa: BLE001 - the judgement goes on without the referee
         return None

@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import torch
 import torch.nn.functional as F
 
@@ -178,3 +179,40 @@ def test_when_no_node_diverges_alone_the_chain_is_named_with_where_it_starts_and
     text = result.render()
     assert "the difference starts at sin and reciprocal amplifies it past the tolerance" in text
     assert "culprit source line:" in text and "return 1.0 / (torch.sin(x) - 0.5)" in text
+
+
+def test_the_fp64_referee_takes_a_python_float_rounded_as_eager_rounds_it():
+    """Eager subtracts ``1.7`` from bfloat16 values as 1.703125; the float64 referee computed with
+    1.7 and sided with compiled code that skips that rounding (a margin ranking loss's mask flipped).
+    A float32 op's float is left as written."""
+    from instrumented_backend.diagnosis.accuracy import fp64_reference
+
+    x = torch.tensor([1.703125, 0.5], dtype=torch.bfloat16)
+    assert (x - 1.7)[0].item() == 0.0  # eager: 1.703125 - 1.703125
+    assert fp64_reference(lambda v: v - 1.7, [x], seed=0)[0].item() == 0.0
+    assert fp64_reference(lambda v: v.float() - 1.7, [x], seed=0)[0].item() == pytest.approx(0.003125)
+
+
+_MARGIN_SCRIPT = """
+import torch
+
+x = torch.tensor([1.703125, 1.703125], dtype=torch.bfloat16, requires_grad=True)
+y = torch.zeros(2, dtype=torch.bfloat16, requires_grad=True)
+t = torch.ones(2, dtype=torch.bfloat16)
+
+def loss(x, y, t):
+    return torch.nn.functional.margin_ranking_loss(x, y, t, margin=1.7)
+
+torch.compile(loss)(x, y, t).backward()
+"""
+
+
+def test_a_gradient_wrong_by_a_skipped_scalar_rounding_names_the_add_and_the_mask_it_flips(tmp_path):
+    """pytorch#185517: compiled code adds the margin unrounded, the ``clamp_min`` mask flips and the
+    gradients are 0 where eager's are -0.5. Found as a wrong gradient, the chain named."""
+    script = tmp_path / "margin.py"
+    script.write_text(_MARGIN_SCRIPT)
+    (result,) = diagnose_script(script, out_dir=tmp_path / "out", progress=False, echo=lambda line: None,
+                                minify=False)
+    assert result.verdict == "wrong_gradient", result.render()
+    assert result.divergence.culprit == "add" and result.divergence.amplifier == "ge"

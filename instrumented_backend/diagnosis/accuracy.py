@@ -20,7 +20,15 @@ from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
 import torch
 import torch.utils._pytree as pytree
 
-from minifier.judge import RandomDraws, compare_tensor, replaying, tolerance_for, widened, widened_graphs
+from minifier.judge import (
+    RandomDraws,
+    RoundedScalars,
+    compare_tensor,
+    replaying,
+    tolerance_for,
+    widened,
+    widened_graphs,
+)
 
 from ..call_state import judged_state
 from ..capture.as_written import judged_as_written, running_eagerly
@@ -353,17 +361,19 @@ def fp64_reference(fn: Callable[..., Any], inputs: Sequence[Any], seed: int) -> 
     """``fn`` (and its parameters) run in float64 on float64 copies of ``inputs``, with the random
     numbers a run at their own precision draws (:class:`~minifier.judge.RandomDraws`); None when
     an op has no float64 kernel or the float64 run draws differently (the comparison then goes on
-    without the referee). A function reads float64 copies of the modules and tensors it names,
+    without the referee). A Python float that eager rounds to a float16 or bfloat16 op's dtype is
+    handed to the float64 run rounded (:class:`~minifier.judge.RoundedScalars`). A function reads float64 copies of the modules and tensors it names,
     an object holding a model a copy holding float64 ones (:func:`fp64_callable`), and their own
     casts to float32 or lower are to float64 (:class:`~.widened_casts.WidenedCasts`)."""
     with running_eagerly():
         try:
-            with RandomDraws() as drawn:
+            with RandomDraws() as drawn, RoundedScalars() as rounded:
                 run_seeded(fn, inputs, seed)
         except Exception:  # noqa: BLE001 - judged without the referee
             return None
         with WidenedCasts():  # a copy that cannot be made (a oneDNN weight) is no referee, as a raise is
-            return replaying(drawn.draws, lambda: run_seeded(fp64_callable(fn), [to_fp64(v) for v in inputs], seed))
+            return replaying(drawn.draws, lambda: run_seeded(fp64_callable(fn), [to_fp64(v) for v in inputs], seed),
+                             rounded.rounded)
 
 
 def eager_is_nondeterministic(fn: Callable[..., Any], inputs: Sequence[Any], seed: int = 0,

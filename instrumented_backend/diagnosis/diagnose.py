@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, NamedTuple, Optional,
 import torch
 import torch.utils._pytree as pytree
 
-from minifier.judge import RMSE_MULTIPLIER, RandomDraws, replaying
+from minifier.judge import RMSE_MULTIPLIER, RandomDraws, RoundedScalars, replaying
 
 from ..call_state import INFERENCE, CallState, judged_state, judging_in
 from ..capture.as_written import as_written, running_eagerly, settings_as_written
@@ -444,17 +444,18 @@ def _training_is_nondeterministic(fn: Callable[..., Any], inputs: Sequence[Any],
 def _judge_training(fn: Callable[..., Any], compiled: Callable[..., Any], inputs: Sequence[Any], seed: int,
                     tol: Optional[float], calls_before: Sequence[Sequence[Any]] = ()) -> tuple[AccuracyReport,
                                                                                           AccuracyReport]:
-    # The float64 run draws the random numbers eager drew (a drop path's masks): RandomDraws.
+    # The float64 run draws the random numbers eager drew (a drop path's masks): RandomDraws; and
+    # takes the Python floats eager rounds to a low-precision op's dtype rounded: RoundedScalars.
     named = None if isinstance(fn, torch.nn.Module) else StepState.of(fn)
     with running_eagerly():
-        with RandomDraws() as drawn:
+        with RandomDraws() as drawn, RoundedScalars() as rounded:
             eager = _training_step(fn, inputs, seed, named)
         # A module's float64 run is a float64 copy; a function's widens the state it names in place,
         # put back after (its optimizer holds those very parameters). Both cast to float64 where
         # their code casts lower (``mask.float()``).
         with WidenedCasts(), named.widened() if named is not None else contextlib.nullcontext():
             reference = replaying(drawn.draws, lambda: _training_step(to_fp64(fn), [to_fp64(v) for v in inputs],
-                                                                      seed, named))
+                                                                      seed, named), rounded.rounded)
         ref_out, ref_grads = (None, None) if reference is None else (reference.outputs, reference.grads)
     for before in calls_before:  # steps the script took first: Dynamo recompiles for these inputs as it did
         _training_step(compiled, before, seed, named)

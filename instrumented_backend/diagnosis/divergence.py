@@ -29,6 +29,7 @@ softcapping (``tanh(logits / 50) * 50``, values of 1e-5) matched eager until the
 from __future__ import annotations
 
 import linecache
+import math
 import operator
 import re
 import types
@@ -455,7 +456,10 @@ def _chain_errors(chain: list[torch.fx.Node], values: dict[str, Any], seed: int,
         eager = values[node.name]
         if isinstance(result, torch.Tensor) and isinstance(eager, torch.Tensor):
             comparison = compare_outputs(result, eager, tol=tol).outputs[0]
-            errors.append((node.name, comparison.tolerance_used, comparison.unequal > 0 or not comparison.passed))
+            # an integer or bool value (a mask) has no tolerance: any element off is past it
+            used = comparison.tolerance_used if comparison.tolerance is not None else (
+                0.0 if comparison.passed else math.inf)
+            errors.append((node.name, used, comparison.unequal > 0 or not comparison.passed))
         else:
             errors.append((node.name, 0.0, False))
     return errors
