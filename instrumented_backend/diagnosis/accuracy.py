@@ -362,9 +362,10 @@ def fp64_reference(fn: Callable[..., Any], inputs: Sequence[Any], seed: int) -> 
     numbers a run at their own precision draws (:class:`~minifier.judge.RandomDraws`); None when
     an op has no float64 kernel or the float64 run draws differently (the comparison then goes on
     without the referee). A Python float that eager rounds to a float16 or bfloat16 op's dtype is
-    handed to the float64 run rounded (:class:`~minifier.judge.RoundedScalars`). A function reads float64 copies of the modules and tensors it names,
-    an object holding a model a copy holding float64 ones (:func:`fp64_callable`), and their own
-    casts to float32 or lower are to float64 (:class:`~.widened_casts.WidenedCasts`)."""
+    handed to the float64 run rounded (:class:`~minifier.judge.RoundedScalars`). A function reads
+    float64 copies of the modules and tensors it names, an object holding a model a copy holding
+    float64 ones (:func:`fp64_callable`), and their own casts to float32 or lower are to float64
+    (:class:`~.widened_casts.WidenedCasts`)."""
     with running_eagerly():
         try:
             with RandomDraws() as drawn, RoundedScalars() as rounded:

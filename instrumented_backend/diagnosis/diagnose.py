@@ -64,6 +64,7 @@ from .aoti_package import (
     package_settings,
 )
 from .auto_minify import MINIFY_SECONDS, prewarm_worker, release_worker
+from .by_design import OPTIONS, DesignedDifference, explained_by, random_ops, rounding_casts
 from .compile_error import CompileErrorReport, find_cpp_compile_error
 from .custom_ops import CustomOpCheck, check_custom_ops, render_custom_op_checks
 from .divergence import (
@@ -76,7 +77,6 @@ from .divergence import (
 from .faults import active_faults, lowering_uses, patchable_ops
 from .keyword_call import KeywordCall, keyword_call
 from .layers import LayerReport, LayerResult, find_failing_layer, judge_layers, run_calls_before, same_random_numbers
-from .by_design import OPTIONS, DesignedDifference, explained_by, random_ops, rounding_casts
 from .step_state import StepState
 from .updates import judge_effect_updates, judge_updates
 from .widened_casts import WidenedCasts
@@ -84,7 +84,8 @@ from .widened_casts import WidenedCasts
 if TYPE_CHECKING:
     from ..graphs import GraphCapture
 
-__all__ = ["Diagnosis", "DiagnosisStep", "ScriptNotDiagnosed", "diagnose", "diagnose_script", "keyword_call", "KeywordCall", "VERDICTS"]
+__all__ = ["Diagnosis", "DiagnosisStep", "ScriptNotDiagnosed", "diagnose", "diagnose_script", "keyword_call",
+           "KeywordCall", "VERDICTS", "NOT_FOUND"]
 
 _ORDINALS = {2: "second", 3: "third", 4: "fourth", 5: "fifth"}
 

@@ -148,7 +148,6 @@ def _diagnose(args: argparse.Namespace) -> int:
 
 def _diagnose_here(args: argparse.Namespace) -> int:
     import contextlib
-
     import traceback
 
     from ..diagnosis import faults
