@@ -866,11 +866,11 @@ def test_a_crash_outside_compiled_code_or_without_a_traceback_is_said_so(tmp_pat
     assert "the crash was elsewhere" in elsewhere.render() and "user.py" in elsewhere.render()
 
 
-def test_a_script_error_the_diagnosis_cannot_make_again_is_said_so(tmp_path):
-    """The script fails after its compiled call ran through: "no bug found" alone read as if the
-    script's error were not there; the command says the error did not recur, and why it can
-    happen. (A fault or config scoped to a ``with`` block around the call is re-applied now: see
-    ``test_a_fault_and_config_set_around_the_scripts_loop_are_on_again_for_its_diagnosis``.)"""
+def test_a_script_error_raised_outside_its_compiled_calls_is_said_to_be_the_scripts(tmp_path):
+    """The script fails after its compiled call ran through, outside it: "no bug found" alone read
+    as if the script's error were not there, and "did not recur ... a fault or config set around
+    the call" blamed what was never involved. The command names the error, its line, and says it
+    came from outside the compiled functions."""
     from instrumented_backend.diagnosis.diagnose import diagnose_script
 
     script = tmp_path / "late.py"
@@ -880,8 +880,9 @@ def test_a_script_error_the_diagnosis_cannot_make_again_is_said_so(tmp_path):
     said: list[str] = []
     results = diagnose_script(script, out_dir=tmp_path / "out", minify=False, progress=False, echo=said.append)
     assert len(results) == 1 and not results[0].found
-    assert any("the script's own error did not recur" in line and "FileNotFoundError: checkpoint.pt" in line
-               for line in said), said
+    assert any("FileNotFoundError: checkpoint.pt at " in line and "late.py:9" in line
+               and "came from outside the functions it compiled" in line for line in said), said
+    assert not any("did not recur" in line for line in said), said
 
 
 _STEP_INSIDE_SCRIPT = """\

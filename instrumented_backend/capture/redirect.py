@@ -19,7 +19,7 @@ from typing import Any, Callable, Iterator, Optional, Sequence
 
 import torch
 
-from ..call_state import INFERENCE, CallState
+from .call_state import INFERENCE, CallState
 
 __all__ = ["redirect_torch_compile", "run_as_main", "CompiledCall", "LaterCall", "record_compiled_calls",
            "state_at_first_call", "autocast_now", "autocast_at_first_call", "target_name", "COMPILE_SETTINGS",

@@ -30,7 +30,7 @@ from minifier.judge import (
     widened_graphs,
 )
 
-from ..call_state import judged_state
+from ..capture.call_state import judged_state
 from ..capture.as_written import judged_as_written, running_eagerly
 from ..capture.object_arguments import OBJECT_DEPTH, PLAIN, copy_object_argument, is_object_argument
 from .copies import clone_inputs
@@ -350,7 +350,7 @@ def error_line(exc: BaseException) -> str:
 
 def run_seeded(fn: Callable[..., Any], inputs: Sequence[Any], seed: int) -> Any:
     """``fn`` on copies of ``inputs``, with the RNG seeded to ``seed``, in the judged call state
-    (:func:`~instrumented_backend.call_state.judged_state`: ``no_grad`` unless the script called
+    (:func:`~instrumented_backend.capture.call_state.judged_state`: ``no_grad`` unless the script called
     it with grad on, or under ``inference_mode``)."""
     torch.manual_seed(seed)
     with judged_state().applied():

@@ -33,7 +33,7 @@ import torch.utils._pytree as pytree
 
 from minifier.judge import RMSE_MULTIPLIER, RandomDraws, RoundedScalars, replaying
 
-from ..call_state import INFERENCE, CallState, judged_state, judging_in
+from ..capture.call_state import INFERENCE, CallState, judged_state, judging_in
 from ..capture.as_written import as_written, running_eagerly, settings_as_written
 from ..capture.redirect import autocast_now, target_name
 from ..capture.skipped_frames import (
@@ -872,7 +872,7 @@ def diagnose(fn: Callable[..., Any], *inputs: Any, kwargs: Optional[dict[str, An
     ``mode`` and ``options``, the package's ``inductor_configs``); when the package fails, the
     steps after it run on the Python-wrapper build of the same graph once it fails alike
     (:mod:`.aoti_package`).
-    ``call_state`` (:class:`~instrumented_backend.call_state.CallState`) is the grad mode, inference
+    ``call_state`` (:class:`~instrumented_backend.capture.call_state.CallState`) is the grad mode, inference
     mode and deterministic flag the call is judged in, as the program called it: a call made with
     grad on compiles other graphs than one under ``no_grad`` (default: ``no_grad``, an inference
     call; ``train=True`` judges a training step with grad on).

@@ -4,7 +4,7 @@ A call compiled with grad on is not the call compiled under ``no_grad``: with pa
 require grad, AOTAutograd traces a joint graph and partitions it, with other decompositions, so a
 divergence can live in one and not the other. The state is read at the script's call
 (:meth:`CallState.now`) and every judged run applies it (:func:`judging_in`,
-:func:`judged_state`). Plain data over torch: nothing of this package below or above it.
+:func:`judged_state`). Plain data over torch: it imports nothing of this package.
 """
 
 from __future__ import annotations
