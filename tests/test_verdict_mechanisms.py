@@ -216,3 +216,18 @@ def test_a_gradient_wrong_by_a_skipped_scalar_rounding_names_the_add_and_the_mas
                                 minify=False)
     assert result.verdict == "wrong_gradient", result.render()
     assert result.divergence.culprit == "add" and result.divergence.amplifier == "ge"
+
+
+def test_a_graph_wrong_before_code_generation_is_said_so_and_its_minimal_repro_names_the_ops(tmp_path):
+    """pytorch#189799: a graph pass drops ``v + zeros_like(v)``, so -0.0 stays -0.0 and its
+    reciprocal is -inf where eager's is inf. Every buffer matches the post-grad graph run eagerly:
+    the command says the graph it was given is wrong, and the minimal repro's ops are named."""
+    def f(v: torch.Tensor) -> torch.Tensor:
+        v = torch.add(v, torch.zeros_like(v))
+        return torch.reciprocal(v)
+
+    result = ib.diagnose(f, torch.tensor([-0.0, -0.0, -0.0]), out_dir=tmp_path, progress=False)
+    assert result.verdict == "inaccurate" and not result.divergence.found
+    assert "the bug is in that graph, made by a decomposition or a graph pass" in result.divergence.note
+    assert result.repro_path and [op.split(" at ")[0] for op in result.repro_ops][-2:] == ["add", "reciprocal"]
+    assert "it holds: reciprocal at test_verdict_mechanisms.py:" in result.render()

@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
+import operator
 import re
 import sys
 import time
@@ -138,6 +139,7 @@ class Diagnosis:
     divergence: Optional[DivergenceReport] = None
     repro_path: str = ""
     minifier: str = ""  # the minifier's one-line summary
+    repro_ops: list[str] = field(default_factory=list)  # the ops the minimal repro holds, with their source lines
     reports: dict[str, str] = field(default_factory=dict)  # "text" / "json" / "html" -> path
     steps: list[DiagnosisStep] = field(default_factory=list)
     seconds: float = 0.0
@@ -320,6 +322,9 @@ class Diagnosis:
         out.extend(f"  culprit source line: {source}" for source in list(sources)[:3])
         if self.repro_path or self.minifier:
             out += ["", "== 3. minimal repro ==", self.minifier]
+            out += [f"  it holds: {op}" for op in self.repro_ops[:8]]
+            if len(self.repro_ops) > 8:
+                out.append(f"  ... and {len(self.repro_ops) - 8} more ops")
             if self.repro_path:
                 out.append(f"run it: {self.repro_command}")
         if self.reports:
@@ -608,8 +613,9 @@ def _minify_budget(minify: "bool | float") -> Optional[float]:
 def _minify(graph: torch.fx.GraphModule, args: Sequence[Any], check: Any, hints: Sequence[str],
             directory: Path, patches: dict[str, Any],
             instead: Optional[tuple[torch.fx.GraphModule, list[Any], list[str]]] = None, *,
-            train: bool = False, max_seconds: Optional[float] = MINIFY_SECONDS) -> tuple[str, str]:
-    """(repro path, summary) from the minifier; ("", why) when it could not shrink the graph.
+            train: bool = False, max_seconds: Optional[float] = MINIFY_SECONDS) -> "_MinimalRepro":
+    """The minifier's repro, its summary and the ops it holds; no path, and why, when it could not
+    shrink the graph.
     ``instead`` (graph, arguments, hints): the post-AOT graph to minify when a worker cannot load
     ``graph`` (a Dynamo graph whose code FX cannot re-trace: a ``torch.func`` transform's).
     ``train``: a Dynamo graph's candidates compile as training graphs, its inputs that require
@@ -638,8 +644,32 @@ def _minify(graph: torch.fx.GraphModule, args: Sequence[Any], check: Any, hints:
                             repro_dir=str(directory), config=dict(patches) or None, echo=lambda line: None,
                             assume_failing=vouched, max_seconds=max_seconds)
     except Exception as exc:  # noqa: BLE001 - the diagnosis stands without a repro
-        return "", f"{note}the minifier could not shrink the graph: {_error_text(exc)}"
-    return str(result.repro_path or ""), note + result.summary()
+        return _MinimalRepro("", f"{note}the minifier could not shrink the graph: {_error_text(exc)}")
+    return _MinimalRepro(str(result.repro_path or ""), note + result.summary(),
+                         _ops_with_lines(result.graph_module) if result.reproduced else [])
+
+
+class _MinimalRepro(NamedTuple):
+    """What the minifier left: the repro's path, its one-line summary, and each op it holds with
+    its source line (``aten.slice_scatter at model.py:12: y = x[1:]``)."""
+
+    path: str
+    summary: str
+    ops: list[str] = []
+
+
+def _ops_with_lines(graph: torch.fx.GraphModule) -> list[str]:
+    """Each op of ``graph`` (a minimal repro's) with the user's source line it was traced from."""
+    from ..provenance.node_map import parse_stack_trace
+
+    ops = []
+    for node in graph.graph.nodes:
+        if node.op not in ("call_function", "call_method", "call_module") or node.target is operator.getitem:
+            continue
+        source = parse_stack_trace(node.meta.get("stack_trace"))
+        where = f" at {Path(source.file).name}:{source.line}: {source.code}" if source is not None else ""
+        ops.append(f"{getattr(node.target, '__name__', node.target)}{where}")
+    return ops
 
 
 # (example inputs, first call's arguments, the graph's code) of one Dynamo graph compiled
@@ -720,6 +750,24 @@ def _compile_and_judge(fn: Callable[..., Any], inputs: Sequence[Any], *, options
             verdict = "wrong_gradient"
     return _Judged(list(session), calls, skipped, verdict, outputs, gradients, error, compile_error, error_detail,
                    error_at, lowering_at, lowered_line)
+
+
+def _graph_given_wrong(report: DivergenceReport, replayable: Sequence["GraphCapture"],
+                       calls: Sequence[_GraphCall]) -> tuple[Optional[torch.fx.GraphModule], list[Any]]:
+    """For outputs that differ while every buffer the compiled code writes matches its post-grad
+    graph run eagerly: say that the bug is in that graph (a decomposition, or a graph pass before
+    code generation; the failing layer says which), and return the Dynamo graph to minify and the
+    arguments of its first call, or (None, []) when none was kept."""
+    if report.checked:
+        report.note = "; ".join(filter(None, [report.note, (
+            "the compiled code computes the post-grad graph it was given, yet the outputs differ: the bug is in "
+            "that graph, made by a decomposition or a graph pass before code generation (the failing layer says "
+            "which); the minimal repro holds the ops")]))
+    for graph in replayable:
+        first_call = _first_call(graph, calls)
+        if first_call and not autocast_now() and graph.dynamo_graph is not None:
+            return graph.dynamo_graph, first_call
+    return None, []
 
 
 def _designed_difference(result: Diagnosis, graphs: Sequence["GraphCapture"], patches: dict[str, Any],
@@ -1085,10 +1133,9 @@ def _diagnose(fn: Callable[..., Any], *inputs: Any, kwargs: Optional[dict[str, A
 
                 began = time.perf_counter()
                 say(f"minifying from the culprit ({result.divergence.culprit})")
-                result.repro_path, result.minifier = _minify(inside.post_grad_graph, inside.call_args,
-                                                             AccuracyFailure(tol=tol), [result.divergence.culprit],
-                                                             out / "repros", patches, train=train,
-                                                             max_seconds=_minify_budget(minify))
+                result.repro_path, result.minifier, result.repro_ops = _minify(
+                    inside.post_grad_graph, inside.call_args, AccuracyFailure(tol=tol), [result.divergence.culprit],
+                    out / "repros", patches, train=train, max_seconds=_minify_budget(minify))
                 step("minify", began, result.minifier)
             release_worker(worker)
             return _finish(result, out, graphs, started, say)
@@ -1154,6 +1201,8 @@ def _diagnose(fn: Callable[..., Any], *inputs: Any, kwargs: Optional[dict[str, A
                     target_graph, args, hints = instead
                     instead = None
                 break
+        else:  # every buffer matches its graph run eagerly: the graph Inductor was given is wrong
+            target_graph, args = _graph_given_wrong(result.divergence, replayable, searched_calls)
         if not replayable:  # no graph's own arguments were kept: compile again, keeping the Dynamo call's
             try:
                 result.divergence = find_first_divergence(fn, *inputs, options=patches, tol=tol, seed=seed)
@@ -1200,8 +1249,9 @@ def _diagnose(fn: Callable[..., Any], *inputs: Any, kwargs: Optional[dict[str, A
         say(f"minifying from the culprit ({', '.join(hints) or 'no hint'})")
         check = {"compile_error": CompileFailure(), "runtime_error": RuntimeFailure()}.get(result.verdict,
                                                                                           AccuracyFailure(tol=tol))
-        result.repro_path, result.minifier = _minify(target_graph, args, check, hints, out / "repros", patches,
-                                                     instead, train=train, max_seconds=_minify_budget(minify))
+        result.repro_path, result.minifier, result.repro_ops = _minify(
+            target_graph, args, check, hints, out / "repros", patches, instead, train=train,
+            max_seconds=_minify_budget(minify))
         step("minify", began, result.minifier)
     return _finish(result, out, graphs + scope.extra_graphs, started, say)
 
