@@ -30,8 +30,8 @@ from minifier.judge import (
     widened_graphs,
 )
 
-from ..capture.call_state import judged_state
 from ..capture.as_written import judged_as_written, running_eagerly
+from ..capture.call_state import judged_state
 from ..capture.object_arguments import OBJECT_DEPTH, PLAIN, copy_object_argument, is_object_argument
 from .copies import clone_inputs
 from .reached_names import is_user_function, is_user_object

@@ -34,8 +34,8 @@ import torch.utils._pytree as pytree
 
 from minifier.judge import RMSE_MULTIPLIER, RandomDraws, RoundedScalars, replaying
 
-from ..capture.call_state import INFERENCE, CallState, judged_state, judging_in
 from ..capture.as_written import as_written, running_eagerly, settings_as_written
+from ..capture.call_state import INFERENCE, CallState, judged_state, judging_in
 from ..capture.redirect import autocast_now, target_name
 from ..capture.skipped_frames import (
     NothingCompiled,
