@@ -231,3 +231,39 @@ def test_a_graph_wrong_before_code_generation_is_said_so_and_its_minimal_repro_n
     assert "the bug is in that graph, made by a decomposition or a graph pass" in result.divergence.note
     assert result.repro_path and [op.split(" at ")[0] for op in result.repro_ops][-2:] == ["add", "reciprocal"]
     assert "it holds: reciprocal at test_verdict_mechanisms.py:" in result.render()
+
+
+class _EluReciprocal(torch.nn.Module):
+    """pytorch#189803: ``reciprocal(elu + exp(elu))`` is ill-conditioned near elu = -0.567, where
+    eager is as far off fp64 as compiled code; Inductor's vectorized ``expm1`` is ``exp(x) - 1``."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        elu = F.elu(x, alpha=1.24)
+        return torch.reciprocal(elu + torch.exp(elu))
+
+
+class _ConstantGroupNorm(torch.nn.Module):
+    """pytorch#181696: group-normalizing constant values, then ``log(clamp(t, 1e-6))``: eager's
+    float32 group norm leaves 3.6e-6 of rounding where fp64 and compiled code give 0."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.bn, self.gn = torch.nn.BatchNorm1d(10).eval(), torch.nn.GroupNorm(10, 10).eval()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.log(torch.clamp(self.gn(F.elu(self.bn(x))), min=1e-6))
+
+
+def test_an_op_less_accurate_than_eagers_is_found_where_an_ill_conditioned_output_hides_it(tmp_path):
+    torch.manual_seed(42)
+    result = ib.diagnose(_EluReciprocal(), torch.randn(24, 57, 37), out_dir=tmp_path, progress=False, minify=False)
+    assert result.verdict == "inaccurate" and result.hidden_by_conditioning, result.render()
+    divergence = result.divergence
+    assert divergence.culprit == "expm1" and divergence.relative_errors[0] > 1e3 * divergence.relative_errors[1]
+    assert any("exp()" in line.text and "ops.expm1" in line.ir_ops for line in divergence.key_lines)
+    # an ill-conditioned output where compiled code is the accurate one stays a pass
+    with torch.no_grad():
+        exact = ib.diagnose(_ConstantGroupNorm(), torch.ones(6, 10, 12), out_dir=tmp_path / "gn", progress=False,
+                            minify=False)
+    assert exact.verdict == "passed", exact.render()
+    assert "passed because its error against the fp64 reference" in exact.render()

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import math
 import types
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
@@ -44,7 +45,7 @@ if TYPE_CHECKING:
 __all__ = ["OutputComparison", "AccuracyReport", "AccuracyError", "compare_outputs", "check_accuracy",
            "default_tolerance", "clone_inputs", "to_fp64", "check_graph_call",
            "run_seeded", "fp64_reference", "fp64_function", "fp64_callable", "eager_is_nondeterministic",
-           "wrong_at_its_own_scale"]
+           "wrong_at_its_own_scale", "relative_error_beyond_eager"]
 
 default_tolerance = tolerance_for  # the tolerance of one floating dtype, as the rule applies it
 
@@ -302,6 +303,39 @@ def wrong_at_its_own_scale(compiled: torch.Tensor, eager: torch.Tensor, fp64: Op
     rtol = tol if tol is not None else tolerance_for(eager.dtype)
     return not compare_tensor(compiled, eager, fp64, rtol, atol=rtol * scale,
                               rmse_multiplier=SCALED_RMSE_MULTIPLIER).passed
+
+
+# How many times eager's worst relative error an op's compiled value must exceed, past the
+# relative tolerance, to be less accurate than eager's (:func:`relative_error_beyond_eager`).
+RELATIVE_MULTIPLIER = 10.0
+
+
+def relative_error_beyond_eager(compiled: torch.Tensor, eager: torch.Tensor, fp64: Optional[torch.Tensor],
+                                tol: Optional[float] = None) -> Optional[tuple[float, float]]:
+    """(compiled's worst relative error against fp64, eager's) when compiled's is past the relative
+    tolerance and more than :data:`RELATIVE_MULTIPLIER` times eager's worst, or None.
+
+    For one op judged alone, where no ill-conditioning downstream hides a loss of relative accuracy:
+    ``expm1`` computed as ``exp(x) - 1`` is 1% off for |x| near 1e-6, an error the absolute tolerance
+    passes and a reciprocal downstream amplifies only where eager is as far off. Elements whose fp64
+    value is zero or not finite are left out; eager's worst over the rest is the scale an op's own
+    rounding gives."""
+    if (not isinstance(fp64, torch.Tensor) or fp64.shape != eager.shape or compiled.shape != eager.shape
+            or compiled.dtype != eager.dtype or not eager.is_floating_point()):
+        return None
+    reference = fp64.detach().cpu().to(torch.float64)
+    judged = torch.isfinite(reference) & (reference != 0) & torch.isfinite(widened(eager.detach().cpu()))
+    if not judged.any():
+        return None
+    magnitude = reference[judged].abs()
+    compiled_relative = (widened(compiled.detach().cpu())[judged] - reference[judged]).abs() / magnitude
+    eager_relative = (widened(eager.detach().cpu())[judged] - reference[judged]).abs() / magnitude
+    worst_compiled = float(compiled_relative.nan_to_num(nan=math.inf).max().item())
+    worst_eager = float(eager_relative.max().item())
+    rtol = tol if tol is not None else tolerance_for(eager.dtype)
+    if worst_compiled > rtol and worst_compiled > RELATIVE_MULTIPLIER * worst_eager:
+        return worst_compiled, worst_eager
+    return None
 
 
 def _leaves(value: Any, prefix: str = "", depth: int = 0) -> list[tuple[str, Any]]:

@@ -73,6 +73,7 @@ from .divergence import (
     divergence_in_graph,
     find_first_divergence,
     has_cpp_wrapper,
+    less_accurate_op,
     python_wrapper_note,
 )
 from .faults import active_faults, lowering_uses, patchable_ops
@@ -147,6 +148,8 @@ class Diagnosis:
     compiled_with: dict[str, Any] = field(default_factory=dict)  # torch.compile's dynamic/mode/options/fullgraph
     fault_notes: list[str] = field(default_factory=list)  # injected faults in effect that found no bug: why
     judged_in: str = ""  # the call state judged in, when not no_grad: "grad on", "inference_mode"
+    # inaccurate: an op alone is less accurate than eager's, which the outputs, ill-conditioned there, hide
+    hidden_by_conditioning: bool = False
     by_design: Optional[DesignedDifference] = None  # verdicts precision_casts, random_draws: the ops and figures
     # in effect at the target's first call, off when the script ended, and on again for this diagnosis
     reapplied: list[str] = field(default_factory=list)
@@ -209,7 +212,10 @@ class Diagnosis:
                                  "its own generator by design: no compiler bug"),
                 "compile_error": "the compile fails", "runtime_error": "the compiled code raises",
                 "inaccurate": ("a value inside the compiled code is wrong, which the outputs are too small to show"
-                               if self.blind_outputs else "the compiled outputs are wrong"),
+                               if self.blind_outputs else
+                               "an op of the compiled code is less accurate than eager's, which the outputs, as far "
+                               "off fp64 in eager where they differ, do not show" if self.hidden_by_conditioning
+                               else "the compiled outputs are wrong"),
                 "wrong_gradient": "the compiled gradients are wrong"}[self.verdict]
 
     def _judged_passing(self) -> list[tuple[str, OutputComparison]]:
@@ -752,6 +758,12 @@ def _compile_and_judge(fn: Callable[..., Any], inputs: Sequence[Any], *, options
                    error_at, lowering_at, lowered_line)
 
 
+def _passed_by_the_referee(result: Diagnosis) -> bool:
+    """Whether a passing call has a floating output past allclose that passed only because its error
+    against fp64 is within eager's own (an ill-conditioned output, or compiled more accurate)."""
+    return any(output.tolerance is not None and output.tolerance_used > 1.0 for _, output in result._judged_passing())
+
+
 def _graph_given_wrong(report: DivergenceReport, replayable: Sequence["GraphCapture"],
                        calls: Sequence[_GraphCall]) -> tuple[Optional[torch.fx.GraphModule], list[Any]]:
     """For outputs that differ while every buffer the compiled code writes matches its post-grad
@@ -1119,6 +1131,19 @@ def _diagnose(fn: Callable[..., Any], *inputs: Any, kwargs: Optional[dict[str, A
         if designed is not None:
             step("by design", began, designed.verdict)
             result.verdict, result.by_design = designed.verdict, designed
+            release_worker(worker)
+            return _finish(result, out, graphs, started, say)
+    if result.verdict == "passed" and graphs and _passed_by_the_referee(result):
+        began = time.perf_counter()
+        say("passed only against fp64, past allclose: judging each op alone in relative terms")
+        report = DivergenceReport()
+        ordered = [g for g in graphs if g.kind in ("inference", "forward") and g.call_args is not None]
+        if any(less_accurate_op(g, g.call_args, report, seed=seed, tol=tol, options=inductor_options)
+               for g in ordered):
+            result.verdict, result.divergence, result.hidden_by_conditioning = "inaccurate", report, True
+            result.divergence.culprit_module = _without_wrapper(result.divergence.culprit_module, laid_out)
+        step("ops alone", began, report.culprit or "")
+        if result.verdict == "inaccurate":
             release_worker(worker)
             return _finish(result, out, graphs, started, say)
     if result.verdict == "passed" and graphs and result.below_tolerance():

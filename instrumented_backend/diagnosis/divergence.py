@@ -50,11 +50,19 @@ from ..records import KernelInfo, KernelLine
 from ..seams.intermediate_hooks import IMPORT_LINE, intermediate_hook
 from ..seams.lowering_patterns import lowered_only
 from ..seams.output_code import loaded_constants
-from .accuracy import clone_inputs, compare_outputs, fp64_reference, run_seeded, wrong_at_its_own_scale
+from .accuracy import (
+    clone_inputs,
+    compare_outputs,
+    fp64_reference,
+    relative_error_beyond_eager,
+    run_seeded,
+    wrong_at_its_own_scale,
+)
 from .undefined import filling_empty, is_empty_op, undefined_names
 from .updates import update_is_wrong
 
-__all__ = ["BufferCheck", "DivergenceReport", "find_first_divergence", "divergence_in_graph", "hooked_output_code",
+__all__ = ["BufferCheck", "DivergenceReport", "find_first_divergence", "divergence_in_graph", "less_accurate_op",
+           "hooked_output_code",
            "collect_buffers", "has_cpp_wrapper", "python_wrapper_note"]
 
 _PLUMBING_OPS = {"ops.load", "ops.store", "ops.index_expr", "ops.constant", "ops.indirect_indexing"}
@@ -101,6 +109,8 @@ class DivergenceReport:
     chain: list[tuple[str, float]] = field(default_factory=list)
     amplifier: str = ""
     chain_lines: list[KernelLine] = field(default_factory=list)
+    # Found by :func:`less_accurate_op`: (compiled's worst relative error against fp64, eager's)
+    relative_errors: Optional[tuple[float, float]] = None
     # When the culprit is inside the torch.cond branch that ran: (the branch's name, its post-grad
     # subgraph, the eager values of its operands), in memory only: the graph a minifier can shrink.
     branch: Optional[tuple[str, torch.fx.GraphModule, list[Any]]] = field(default=None, compare=False, repr=False)
@@ -142,6 +152,11 @@ class DivergenceReport:
             f"first diverging buffer: {self.diverging_node} (Dynamo node {first.dynamo_node}) in graph {self.graph}, "
             f"max abs err {first.max_abs_error:.3g}{where}; "
             f"{sum(c.passed for c in self.checked)} buffer(s) before it match eager"
+        ] if self.relative_errors is None else [
+            *searched,
+            f"first op less accurate than eager's: {self.diverging_node} (Dynamo node {first.dynamo_node}) in graph "
+            f"{self.graph}, {self.relative_errors[0]:.3g} off fp64 in relative terms where eager is "
+            f"{self.relative_errors[1]:.3g} off, each op compiled alone on eager's inputs"
         ]
         if self.kernel:
             out.append(f"  written by kernel {self.kernel}")
@@ -892,6 +907,59 @@ def _first_divergence(fn: Callable[..., Any], inputs: tuple[Any, ...], compile_o
         if not report.checked and not report.note:
             report.note = "no buffer could be compared"
     return report, [g for graph_captures, _ in calls for g in graph_captures]
+
+
+# At most this many nodes are compiled together in the search for an op less accurate than eager's
+LESS_ACCURATE_NODES = 400
+
+
+@autocast_off()
+def less_accurate_op(graph: GraphCapture, args: list[Any], report: DivergenceReport, *, seed: int = 0,
+                     tol: Optional[float] = None, options: Optional[dict[str, Any]] = None) -> bool:
+    """For outputs that pass against fp64 only because eager is as far off there (an ill-conditioned
+    output: a reciprocal near a zero crossing): the first node of ``graph``'s post-grad graph whose
+    compiled value, every node compiled together on the eager values of the graph's inputs, is
+    relatively less accurate than eager's (:func:`~.accuracy.relative_error_beyond_eager`),
+    confirmed compiled alone. Fills ``report`` and returns True when there is one."""
+    post_grad = graph.post_grad_graph
+    if post_grad is None or has_cpp_wrapper(graph) or options is None:
+        return False
+    nodes = [n for n in post_grad.graph.nodes if n.op == "call_function" and n.target is not operator.getitem
+             and isinstance(n.meta.get("val"), torch.Tensor) and n.meta["val"].is_floating_point()]
+    if not nodes or len(nodes) > LESS_ACCURATE_NODES:
+        return False
+    try:
+        values, _, _ = _eager_run_defined(post_grad, args, seed)
+        module, inputs = _probe_module(nodes)
+        results = _compiled_result(module, inputs, values, seed, options)
+        references = _probe_fp64(module, inputs, values, seed)
+    except Exception:  # noqa: BLE001 - the verdict stands without this search
+        return False
+    if references is None or not isinstance(results, (tuple, list)) or len(results) != len(nodes):
+        return False
+    for node, result, fp64 in zip(nodes, results, references):
+        if relative_error_beyond_eager(result, values[node.name], fp64, tol) is None:
+            continue
+        alone, alone_inputs = _probe_module([node])
+        try:
+            (compiled_alone,) = _compiled_result(alone, alone_inputs, values, seed, options)
+            (fp64_alone,) = _probe_fp64(alone, alone_inputs, values, seed) or (None,)
+        except Exception:  # noqa: BLE001 - not confirmed
+            continue
+        found = relative_error_beyond_eager(compiled_alone, values[node.name], fp64_alone, tol)
+        if found is None:
+            continue
+        report.graph, report.diverging_node = graph.label, node.name
+        report.kernel = buffer_writers(graph).get(node.name) or next(
+            (k.name for k in graph.kernels if any(node.name in line.fx_nodes for line in k.lines)), None)
+        roots = graph.nodes[node.name].dynamo_nodes if node.name in graph.nodes else []
+        report.checked.append(BufferCheck(node.name, ", ".join(roots), False, 0.0, None))
+        report.relative_errors = found
+        report.note = ("the outputs pass against fp64 only because eager is as far off there: they are "
+                       "ill-conditioned where compiled and eager differ, and amplify this op's error")
+        _name_culprit(report, graph, node.name)
+        return True
+    return False
 
 
 @autocast_off()  # a post-grad graph holds autocast's casts: compiled, replayed and narrowed without it again
