@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed-stamp
 # constraints.txt pins torch: nothing here can resolve an unpinned (CUDA) torch.
 PIP_INSTALL := $(PY) -m pip install --disable-pip-version-check -q -c constraints.txt
 
-.PHONY: install bytecode demo test test-all lint bench-smoke clean
+.PHONY: install bytecode demo test test-all lint docs bench-smoke clean
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -41,8 +41,17 @@ test: $(STAMP) bytecode
 lint: $(STAMP)
 	$(PY) -m ruff check instrumented_backend minifier tests benchmarks examples
 
+# The documentation site (docs/, mkdocs.yml) into site/, every warning an error.
+DOCS_STAMP := $(VENV)/.docs-stamp
+$(DOCS_STAMP): $(STAMP)
+	$(PIP_INSTALL) -e ".[docs]"
+	touch $(DOCS_STAMP)
+
+docs: $(DOCS_STAMP)
+	$(PY) -m mkdocs build --strict --quiet
+
 test-all: $(STAMP) bytecode
 	$(PYTEST) -m "slow or not slow"
 
 clean:
-	rm -rf $(VENV) *.egg-info .pytest_cache
+	rm -rf $(VENV) *.egg-info .pytest_cache site

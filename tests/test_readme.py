@@ -1,4 +1,4 @@
-"""The README is a contract: every Python block in it runs, and every command line in it runs.
+"""The README and the docs are a contract: every Python block in them runs, and every command line.
 
 Python blocks run as written, in a namespace that defines the names the README leaves to the
 reader (``fn``, ``inputs``, ``x1``/``x2``, ``model``, ``gm``, ``example_inputs``; ``cap`` is the
@@ -11,6 +11,7 @@ CI runs the real ones), and the full benchmarks (``--help``: their smoke version
 
 from __future__ import annotations
 
+import linecache
 import os
 import re
 import shlex
@@ -25,7 +26,9 @@ from conftest import REPO, foo1, scratch_tmpdir_env, tutorial_inputs
 
 import instrumented_backend as ib
 
-README = (REPO / "README.md").read_text()
+# The README and the documentation site's pages: one contract
+DOC_FILES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+README = "\n".join(path.read_text() for path in DOC_FILES)
 PYTHON_BLOCKS = re.findall(r"```python\n(.*?)```", README, re.S)
 BASH_LINES = [line.split("#", 1)[0].strip() for block in re.findall(r"```bash\n(.*?)```", README, re.S)
               for line in block.splitlines() if line.split("#", 1)[0].strip()]
@@ -36,7 +39,8 @@ INLINE_COMMANDS = [span for span in re.findall(r"`((?:\.venv/bin/)?python [^`]+)
                    or span.split()[1] == "benchmarks/minifier_vs_pytorch.py"]
 BENCHMARKS_RUN_BY_HAND = ("benchmarks/provenance_coverage.py", "benchmarks/overhead.py",
                           "benchmarks/minifier_vs_pytorch.py", "benchmarks/html_report.py",
-                          "benchmarks/time_to_root_cause.py", "benchmarks/minify_option.py")
+                          "benchmarks/time_to_root_cause.py", "benchmarks/minify_option.py",
+                          "benchmarks/real_bugs.py")
 
 
 def _namespace() -> dict:
@@ -65,7 +69,9 @@ def test_python_block_runs_as_written(index, foo1_capture, tmp_path, monkeypatch
     block = PYTHON_BLOCKS[index]
     monkeypatch.chdir(tmp_path)
     namespace = {**_namespace(), "cap": foo1_capture}
-    code = compile(block, f"README.md python block {index}", "exec")
+    filename = f"README.md python block {index}"
+    linecache.cache[filename] = (len(block), None, block.splitlines(keepends=True), filename)  # as a file's lines
+    code = compile(block, filename, "exec")
     if "minify(gm" in block:  # the block shrinks a failing graph: give it one
         with ib.faults.doubling_neg():
             exec(code, namespace)
