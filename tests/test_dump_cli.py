@@ -288,3 +288,23 @@ def test_cli_run_says_how_often_a_frame_recompiled_and_that_the_limit_stopped_it
     assert said in err, err
     [section] = [s for s in _report_sections(report) if s["title"] == "Recompiles"]
     assert said in section["text"], section
+
+
+def _command(*argv: str, cwd) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "instrumented_backend", *argv], cwd=cwd, capture_output=True,
+                          text=True, timeout=300)
+
+
+def test_a_command_line_mistake_is_named_with_what_comes_close_and_leaves_nothing_behind(tmp_path):
+    """No script: only the script is named as missing (its arguments are optional). A misspelt
+    option: the one it comes close to. An unknown ``--fault`` op: refused before the script runs,
+    exit 2, and no empty ``--out`` folder left behind."""
+    script = tmp_path / "s.py"
+    script.write_text("import torch\ntorch.compile(lambda x: x + 1)(torch.ones(2))\n")
+    missing = _command("diagnose", cwd=tmp_path)
+    assert missing.returncode == 2 and "required: script" in missing.stderr and "script_args" not in missing.stderr
+    typo = _command("diagnose", "--minfy-seconds", "5", str(script), cwd=tmp_path)
+    assert typo.returncode == 2 and "did you mean --minify-seconds?" in typo.stderr, typo.stderr
+    bad_fault = _command("diagnose", "--fault", "bogus*2", "--out", str(tmp_path / "out"), str(script), cwd=tmp_path)
+    assert bad_fault.returncode == 2 and "--fault: no C++ lowering named 'bogus'" in bad_fault.stderr
+    assert not (tmp_path / "out").exists()

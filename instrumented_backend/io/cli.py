@@ -29,7 +29,7 @@ import argparse
 import sys
 import traceback
 from pathlib import Path
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Callable, NoReturn, Optional, Sequence
 
 from ..capture.redirect import redirect_torch_compile, run_as_main, target_name
 
@@ -131,10 +131,16 @@ def _diagnose(args: argparse.Namespace) -> int:
     then reported by kernel and source line instead of ending the command, and the graph it ran
     is minified from the arguments of the call that crashed (unless ``--no-minify``)."""
     from ..capture.distributed import rank_out_dir
+    from ..diagnosis import faults
     from ..diagnosis.crash import crash_folder, minify_crash, run_surviving_crashes
 
+    try:  # a bad --fault is refused before anything is run or written
+        injected = [faults.from_spec(spec) for spec in args.fault or ()]
+    except ValueError as exc:  # UnknownOpError too: it names the ops that come close
+        print(f"instrumented_backend diagnose: --fault: {exc}", file=sys.stderr)
+        return EXIT_NOT_DIAGNOSED
     args.out = str(rank_out_dir(args.out))  # under torchrun, each rank its own folder
-    code, crash = run_surviving_crashes(lambda: _diagnose_here(args), args.out)
+    code, crash = run_surviving_crashes(lambda: _diagnose_here(args, injected), args.out)
     if crash is not None:
         if not args.no_minify and crash.located:
             print(f"instrumented_backend diagnose: the compiled code killed the process ({crash.signal}); "
@@ -146,19 +152,13 @@ def _diagnose(args: argparse.Namespace) -> int:
     return code
 
 
-def _diagnose_here(args: argparse.Namespace) -> int:
+def _diagnose_here(args: argparse.Namespace, injected: Sequence[Any]) -> int:
+    """The diagnosis of ``args.script`` with the faults ``injected`` in effect; its exit status."""
     import contextlib
-    import traceback
 
-    from ..diagnosis import faults
     from ..diagnosis.diagnose import ScriptNotDiagnosed, diagnose_script
 
     with contextlib.ExitStack() as stack:
-        try:
-            injected = [faults.from_spec(spec) for spec in args.fault or ()]
-        except ValueError as exc:  # UnknownOpError too: it names the ops that come close
-            print(f"instrumented_backend diagnose: --fault: {exc}", file=sys.stderr)
-            return 2
         for fault in injected:
             stack.enter_context(fault)
         try:
@@ -331,13 +331,38 @@ def _script_command(sub: Any, name: str, help: str, options: list[tuple[str, dic
                              formatter_class=argparse.RawDescriptionHelpFormatter)
     _add_options(command, options)
     command.add_argument("script")
-    command.add_argument("script_args", nargs=argparse.REMAINDER)
+    # the script's own arguments are optional: a missing script is the only thing to name
+    command.add_argument("script_args", nargs=argparse.REMAINDER).required = False
     command.set_defaults(handler=handler, options_after_script=_options_only(options, name))
 
 
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose error for an unknown option says which known one comes close."""
+
+    def error(self, message: str) -> NoReturn:  # type: ignore[override]
+        import difflib
+
+        unknown = [word for word in message.split() if word.startswith("--")]
+        known = sorted({option for action in _all_actions(self) for option in action.option_strings})
+        close = [match for word in unknown for match in difflib.get_close_matches(word, known, n=1)]
+        if close:
+            message += f" (did you mean {', '.join(close)}?)"
+        super().error(message)
+
+
+def _all_actions(parser: argparse.ArgumentParser) -> list[argparse.Action]:
+    """The actions of ``parser`` and of its subcommands' parsers."""
+    actions = list(parser._actions)
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for subparser in action.choices.values():
+                actions.extend(subparser._actions)
+    return actions
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m instrumented_backend", description=__doc__.split("\n\n")[0])
-    sub = parser.add_subparsers(dest="command", required=True)
+    parser = _Parser(prog="python -m instrumented_backend", description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     _script_command(sub, "run", "run a script with every Inductor compile instrumented", _RUN_OPTIONS, _run)
     show = sub.add_parser("show", help="summarize a dump folder")
     show.add_argument("dump_dir")
