@@ -138,14 +138,18 @@ class GraphCapture:
         names = ", ".join(k.name for k in self.kernels) or "none"
         raise KeyError(f"no kernel {name!r} in graph {self.label}; kernels: {names}")
 
-    def lines_for(self, node: Optional[str] = None, *, source: Optional[str] = None) -> list[KernelLine]:
-        """Every kernel line produced by an FX node (post-grad or Dynamo name) or a source line.
+    def lines_for(self, node: Optional[str] = None, *, source: Optional[str] = None,
+                  op: Optional[str] = None) -> list[KernelLine]:
+        """Every kernel line produced by an FX node (post-grad or Dynamo name), a source line, or
+        every node of an ATen op.
 
-        ``source`` is ``"file.py:12"`` (a path suffix and a line number) or ``"12"``.
+        ``source`` is ``"file.py:12"`` (a path suffix and a line number) or ``"12"``. ``op`` is an
+        ATen op, with or without its namespace and overload (``"rsqrt"``, ``"aten.rsqrt"``,
+        ``"aten.rsqrt.default"``): every node of it, ``rsqrt`` and ``rsqrt_1`` of two blocks alike.
         """
         from .provenance.queries import lines_for
 
-        return lines_for(self, node=node, source=source)
+        return lines_for(self, node=node, source=source, op=op)
 
     def explain(self, node: str) -> str:
         """The chain from user source to kernel lines for one node, as the tutorial writes it."""

@@ -220,3 +220,32 @@ def test_line_map_survives_dump_and_load(reduction, tmp_path):
     assert loaded.kernels == cap.kernels and loaded.nodes == cap.nodes
     assert loaded.annotated_output_code == cap.annotated_output_code
     assert loaded.explain("amax") == cap.explain("amax")
+
+
+def test_lines_for_an_aten_op_finds_every_node_of_it():
+    """Two LayerNorms make ``rsqrt`` and ``rsqrt_1``: a user asking for the op gets both blocks'
+    lines, however the op is written; a node name still names one node."""
+    import torch
+
+    import instrumented_backend as ib
+
+    class TwoNorms(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.first, self.second = torch.nn.LayerNorm(8), torch.nn.LayerNorm(8)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.second(self.first(x).relu())
+
+    torch.compiler.reset()
+    with ib.capture() as session:
+        torch.compile(TwoNorms(), backend="instrumented")(torch.randn(4, 8))
+    cap = session.graphs[0]
+    every = cap.lines_for(op="rsqrt")
+    assert {n for line in every for n in line.fx_nodes if n.startswith("rsqrt")} == {"rsqrt", "rsqrt_1"}
+    assert every == cap.lines_for(op="aten.rsqrt") == cap.lines_for(op="aten.rsqrt.default")
+    assert set(map(id, cap.lines_for("rsqrt"))) < set(map(id, every))
+    with pytest.raises(KeyError, match="no node of op 'nope'.*aten.rsqrt.default"):
+        cap.lines_for(op="nope")
+    with pytest.raises(ValueError, match="exactly one"):
+        cap.lines_for("rsqrt", op="rsqrt")

@@ -20,10 +20,26 @@ def _all_lines(graph: "GraphCapture") -> list["KernelLine"]:
     return lines + [line for line in graph.wrapper_lines if line.number not in taken]
 
 
-def lines_for(graph: "GraphCapture", node: Optional[str] = None, *, source: Optional[str] = None) -> list["KernelLine"]:
-    """Kernel lines produced by ``node`` (post-grad or Dynamo node name) or by ``source``."""
-    if (node is None) == (source is None):
-        raise ValueError("lines_for takes exactly one of a node name or source='file.py:LINE'")
+def _op_matches(target: str, op: str) -> bool:
+    """Whether an FX node's target (``aten.rsqrt.default``) is ``op``: ``rsqrt``, ``aten.rsqrt`` or
+    ``aten.rsqrt.default``."""
+    parts = target.split(".")
+    namespace, name = (parts[0], parts[1]) if len(parts) >= 2 else ("", target)
+    return op in (target, name, f"{namespace}.{name}")
+
+
+def lines_for(graph: "GraphCapture", node: Optional[str] = None, *, source: Optional[str] = None,
+              op: Optional[str] = None) -> list["KernelLine"]:
+    """Kernel lines produced by ``node`` (post-grad or Dynamo node name), by ``source``, or by every
+    node of the ATen ``op``."""
+    if sum(value is not None for value in (node, source, op)) != 1:
+        raise ValueError("lines_for takes exactly one of a node name, source='file.py:LINE' or op='aten.OP'")
+    if op is not None:
+        names = {name for name, info in graph.nodes.items() if _op_matches(str(info.target), op)}
+        if not names:
+            ops = sorted({str(info.target) for info in graph.nodes.values() if "." in str(info.target)})
+            raise KeyError(f"no node of op {op!r} in graph {graph.label}; its ops: {', '.join(ops) or 'none'}")
+        return [line for line in _all_lines(graph) if names & set(line.fx_nodes)]
     if node is not None:
         known = set(graph.nodes) | {d for info in graph.nodes.values() for d in info.dynamo_nodes}
         if node not in known:
