@@ -80,6 +80,12 @@ def test_an_unreadable_dump_names_the_file_and_the_problem(trained, tmp_path):
     capture_json.write_text(json.dumps({**json.loads(good), "kernels": [{"name": 3}]}))
     with pytest.raises(DumpError, match="does not describe a capture"):
         ib.load(root)
+    capture_json.write_text(good)
+    assert ib.load(root)
+    (capture_json.parent / "output_code.py").unlink()  # loaded as '' beside its kernels, and reported from
+    with pytest.raises(DumpError, match="output_code.py: is missing: every dump writes it"):
+        ib.load(root)
+    assert main(["html", str(root), "-o", str(tmp_path / "r.html")]) == 2 and not (tmp_path / "r.html").exists()
     assert issubclass(DumpError, ValueError)
 
 

@@ -25,8 +25,10 @@ def _load_graph(folder: Path) -> GraphCapture:
         raise DumpError(meta_path, f"lacks {', '.join(missing)} (truncated or edited?)")
     for field_name, file_name in TEXT_FILES.items():
         path = folder / file_name
+        if not path.exists():  # every dump writes each file, empty or not
+            raise DumpError(path, "is missing: every dump writes it (deleted or not copied?)")
         try:
-            data[field_name] = path.read_text(encoding="utf-8") if path.exists() else ""
+            data[field_name] = path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             raise DumpError(path, f"cannot be read ({exc})") from exc
     try:
