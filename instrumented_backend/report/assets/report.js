@@ -312,7 +312,8 @@
     var failing = DATA.graphs.findIndex(function (g) { return g.summary.status === "failed"; });
     select(failing >= 0 ? failing : 0);
   } else {
-    document.getElementById("graph").appendChild(el("p", "", "No graphs were captured."));
+    document.getElementById("graph").appendChild(el("p", "", "No graphs were captured: nothing was compiled while capturing. A function compiled before a capture() " +
+      "block runs its cached code inside it; call torch.compiler.reset() first, or compile inside the block."));
   }
   window.ibReport = { select: select, search: search, ready: true, readyMs: performance.now() };
   document.documentElement.dataset.ready = "1";
