@@ -314,3 +314,33 @@ def test_a_command_line_mistake_is_named_with_what_comes_close_and_leaves_nothin
     bad_fault = _command("diagnose", "--fault", "bogus*2", "--out", str(tmp_path / "out"), str(script), cwd=tmp_path)
     assert bad_fault.returncode == 2 and "--fault: no C++ lowering named 'bogus'" in bad_fault.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_ctrl_c_stops_diagnose_in_one_line_and_leaves_nothing_half_written(tmp_path):
+    """Ctrl-C (SIGINT to the process group, as a terminal sends it) while the script runs: exit 130,
+    one line, no traceback, and the --out folder it was making is gone."""
+    import os
+    import signal
+    import time
+
+    ready = tmp_path / "ready"
+    script = tmp_path / "long.py"
+    script.write_text("import time, torch\ntorch.compile(lambda x: x.sin() + 1)(torch.randn(8))\n"
+                      f"open({str(ready)!r}, 'w').close()\ntime.sleep(120)\n")
+    out = tmp_path / "out"
+    proc = subprocess.Popen([sys.executable, "-m", "instrumented_backend", "diagnose", "--out", str(out), str(script)],
+                            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    try:
+        deadline = time.monotonic() + 180
+        while not ready.exists() and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.2)
+        assert ready.exists(), "the script never reached its sleep"
+        os.killpg(proc.pid, signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 130, stderr
+    assert stderr.strip() == "instrumented_backend diagnose: interrupted; nothing written", stderr
+    assert "Traceback" not in stdout + stderr and not out.exists()

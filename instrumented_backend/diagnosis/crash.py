@@ -17,6 +17,7 @@ costs a worker, not this process: the culprit node, its source line and a small 
 
 from __future__ import annotations
 
+import contextlib
 import faulthandler
 import json
 import os
@@ -24,6 +25,7 @@ import re
 import shutil
 import signal
 import sys
+import time
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,8 +35,10 @@ from ..capture.options import DUMP_DIR_ENV
 from ..seams.lowering_patterns import lowered_only
 
 __all__ = ["CrashReport", "run_surviving_crashes", "explain_crash", "minify_crash", "crash_folder",
-           "save_first_call", "save_later_call", "SNAPSHOT_LIMIT"]
+           "save_first_call", "save_later_call", "SNAPSHOT_LIMIT", "INTERRUPTED"]
 
+# The exit status of a run stopped by Ctrl-C, as a shell gives it (128 + SIGINT)
+INTERRUPTED = 130
 SNAPSHOT_LIMIT = 256 << 20  # a call whose arguments hold more bytes is not saved
 _PENDING = "signal (pending: saved before the first call)"
 
@@ -150,18 +154,41 @@ def run_surviving_crashes(work: Callable[[], int], out_dir: "str | Path") -> tup
                 code = work()
         except SystemExit as exc:
             code = exc.code if isinstance(exc.code, int) else 1
+        except KeyboardInterrupt:  # the parent says so, in one line
+            code = INTERRUPTED
         except BaseException:  # noqa: BLE001 - reported as the in-process run would
             traceback.print_exc()
         finally:
             sys.stdout.flush()
             sys.stderr.flush()
             os._exit(code)
-    _, status = os.waitpid(pid, 0)
+    try:
+        _, status = os.waitpid(pid, 0)
+    except KeyboardInterrupt:  # Ctrl-C reached both: the child stops too, at most a few seconds later
+        _stop_child(pid)
+        shutil.rmtree(crash_dir, ignore_errors=True)
+        return INTERRUPTED, None
     code = os.waitstatus_to_exitcode(status)
     if code >= 0:
         shutil.rmtree(crash_dir, ignore_errors=True)
         return code, None
     return 1, explain_crash(-code, fault_log, dumps)
+
+
+def _stop_child(pid: int, grace: float = 10.0) -> None:
+    """Interrupt the forked child ``pid`` (if Ctrl-C did not reach it), wait for it at most
+    ``grace`` seconds, then kill it; reaped either way."""
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGINT)
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline:
+        with contextlib.suppress(KeyboardInterrupt):  # a second Ctrl-C: keep waiting for the child
+            if os.waitpid(pid, os.WNOHANG)[0]:
+                return
+            time.sleep(0.05)
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
 
 
 def _first_call_path(crash_dir: Path, graph_folder: str) -> Path:

@@ -132,7 +132,7 @@ def _diagnose(args: argparse.Namespace) -> int:
     is minified from the arguments of the call that crashed (unless ``--no-minify``)."""
     from ..capture.distributed import rank_out_dir
     from ..diagnosis import faults
-    from ..diagnosis.crash import crash_folder, minify_crash, run_surviving_crashes
+    from ..diagnosis.crash import INTERRUPTED, crash_folder, minify_crash, run_surviving_crashes
 
     try:  # a bad --fault is refused before anything is run or written
         injected = [faults.from_spec(spec) for spec in args.fault or ()]
@@ -140,7 +140,10 @@ def _diagnose(args: argparse.Namespace) -> int:
         print(f"instrumented_backend diagnose: --fault: {exc}", file=sys.stderr)
         return EXIT_NOT_DIAGNOSED
     args.out = str(rank_out_dir(args.out))  # under torchrun, each rank its own folder
+    existed = Path(args.out).exists()
     code, crash = run_surviving_crashes(lambda: _diagnose_here(args, injected), args.out)
+    if code == INTERRUPTED:
+        return _interrupted(Path(args.out), existed)
     if crash is not None:
         if not args.no_minify and crash.located:
             print(f"instrumented_backend diagnose: the compiled code killed the process ({crash.signal}); "
@@ -150,6 +153,24 @@ def _diagnose(args: argparse.Namespace) -> int:
         print(f"instrumented_backend diagnose: the fault traceback and the graphs compiled before the crash are in "
               f"{crash_folder(args.out)}")
     return code
+
+
+def _interrupted(out: Path, existed: bool) -> int:
+    """Ctrl-C stopped a diagnosis: say so in one line; the folder it made goes, one that was there
+    before is marked (its reports may be an earlier run's, or half this one's)."""
+    import shutil
+
+    from ..diagnosis.crash import INTERRUPTED
+
+    if not existed:
+        shutil.rmtree(out, ignore_errors=True)
+        left = "nothing written"
+    else:
+        (out / "INTERRUPTED").write_text("a diagnosis writing here was interrupted (Ctrl-C): what it wrote is "
+                                         "incomplete\n", encoding="utf-8")
+        left = f"{out} marked INTERRUPTED"
+    print(f"instrumented_backend diagnose: interrupted; {left}", file=sys.stderr)
+    return INTERRUPTED
 
 
 def _diagnose_here(args: argparse.Namespace, injected: Sequence[Any]) -> int:
