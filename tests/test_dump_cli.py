@@ -344,3 +344,13 @@ def test_ctrl_c_stops_diagnose_in_one_line_and_leaves_nothing_half_written(tmp_p
     assert proc.returncode == 130, stderr
     assert stderr.strip() == "instrumented_backend diagnose: interrupted; nothing written", stderr
     assert "Traceback" not in stdout + stderr and not out.exists()
+
+
+def test_run_shows_a_raising_scripts_traceback_as_python_would(tmp_path):
+    script = tmp_path / "raiser.py"
+    script.write_text("import torch\n\ndef f(x):\n    raise ValueError('bad input')\n\nf(1)\n")
+    proc = _command("run", str(script), cwd=tmp_path)
+    trace = proc.stderr.split("ValueError: bad input")[0]
+    assert proc.returncode == 1 and "Traceback (most recent call last):" in trace
+    assert "cli.py" not in trace and "redirect.py" not in trace, trace
+    assert trace.split("Traceback (most recent call last):\n")[1].startswith(f'  File "{script}", line 6')

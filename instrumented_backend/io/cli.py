@@ -49,6 +49,16 @@ def _take_own_options(args: argparse.Namespace, options: argparse.ArgumentParser
     return args
 
 
+def print_users_traceback(exc: BaseException) -> None:
+    """``exc``'s traceback as ``python script.py`` prints it: the frames of this package that ran
+    the script (``cli.py``, ``redirect.py``) left out, from the script's first frame on."""
+    package = str(Path(__file__).resolve().parents[1])
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None and tb.tb_frame.f_code.co_filename.startswith(package):
+        tb = tb.tb_next
+    traceback.print_exception(type(exc), exc, tb)
+
+
 def parse_command_line(argv: Sequence[str]) -> argparse.Namespace:
     """The parsed command line: ``run``/``profile`` options taken wherever they stand before a ``--``."""
     argv = list(argv)
@@ -88,7 +98,7 @@ def _run(args: argparse.Namespace) -> int:
                 exit_code = run_as_main(script, script_args)
             except Exception as exc:  # noqa: BLE001 - the script's own error: reported, and what it compiled kept
                 raised, exit_code = exc, 1
-                traceback.print_exc()
+                print_users_traceback(exc)
     finally:
         undo()
     print(f"\ninstrumented_backend: captured {len(session)} graph(s)", file=sys.stderr)
