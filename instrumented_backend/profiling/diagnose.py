@@ -108,20 +108,10 @@ def _eager_ran_compiled(report: "ProfileReport") -> list[Finding]:
         "understates compiling. Profile with the eager version of that call."), {"compiled_calls": calls})]
 
 
-@rule("speedup")
-def _speedup(report: "ProfileReport") -> list[Finding]:
-    ratio = report.speedup
-    verdict = "faster" if ratio >= 1 else "slower"
-    factor = ratio if ratio >= 1 else (1 / ratio if ratio else float("inf"))
-    return [Finding("speedup", f"Compiled is {factor:.2f}x {verdict} than eager "
-                    f"({report.compiled.median_ms:.3f} vs {report.eager.median_ms:.3f} ms per call, medians).",
-                    {"speedup": ratio, "verdict": verdict})]
-
-
-@rule("profiled-vs-timed")
-def _profiled_vs_timed(report: "ProfileReport") -> list[Finding]:
-    """The tables come from the profiled steps, the speed-up from the timed calls: when a side's
-    profiled step is far from its timed median, the tables do not describe the timed program."""
+def _profiled_against_timed(report: "ProfileReport") -> tuple[list[tuple[str, float, float, float]],
+                                                               list[tuple[str, float, float, float]]]:
+    """(every side, the sides whose profiled step is far from its timed median): each as (side,
+    profiled step in us, timed median in us, their ratio)."""
     limit = THRESHOLDS["distortion_ratio"]
     sides = []
     for side, steps, timing in (("eager", report.eager_step_us, report.eager),
@@ -129,7 +119,27 @@ def _profiled_vs_timed(report: "ProfileReport") -> list[Finding]:
         if steps and timing.samples_ms and timing.median_ms > 0:
             profiled, timed = statistics.median(steps), timing.median_ms * 1000.0
             sides.append((side, profiled, timed, profiled / timed))
-    distorted = [s for s in sides if not 1 / limit <= s[3] <= limit]
+    return sides, [s for s in sides if not 1 / limit <= s[3] <= limit]
+
+
+@rule("speedup")
+def _speedup(report: "ProfileReport") -> list[Finding]:
+    ratio = report.speedup
+    verdict = "faster" if ratio >= 1 else "slower"
+    factor = ratio if ratio >= 1 else (1 / ratio if ratio else float("inf"))
+    _, distorted = _profiled_against_timed(report)
+    doubt = (" The profiled steps disagree with these timed calls (below): the machine was busy while they ran, "
+             "so time it again on a quiet machine before trusting this figure." if distorted else "")
+    return [Finding("speedup", f"Compiled is {factor:.2f}x {verdict} than eager in the timed calls "
+                    f"({report.compiled.median_ms:.3f} vs {report.eager.median_ms:.3f} ms per call, medians).{doubt}",
+                    {"speedup": ratio, "verdict": verdict, "disturbed": bool(distorted)})]
+
+
+@rule("profiled-vs-timed")
+def _profiled_vs_timed(report: "ProfileReport") -> list[Finding]:
+    """The tables come from the profiled steps, the speed-up from the timed calls: when a side's
+    profiled step is far from its timed median, the run was disturbed and the two disagree."""
+    sides, distorted = _profiled_against_timed(report)
     if not distorted:
         return []
     said = "; ".join(f"{side}'s profiled step takes {format_us(profiled)}, {ratio:.1f}x its timed median "
@@ -142,9 +152,9 @@ def _profiled_vs_timed(report: "ProfileReport") -> list[Finding]:
         compared = f" The profiled speed-up is {profiled_speedup:.2f}x against {report.speedup:.2f}x timed."
     return [Finding("profiled-vs-timed", (
         f"The profiled steps are not the timed ones: {said}.{compared} The tables (kernels, lines, categories, "
-        "the time saved) come from the profiled steps and do not describe the timed program; the speed-up above "
-        "stands. A busy machine (an op's threads waiting for a core) or the profiler's own cost on many small ops "
-        "does this: profile again on a quiet machine, or with more active steps."), evidence)]
+        "the time saved) come from the profiled steps, the speed-up from the timed calls, and the two disagree: "
+        "a busy machine (an op's threads waiting for a core) or the profiler's own cost on many small ops does "
+        "this. Profile again on a quiet machine, or with more active steps, before trusting either."), evidence)]
 
 
 @rule("bound")
