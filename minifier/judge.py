@@ -316,14 +316,14 @@ def _no_dropout(func: Any, args: Sequence[Any], kwargs: dict[str, Any]) -> bool:
     return False
 
 
-_LOW_PRECISION = (torch.float16, torch.bfloat16)
+LOW_PRECISION = (torch.float16, torch.bfloat16)  # the dtypes eager rounds to at each op
 
 
 def _low_precision_of(args: Sequence[Any], kwargs: dict[str, Any]) -> Optional[torch.dtype]:
     """The dtype of an op's floating tensor arguments when every one is float16 or bfloat16 (one dtype)."""
     dtypes = {value.dtype for value in [*args, *kwargs.values()]
               if isinstance(value, torch.Tensor) and value.is_floating_point()}
-    return next(iter(dtypes)) if len(dtypes) == 1 and dtypes <= set(_LOW_PRECISION) else None
+    return next(iter(dtypes)) if len(dtypes) == 1 and dtypes <= set(LOW_PRECISION) else None
 
 
 def _scalars_replaced(args: Sequence[Any], kwargs: dict[str, Any], values: dict[str, float]

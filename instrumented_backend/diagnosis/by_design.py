@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING, Optional, Sequence
 
 import torch
 
+from minifier.judge import LOW_PRECISION
+
 from ..records import SourceLocation
 
 if TYPE_CHECKING:
@@ -29,7 +31,6 @@ if TYPE_CHECKING:
 __all__ = ["DesignedOp", "DesignedDifference", "rounding_casts", "random_ops", "explained_by", "OPTIONS",
            "EXPLAINED_FACTOR"]
 
-LOW_PRECISION = (torch.float16, torch.bfloat16)
 # With the option on, the largest difference from eager must be at least this many times smaller
 # for the option to explain it.
 EXPLAINED_FACTOR = 10.0
