@@ -1,6 +1,6 @@
 # Two commands do all the set-up on a fresh machine:
 #   make demo   # creates .venv, installs torch==2.13.0 (pinned) and this package, runs the demo
-#   make test   # same set-up, then the default test run
+#   make test   # same set-up, then a few minutes of tests touching every feature
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed-stamp
 # constraints.txt pins torch: nothing here can resolve an unpinned (CUDA) torch.
 PIP_INSTALL := $(PY) -m pip install --disable-pip-version-check -q -c constraints.txt
 
-.PHONY: install bytecode demo test test-all lint docs bench-smoke clean
+.PHONY: install bytecode demo test test-ci test-all lint docs bench-smoke clean
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -35,7 +35,14 @@ demo: $(STAMP) bytecode
 TEST_WORKERS ?= 2
 PYTEST := $(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile
 
+# make test: every feature touched in a few minutes (tests/quick.txt); make test-ci: every test not
+# marked slow, as CI runs it; make test-all: every test.
+QUICK_TESTS := $(shell grep -v '^\#' tests/quick.txt)
+
 test: $(STAMP) bytecode
+	$(PYTEST) $(QUICK_TESTS)
+
+test-ci: $(STAMP) bytecode
 	$(PYTEST)
 
 lint: $(STAMP)

@@ -131,8 +131,9 @@ class DivergenceReport:
     def _undefined_line(self) -> list[str]:
         if not self.undefined:
             return []
-        return [f"not compared: {', '.join(self.undefined[:5])}{' ...' if len(self.undefined) > 5 else ''}, memory "
-                "an empty-family op returned and no op wrote (undefined in eager as in compiled code)"]
+        return [f"not compared: {', '.join(self.undefined[:5])}{' ...' if len(self.undefined) > 5 else ''}, values "
+                "two eager replays with one seed do not agree on (memory an empty-family op returned and no op "
+                "wrote, or a nondeterministic op)"]
 
     def render(self) -> str:
         searched = [self.build] if self.build else []
@@ -286,19 +287,23 @@ def _eager_run(graph: torch.fx.GraphModule, args: list[Any], seed: int,
 
 def _eager_run_defined(graph: torch.fx.GraphModule, args: list[Any], seed: int, given: Optional[dict[str, Any]] = None
                        ) -> tuple[dict[str, Any], dict[str, Any], set[str]]:
-    """:func:`_eager_run`, and the names of the values it gives that no op defines: a graph with an
-    ``empty``-family op is replayed twice, its results filled with two patterns, and a value that
-    differs between the two depends on memory nothing wrote (:mod:`.undefined`)."""
-    if any(is_empty_op(node.target) for node in graph.graph.nodes):
+    """:func:`_eager_run`, and the names of the values it gives that no op defines: the graph is
+    replayed twice with one seed, an ``empty``-family op's results filled with two patterns, and a
+    value that differs between the two depends on memory nothing wrote (:mod:`.undefined`) or on
+    an op eager itself does not repeat: never evidence."""
+    fill = any(is_empty_op(node.target) for node in graph.graph.nodes)
+    if fill:
         try:
             with filling_empty(0):
                 values, finals = _eager_run(graph, args, seed, given)
             with filling_empty(1):
                 other_values, other_finals = _eager_run(graph, args, seed, given)
             return values, finals, undefined_names({**values, **finals}, {**other_values, **other_finals})
-        except Exception:  # noqa: BLE001 - a graph the fill cannot run under (a torch.cond): compared unfilled
+        except Exception:  # noqa: BLE001 - a graph the fill cannot run under (a torch.cond): replayed unfilled
             pass
-    return (*_eager_run(graph, args, seed, given), set())
+    values, finals = _eager_run(graph, args, seed, given)
+    other_values, other_finals = _eager_run(graph, args, seed, given)
+    return values, finals, undefined_names({**values, **finals}, {**other_values, **other_finals})
 
 
 class _NodeValues(torch.nn.Module):
@@ -1009,7 +1014,7 @@ def divergence_in_graph(graph: GraphCapture, args: list[Any], report: Divergence
     for name, value in buffers.items():
         if name in lowered:  # its eager value is this buffer: nothing to compare
             continue
-        if name in undefined:  # memory no op wrote, in eager as in compiled code: never evidence
+        if name in undefined:  # memory no op wrote, or a value eager does not repeat: never evidence
             report.undefined.append(name)
             continue
         expected = finals[name] if name in finals else eager.get(name)
