@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import operator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
 
 import torch
 
@@ -28,8 +28,8 @@ if TYPE_CHECKING:
     from ..graphs import GraphCapture
     from .accuracy import AccuracyReport
 
-__all__ = ["DesignedOp", "DesignedDifference", "rounding_casts", "random_ops", "explained_by", "OPTIONS",
-           "EXPLAINED_FACTOR"]
+__all__ = ["DesignedOp", "DesignedDifference", "rounding_casts", "random_ops", "explained_by", "designed_difference",
+           "OPTIONS", "EXPLAINED_FACTOR"]
 
 # With the option on, the largest difference from eager must be at least this many times smaller
 # for the option to explain it.
@@ -168,3 +168,24 @@ def explained_by(verdict: str, ops: list[DesignedOp], default: Optional["Accurac
         return None
     return DesignedDifference(verdict, ops, _largest(default), _unequal(default), _largest(with_option),
                               _unequal(with_option))
+
+
+def designed_difference(graphs: Sequence["GraphCapture"], verdict: str, outputs: Optional["AccuracyReport"],
+                        program_options: dict[str, Any], judge: Callable[[dict[str, Any]], Optional["AccuracyReport"]],
+                        options: dict[str, Any], say: Callable[[str], None]) -> Optional[DesignedDifference]:
+    """The difference Inductor makes by design that explains ``outputs`` (a call's, judged
+    ``verdict``, compiled with ``options``, ``fallback_random`` among them): casts it rounds at once,
+    or random numbers it draws from its own generator (unless the program's own
+    ``program_options`` set ``fallback_random``); each judged again (``judge(options)``) with its
+    option switched. None when neither explains them."""
+    casts = rounding_casts(graphs)
+    if casts:
+        say("it casts to lower precision: judging a compile that rounds at each cast as eager does")
+        designed = explained_by("precision_casts", casts, outputs, judge({**options, OPTIONS["precision_casts"]: True}))
+        if designed is not None:
+            return designed
+    draws = random_ops(graphs) if verdict == "passed" and not program_options.get("fallback_random") else []
+    if draws:
+        say("it draws random numbers: judging it compiled as the program compiled it, with Inductor's generator")
+        return explained_by("random_draws", draws, judge({**options, OPTIONS["random_draws"]: False}), outputs)
+    return None

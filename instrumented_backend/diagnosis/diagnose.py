@@ -65,7 +65,7 @@ from .aoti_package import (
     package_settings,
 )
 from .auto_minify import MINIFY_SECONDS, prewarm_worker, release_worker
-from .by_design import OPTIONS, DesignedDifference, explained_by, random_ops, rounding_casts
+from .by_design import DesignedDifference, designed_difference
 from .compile_error import CompileErrorReport, find_cpp_compile_error
 from .custom_ops import CustomOpCheck, check_custom_ops, render_custom_op_checks
 from .divergence import (
@@ -76,6 +76,7 @@ from .divergence import (
     less_accurate_op,
     python_wrapper_note,
 )
+from .eager_raises import returns_where_eager_raises
 from .faults import active_faults, lowering_uses, patchable_ops
 from .keyword_call import KeywordCall, keyword_call
 from .layers import LayerReport, LayerResult, find_failing_layer, judge_layers, run_calls_before, same_random_numbers
@@ -782,47 +783,6 @@ def _graph_given_wrong(report: DivergenceReport, replayable: Sequence["GraphCapt
     return None, []
 
 
-def _designed_difference(result: Diagnosis, graphs: Sequence["GraphCapture"], patches: dict[str, Any],
-                         say: Callable[[str], None], judge: Callable[[dict[str, Any]], Optional[AccuracyReport]],
-                         options: dict[str, Any]) -> Optional[DesignedDifference]:
-    """The difference Inductor makes by design that explains ``result``'s outputs (judged compiled
-    with ``options``, ``fallback_random`` among them): explicit casts it rounds at once, or random
-    numbers it draws from its own generator (unless the program's own ``patches`` set
-    ``fallback_random``); each judged again (``judge(options)``) with its option switched."""
-    casts = rounding_casts(graphs)
-    if casts:
-        say("it casts to lower precision: judging a compile that rounds at each cast as eager does")
-        designed = explained_by("precision_casts", casts, result.outputs,
-                                judge({**options, OPTIONS["precision_casts"]: True}))
-        if designed is not None:
-            return designed
-    draws = random_ops(graphs) if result.verdict == "passed" and not patches.get("fallback_random") else []
-    if draws:
-        say("it draws random numbers: judging it compiled as the program compiled it, with Inductor's generator")
-        return explained_by("random_draws", draws, judge({**options, OPTIONS["random_draws"]: False}), result.outputs)
-    return None
-
-
-def _returns_where_eager_raises(fn: Callable[..., Any], inputs: Sequence[Any], options: dict[str, Any],
-                               dynamo_kwargs: dict[str, Any], seed: int,
-                               before: Sequence[Sequence[Any]]) -> list["GraphCapture"]:
-    """For a call eager raises on: the graphs compiled when ``fn``'s compiled code returns a value
-    on ``inputs`` (a check, such as an index bound, the compiled code skips), or [] when it raises
-    too (the program's own error)."""
-    from ..capture.registry import capture
-    from .accuracy import run_seeded
-
-    torch.compiler.reset()
-    with capture() as session:
-        compiled_fn = torch.compile(fn, backend="instrumented", options=options, **dynamo_kwargs)
-        try:
-            run_calls_before(compiled_fn, fn, before, seed)
-            run_seeded(compiled_fn, inputs, seed)
-        except Exception:  # noqa: BLE001 - raises as eager does
-            return []
-    return list(session) or []
-
-
 @dataclass
 class _SearchScope:
     """The graphs the first-divergence search reads: those judged, or their Python-wrapper build."""
@@ -1093,7 +1053,7 @@ def _diagnose(fn: Callable[..., Any], *inputs: Any, kwargs: Optional[dict[str, A
         release_worker(worker)
         began = time.perf_counter()
         say("eager raises: running the compiled code on the same arguments")
-        returned = _returns_where_eager_raises(fn, inputs, inductor_options, dynamo_kwargs, seed, before)
+        returned = returns_where_eager_raises(fn, inputs, inductor_options, dynamo_kwargs, seed, before)
         step("compiled", began, "returns" if returned else "raises too")
         if returned:
             result.verdict, result.graphs = "skipped_error", [g.label for g in returned]
@@ -1125,9 +1085,13 @@ def _diagnose(fn: Callable[..., Any], *inputs: Any, kwargs: Optional[dict[str, A
     step("compile and judge", began, result.verdict)
     if graphs and not train and result.verdict in ("passed", "inaccurate"):
         began = time.perf_counter()
-        designed = _designed_difference(result, graphs, patches, say, lambda options: _compile_and_judge(
-            fn, inputs, options=options, dynamo_kwargs=dynamo_kwargs, train=train, eager=eager, seed=seed, tol=tol,
-            before=before).outputs, inductor_options)
+
+        def judged_with(options: dict[str, Any]) -> Optional[AccuracyReport]:
+            return _compile_and_judge(fn, inputs, options=options, dynamo_kwargs=dynamo_kwargs, train=train,
+                                      eager=eager, seed=seed, tol=tol, before=before).outputs
+
+        designed = designed_difference(graphs, result.verdict, result.outputs, patches, judged_with,
+                                       inductor_options, say)
         if designed is not None:
             step("by design", began, designed.verdict)
             result.verdict, result.by_design = designed.verdict, designed
