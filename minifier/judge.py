@@ -387,13 +387,13 @@ class RoundedScalars(TorchDispatchMode):
                      for argument in func._schema.arguments)
         if dtype is None or writes or torch.Tag.nondeterministic_seeded in func.tags:
             return None
-        values = {place: float(torch.tensor(args[int(place)] if place.isdigit() else kwargs[place], dtype=dtype))
-                  for place in places}
-        values = {place: value for place, value in values.items()
-                  if value != (args[int(place)] if place.isdigit() else kwargs[place])}
+        written = {place: args[int(place)] if place.isdigit() else kwargs[place] for place in places}
+        values = {place: rounded for place, value in written.items()
+                  if (rounded := float(torch.tensor(value, dtype=dtype))) != value}
         if not values:
             return None
-        again = func(*_scalars_replaced(args, kwargs, values)[0], **_scalars_replaced(args, kwargs, values)[1])
+        rounded_args, rounded_kwargs = _scalars_replaced(args, kwargs, values)
+        again = func(*rounded_args, **rounded_kwargs)
         first, second = _flat(result), _flat(again)
         same = len(first) == len(second) and all(
             torch.equal(a, b) if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) else a == b

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import copy
 import functools
-import math
 import types
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
@@ -24,6 +23,7 @@ import torch.utils._pytree as pytree
 from minifier.judge import (
     RandomDraws,
     RoundedScalars,
+    absolute_difference,
     compare_tensor,
     replaying,
     tolerance_for,
@@ -36,7 +36,7 @@ from ..capture.call_state import judged_state
 from ..capture.object_arguments import OBJECT_DEPTH, PLAIN, copy_object_argument, is_object_argument
 from .copies import clone_inputs
 from .reached_names import is_user_function, is_user_object
-from .undefined import filling_empty
+from .undefined import run_twice
 from .widened_casts import WidenedCasts
 
 if TYPE_CHECKING:
@@ -328,10 +328,9 @@ def relative_error_beyond_eager(compiled: torch.Tensor, eager: torch.Tensor, fp6
     if not judged.any():
         return None
     magnitude = reference[judged].abs()
-    compiled_relative = (widened(compiled.detach().cpu())[judged] - reference[judged]).abs() / magnitude
-    eager_relative = (widened(eager.detach().cpu())[judged] - reference[judged]).abs() / magnitude
-    worst_compiled = float(compiled_relative.nan_to_num(nan=math.inf).max().item())
-    worst_eager = float(eager_relative.max().item())
+    worst_compiled = float((absolute_difference(compiled.detach().cpu()[judged], reference[judged])
+                            / magnitude).max().item())
+    worst_eager = float((absolute_difference(eager.detach().cpu()[judged], reference[judged]) / magnitude).max().item())
     rtol = tol if tol is not None else tolerance_for(eager.dtype)
     if worst_compiled > rtol and worst_compiled > RELATIVE_MULTIPLIER * worst_eager:
         return worst_compiled, worst_eager
@@ -418,13 +417,7 @@ def eager_is_nondeterministic(fn: Callable[..., Any], inputs: Sequence[Any], see
     The two runs fill what ``empty``-family ops return with two patterns (:mod:`.undefined`): an
     output that reads memory no op wrote differs between them, as it may between any two runs."""
     with running_eagerly():
-        try:
-            with filling_empty(0):
-                first = run_seeded(fn, inputs, seed)
-            with filling_empty(1):
-                second = run_seeded(fn, inputs, seed)
-        except Exception:  # noqa: BLE001 - a program the fill cannot run under (a torch.cond): unfilled runs
-            first, second = run_seeded(fn, inputs, seed), run_seeded(fn, inputs, seed)
+        first, second = run_twice(lambda: run_seeded(fn, inputs, seed))
     return first, not compare_outputs(second, first, tol=tol).passed
 
 

@@ -88,7 +88,7 @@ class DesignedDifference:
         return "\n".join(out)
 
 
-def _ops(graphs: Sequence["GraphCapture"], keep: "callable[[torch.fx.Node], str]") -> list[DesignedOp]:
+def _ops(graphs: Sequence["GraphCapture"], keep: Callable[[torch.fx.Node], str]) -> list[DesignedOp]:
     found = []
     for graph in graphs:
         post_grad = graph.post_grad_graph

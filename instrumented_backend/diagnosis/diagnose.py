@@ -651,7 +651,7 @@ def _minify(graph: torch.fx.GraphModule, args: Sequence[Any], check: Any, hints:
                             repro_dir=str(directory), config=dict(patches) or None, echo=lambda line: None,
                             assume_failing=vouched, max_seconds=max_seconds)
     except Exception as exc:  # noqa: BLE001 - the diagnosis stands without a repro
-        return _MinimalRepro("", f"{note}the minifier could not shrink the graph: {_error_text(exc)}")
+        return _MinimalRepro("", f"{note}the minifier could not shrink the graph: {_error_text(exc)}", [])
     return _MinimalRepro(str(result.repro_path or ""), note + result.summary(),
                          _ops_with_lines(result.graph_module) if result.reproduced else [])
 
@@ -662,7 +662,7 @@ class _MinimalRepro(NamedTuple):
 
     path: str
     summary: str
-    ops: list[str] = []
+    ops: list[str]
 
 
 def _ops_with_lines(graph: torch.fx.GraphModule) -> list[str]:
@@ -918,11 +918,10 @@ def diagnose(fn: Callable[..., Any], *inputs: Any, kwargs: Optional[dict[str, An
     state = call_state if call_state is not None and not train else INFERENCE
     # the fake-tensor traceback each compile of a target whose fake raises would log again
     with as_written(fn) as (plain, notes), meta_failures_unlogged(), judging_in(state):
-        result = _diagnose(plain, *inputs, kwargs=kwargs, train=train, compile_kwargs=compile_kwargs,
-                           out_dir=out_dir, minify=minify, bisect=bisect, tol=tol, seed=seed, progress=progress,
-                           name=name or target_name(plain), calls_before=calls_before,
-                           as_written_notes=[*notes, *settings_notes], input_gradients=input_gradients)
-    return result
+        return _diagnose(plain, *inputs, kwargs=kwargs, train=train, compile_kwargs=compile_kwargs,
+                         out_dir=out_dir, minify=minify, bisect=bisect, tol=tol, seed=seed, progress=progress,
+                         name=name or target_name(plain), calls_before=calls_before,
+                         as_written_notes=[*notes, *settings_notes], input_gradients=input_gradients)
 
 
 def _diagnose_exported(exported: Any, *inputs: Any, kwargs: Optional[dict[str, Any]], train: bool,

@@ -58,7 +58,7 @@ from .accuracy import (
     run_seeded,
     wrong_at_its_own_scale,
 )
-from .undefined import filling_empty, is_empty_op, undefined_names
+from .undefined import is_empty_op, run_twice, undefined_names
 from .updates import update_is_wrong
 
 __all__ = ["BufferCheck", "DivergenceReport", "find_first_divergence", "divergence_in_graph", "less_accurate_op",
@@ -292,17 +292,7 @@ def _eager_run_defined(graph: torch.fx.GraphModule, args: list[Any], seed: int, 
     value that differs between the two depends on memory nothing wrote (:mod:`.undefined`) or on
     an op eager itself does not repeat: never evidence."""
     fill = any(is_empty_op(node.target) for node in graph.graph.nodes)
-    if fill:
-        try:
-            with filling_empty(0):
-                values, finals = _eager_run(graph, args, seed, given)
-            with filling_empty(1):
-                other_values, other_finals = _eager_run(graph, args, seed, given)
-            return values, finals, undefined_names({**values, **finals}, {**other_values, **other_finals})
-        except Exception:  # noqa: BLE001 - a graph the fill cannot run under (a torch.cond): replayed unfilled
-            pass
-    values, finals = _eager_run(graph, args, seed, given)
-    other_values, other_finals = _eager_run(graph, args, seed, given)
+    (values, finals), (other_values, other_finals) = run_twice(lambda: _eager_run(graph, args, seed, given), fill)
     return values, finals, undefined_names({**values, **finals}, {**other_values, **other_finals})
 
 

@@ -12,12 +12,15 @@ two replays depends on memory no op wrote (:func:`undefined_names`), while one t
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Iterator, Optional
+from typing import Any, Callable, Iterator, Optional, TypeVar
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-__all__ = ["EMPTY_OPS", "is_empty_op", "fill_pattern", "filling_empty", "undefined_names", "EmptyFilled"]
+__all__ = ["EMPTY_OPS", "is_empty_op", "fill_pattern", "filling_empty", "run_twice", "undefined_names",
+           "EmptyFilled"]
+
+T = TypeVar("T")
 
 _aten = torch.ops.aten
 EMPTY_OPS = frozenset({
@@ -63,6 +66,21 @@ def filling_empty(which: int) -> Iterator[None]:
     """Eager code run inside the block gets ``empty``-family results filled with pattern ``which``."""
     with EmptyFilled(which):
         yield
+
+
+def run_twice(run: Callable[[], T], fill: bool = True) -> tuple[T, T]:
+    """``run()`` twice, the ``empty``-family results filled with pattern 0, then 1 (``fill``); a
+    program the fill cannot run under (a ``torch.cond``, which a dispatch mode does not take) is
+    run twice unfilled. An error of the program itself raises from the unfilled runs too."""
+    if fill:
+        try:
+            with filling_empty(0):
+                first = run()
+            with filling_empty(1):
+                return first, run()
+        except Exception:  # noqa: BLE001 - run again unfilled: the program's own error raises there too
+            pass
+    return run(), run()
 
 
 def _same(a: Any, b: Any) -> bool:
