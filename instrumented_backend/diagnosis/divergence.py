@@ -924,7 +924,7 @@ def less_accurate_op(graph: GraphCapture, args: list[Any], report: DivergenceRep
     if not nodes or len(nodes) > LESS_ACCURATE_NODES:
         return False
     try:
-        values, _, _ = _eager_run_defined(post_grad, args, seed)
+        values, _, undefined = _eager_run_defined(post_grad, args, seed)
         module, inputs = _probe_module(nodes)
         results = _compiled_result(module, inputs, values, seed, options)
         references = _probe_fp64(module, inputs, values, seed)
@@ -933,8 +933,8 @@ def less_accurate_op(graph: GraphCapture, args: list[Any], report: DivergenceRep
     if references is None or not isinstance(results, (tuple, list)) or len(results) != len(nodes):
         return False
     for node, result, fp64 in zip(nodes, results, references):
-        if relative_error_beyond_eager(result, values[node.name], fp64, tol) is None:
-            continue
+        if node.name in undefined or relative_error_beyond_eager(result, values[node.name], fp64, tol) is None:
+            continue  # a value two eager replays disagree on is never evidence
         alone, alone_inputs = _probe_module([node])
         try:
             (compiled_alone,) = _compiled_result(alone, alone_inputs, values, seed, options)
