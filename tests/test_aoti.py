@@ -165,7 +165,7 @@ print("max difference from eager:", (runner(x) - model(x)).abs().max().item())
 def test_a_package_a_script_builds_is_diagnosed_on_its_loaded_packages_first_call(tmp_path):
     import warnings
 
-    from instrumented_backend.diagnosis.diagnose import diagnose_script
+    from instrumented_backend.diagnosis.script import diagnose_script
 
     script = tmp_path / "package_it.py"
     script.write_text(_PACKAGING_SCRIPT)

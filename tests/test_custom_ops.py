@@ -139,20 +139,20 @@ def test_a_bug_without_custom_ops_has_no_custom_op_section(tmp_path):
 
 
 def test_the_traced_error_is_read_off_dynamos_message():
-    from instrumented_backend.diagnosis.diagnose import _traced_error
+    from instrumented_backend.diagnosis.error_origin import traced_error
 
     message = ("RuntimeError when making fake tensor call\n  Explanation: Dynamo failed to run FX node: got "
                "RuntimeError('bad')\n  Hint: ...\n\nfrom user code:\n   File \"/m/model.py\", line 7, in forward\n"
                "    return self.block(x)\n   File \"/m/block.py\", line 12, in forward\n    y = op(x) + x\n\n"
                "Set TORCHDYNAMO_VERBOSE=1 for the internal stack trace")
-    assert _traced_error(RuntimeError(message)) == ("Dynamo failed to run FX node: got RuntimeError('bad')",
+    assert traced_error(RuntimeError(message)) == ("Dynamo failed to run FX node: got RuntimeError('bad')",
                                                     "/m/block.py:12: y = op(x) + x")
-    assert _traced_error(RuntimeError("plain")) == ("", "")
+    assert traced_error(RuntimeError("plain")) == ("", "")
     # a custom op without a fake: Dynamo's innermost frame is the op's __call__, in torch
     torch_frame = f'   File "{torch.__file__.rsplit("/", 1)[0]}/_library/custom_ops.py", line 863, in __call__\n' \
                   "    return self._opoverload(*args, **kwargs)\n"
     message = f"E\nfrom user code:\n   File \"/m/f.py\", line 6, in f\n    return torch.sin(op(x))\n{torch_frame}"
-    assert _traced_error(RuntimeError(message))[1] == "/m/f.py:6: return torch.sin(op(x))"
+    assert traced_error(RuntimeError(message))[1] == "/m/f.py:6: return torch.sin(op(x))"
 
 
 _LIBRARY = torch.library.Library("ib_registration_tests_lib", "DEF")  # a TORCH_LIBRARY-style op: no autograd

@@ -158,15 +158,16 @@ def test_a_checkpointed_training_step_is_traced_to_the_block_and_minified(tmp_pa
 def test_the_minifier_gets_the_arguments_of_the_graph_that_diverged_not_of_the_nth_compiled():
     """Dynamo can compile a graph and discard it (a GPT-2 under dynamic=True compiles two graphs
     and runs only the second): the diverging graph's first call is found by its code, not by its
-    position among the compiled graphs (before, the discarded graph's empty record: no repro)."""
+    position among the compiled graphs (the discarded graph's record is empty: no repro from it)."""
     from types import SimpleNamespace
 
-    from instrumented_backend.diagnosis.diagnose import _first_call
+    from instrumented_backend.diagnosis.judged_compile import GraphCall, first_call
 
     ran = SimpleNamespace(dynamo_graph=SimpleNamespace(code="def forward(self, s0, x): ..."))
-    calls = [([], [], "def forward(self, x): ..."), ([], [3, "tensor"], "def forward(self, s0, x): ...")]
-    assert _first_call(ran, calls) == [3, "tensor"]
-    assert _first_call(SimpleNamespace(dynamo_graph=None), calls) == []
+    calls = [GraphCall([], [], "def forward(self, x): ..."),
+             GraphCall([], [3, "tensor"], "def forward(self, s0, x): ...")]
+    assert first_call(ran, calls) == [3, "tensor"]
+    assert first_call(SimpleNamespace(dynamo_graph=None), calls) == []
 
 
 def test_a_compile_error_is_explained_and_minified(tmp_path):
@@ -229,13 +230,13 @@ def test_inputs_made_up_for_a_failed_graph_are_valid_indices():
     training step: "index 84 is out of bounds for dimension 0 with size 64")."""
     from torch.fx.experimental.proxy_tensor import make_fx
 
-    from instrumented_backend.diagnosis.diagnose import _inputs_like_placeholders
+    from instrumented_backend.diagnosis.judged_compile import inputs_like_placeholders
 
     def pick(x: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
         return torch.ops.aten.index_select.default(x, 0, rows) * 2
 
     graph = make_fx(pick, tracing_mode="fake")(torch.randn(3, 4), torch.tensor([0, 2, 1, 1, 0]))
-    inputs = _inputs_like_placeholders(graph)
+    inputs = inputs_like_placeholders(graph)
     assert inputs[1].dtype == torch.int64 and inputs[1].shape == (5,)
     assert graph(*inputs).shape == (5, 4)
 
@@ -271,7 +272,7 @@ def test_a_nondeterministic_function_is_not_reported_as_a_bug(tmp_path, monkeypa
 
     from minifier.workers import pool
 
-    diagnose_module = importlib.import_module("instrumented_backend.diagnosis.diagnose")  # not the function
+    diagnose_module = importlib.import_module("instrumented_backend.diagnosis.pipeline")
 
     released = []
 
@@ -588,7 +589,7 @@ def test_a_fault_and_config_set_around_the_scripts_loop_are_on_again_for_its_dia
     """The script compiles and runs inside ``with`` blocks that inject a fault and patch Inductor's
     config; the diagnosis runs after the script, with both off: "no bug found". What was in effect
     at the target's first call is now on again for its diagnosis, and said so."""
-    from instrumented_backend.diagnosis.diagnose import diagnose_script
+    from instrumented_backend.diagnosis.script import diagnose_script
 
     script = tmp_path / "scoped.py"
     script.write_text(_SCOPED_FAULT_SCRIPT)
@@ -610,7 +611,7 @@ def test_what_was_on_at_a_first_call_is_on_in_the_block_and_off_after():
 
     import torch._inductor.config as inductor_config
 
-    from instrumented_backend.diagnosis.diagnose import _as_at_first_call
+    from instrumented_backend.diagnosis.script import _as_at_first_call
 
     shifted_exp = ib.faults.bad_lowering("exp", "std::exp({x} + 1)", vectorized="({x} + decltype({x})(1)).exp()",
                                          name="shifted exp")
@@ -659,7 +660,7 @@ def test_an_index_out_of_range_in_a_later_call_is_the_scripts_error_raised_or_ab
     crash's repro on that call's arguments ran into the minifier's eager run ("IndexError: index
     out of range in self" as the reason it was not minified); it now says eager raises there too,
     at which node and line."""
-    from instrumented_backend.diagnosis.diagnose import diagnose_script
+    from instrumented_backend.diagnosis.script import diagnose_script
 
     small = tmp_path / "small.py"
     small.write_text(_OUT_OF_RANGE_SCRIPT.format(rows=1, cols=8))
@@ -804,7 +805,7 @@ def test_the_command_compiles_as_the_script_did(tmp_path):
 
 
 def test_keyword_call_makes_tensor_keywords_inputs_and_keeps_the_parameters():
-    from instrumented_backend.diagnosis.diagnose import keyword_call
+    from instrumented_backend.diagnosis.keyword_call import keyword_call
 
     module = torch.nn.Linear(3, 2)
     fn, inputs = keyword_call(module, (), {"input": torch.ones(1, 3)})
@@ -871,7 +872,7 @@ def test_a_script_error_raised_outside_its_compiled_calls_is_said_to_be_the_scri
     as if the script's error were not there, and "did not recur ... a fault or config set around
     the call" blamed what was never involved. The command names the error, its line, and says it
     came from outside the compiled functions."""
-    from instrumented_backend.diagnosis.diagnose import diagnose_script
+    from instrumented_backend.diagnosis.script import diagnose_script
 
     script = tmp_path / "late.py"
     script.write_text("import torch\n\n\ndef f(x):\n    return torch.maximum(torch.neg(x), x)\n\n\n"
@@ -918,7 +919,7 @@ def test_a_compiled_training_step_that_runs_its_own_backward_is_diagnosed(tmp_pa
     and the command with it. Now it is a training step: each run starts from the same weights and
     optimizer state, and its parameters' gradients are compared. A step that drops its gradients
     at its end (``zero_grad()`` last) left none to see the backward by: it is seen as it happens."""
-    from instrumented_backend.diagnosis.diagnose import diagnose_script
+    from instrumented_backend.diagnosis.script import diagnose_script
 
     assert text.index("optimizer.zero_grad()") > text.index("optimizer.step()") or text is _STEP_INSIDE_SCRIPT
     script = tmp_path / "step.py"
@@ -977,7 +978,7 @@ def test_a_compiled_method_of_the_users_trainer_object_is_judged_as_the_training
     (``return loss.detach()``, no op for Inductor to compile) costs no warning either.
     ``minify=SECONDS`` is the minifier's time budget (:func:`minifier.minify`'s ``max_seconds``)."""
     import minifier
-    from instrumented_backend.diagnosis.diagnose import diagnose_script
+    from instrumented_backend.diagnosis.script import diagnose_script
     from instrumented_backend.fail_soft import InstrumentationWarning, reset_warnings
 
     budgets: list[float] = []
@@ -1010,7 +1011,7 @@ def test_the_weights_a_training_step_updates_are_judged_beside_its_gradients(tmp
     """A step running its own backward and ``optimizer.step()``, the optimizer compiled as a graph
     of its own: a bug in the update (Adam's reciprocal) leaves the loss and the gradients right, so
     the step was 'no bug found'. The weights after the step are judged too, by name."""
-    from instrumented_backend.diagnosis.diagnose import diagnose_script
+    from instrumented_backend.diagnosis.script import diagnose_script
 
     script = tmp_path / "step.py"
     script.write_text(_STEP_INSIDE_SCRIPT.replace("torch.optim.SGD(model.parameters(), lr=0.1)",
@@ -1059,13 +1060,13 @@ def test_the_state_a_training_step_names_is_put_back_after_each_run():
 def test_judging_a_modules_training_step_leaves_its_weights_statistics_and_gradients_as_they_were():
     """A module target is its own state: the judge's runs (eager twice, fp64, compiled) used to
     advance its BatchNorm statistics and now would have cleared its gradients; both are put back."""
-    from instrumented_backend.diagnosis.diagnose import _training_step
+    from instrumented_backend.diagnosis.training import training_step
 
     model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.BatchNorm1d(4)).train()
     for param in model.parameters():
         param.grad = torch.full_like(param, 7.0)
     before = {k: v.clone() for k, v in model.state_dict().items()}
-    step = _training_step(model, [torch.randn(8, 4, requires_grad=True)], seed=0)
+    step = training_step(model, [torch.randn(8, 4, requires_grad=True)], seed=0)
     assert len(step.grads) == 4 + 1 and all(g is not None for g in step.grads) and not step.own_backward
     assert all(torch.equal(v, before[k]) for k, v in model.state_dict().items())  # running stats too
     assert all(torch.equal(p.grad, torch.full_like(p, 7.0)) for p in model.parameters())
@@ -1184,7 +1185,7 @@ def test_a_module_is_judged_for_training_only_when_a_backward_reached_it(tmp_pat
     was told about gradients it never takes (a ResNet-shaped net compiled with dynamic=True: 25.4 s
     to the culprit, 15.2 s judged as inference). Now it is inference unless a backward reached the
     outputs of one of its calls, a later call's too (a warm-up call first, then the training loop)."""
-    from instrumented_backend.diagnosis.diagnose import diagnose_script
+    from instrumented_backend.diagnosis.script import diagnose_script
 
     script = tmp_path / "net.py"
     script.write_text(text)
@@ -1221,7 +1222,7 @@ def test_a_compiled_model_forward_in_generate_is_diagnosed_on_its_first_calls_ca
     without changing what is compiled (``fullgraph=True``: binding the method inside the compiled
     wrapper was "Unsupported: Unsupported function call")."""
     pytest.importorskip("transformers", reason="needs the test extra (transformers)")
-    from instrumented_backend.diagnosis.diagnose import diagnose_script
+    from instrumented_backend.diagnosis.script import diagnose_script
 
     script = tmp_path / "generate.py"
     script.write_text(_GENERATE_SCRIPT)
@@ -1260,7 +1261,7 @@ def test_a_call_made_under_autocast_is_diagnosed_under_it(tmp_path):
     the diagnosis, made after the script ended, replayed it in float32: another program, other
     kernels (a bug of the bfloat16 casts could not show). Autocast is now on again as at the first
     call, said so, and the repro is minified from the post-AOT graph, whose casts are explicit."""
-    from instrumented_backend.diagnosis.diagnose import diagnose_script
+    from instrumented_backend.diagnosis.script import diagnose_script
 
     script = tmp_path / "amp.py"
     script.write_text(_AUTOCAST_SCRIPT)
@@ -1379,7 +1380,7 @@ def test_a_bug_in_a_graph_only_a_later_call_compiles_is_found_on_that_call(tmp_p
     wrong; the first call is right. Judging the first call alone said "no bug found" (and blamed
     the script's own assert on state only the script had). The first later call that compiles a
     graph is kept, copied before it ran, and judged after the first, which is replayed before it."""
-    from instrumented_backend.diagnosis.diagnose import diagnose_script
+    from instrumented_backend.diagnosis.script import diagnose_script
 
     script = tmp_path / "act.py"
     script.write_text(_RECOMPILING_SCRIPT)
@@ -1403,7 +1404,7 @@ def test_a_bug_only_the_second_recompile_compiles_is_found_after_the_calls_befor
     """Three widths: the second call recompiles with the width symbolic (still the sigmoid path,
     right), the third takes the tanh path (a third graph, wrong). Judging only the first recompile
     said "no bug found"; each kept recompile is judged in turn, after the calls that compiled before it."""
-    from instrumented_backend.diagnosis.diagnose import diagnose_script
+    from instrumented_backend.diagnosis.script import diagnose_script
 
     script = tmp_path / "act.py"
     script.write_text(_RECOMPILING_SCRIPT.replace("for width in (32, 128):", "for width in (32, 48, 128):"))

@@ -863,7 +863,7 @@ def test_a_training_step_of_a_global_model_is_judged_with_a_float64_referee_and_
     loss, gradients and updated weights were judged with no referee. The referee now runs on the
     very parameters the step names, widened to float64 in place (the optimizer holds them), and
     puts back their values, gradients and the optimizer's momentum, untouched."""
-    from instrumented_backend.diagnosis.diagnose import _judge_training
+    from instrumented_backend.diagnosis.training import judge_training
 
     global _STEP_MODEL, _STEP_OPTIMIZER
     torch.manual_seed(0)
@@ -876,7 +876,7 @@ def test_a_training_step_of_a_global_model_is_judged_with_a_float64_referee_and_
     moments = {key: value.clone() for key, value in _STEP_OPTIMIZER.state[weight].items()}
     with ib.faults.scaled("erf", 1.1):
         compiled = torch.compile(_global_training_step, backend="instrumented")
-        outputs, gradients = _judge_training(_global_training_step, compiled, [x, y], 0, None)
+        outputs, gradients = judge_training(_global_training_step, compiled, [x, y], 0, None)
     # it drops its gradients (zero_grad): its loss and the weights after its step are judged
     assert not outputs.passed, outputs.render()
     wrong = [o for o in outputs.outputs if not o.passed]
@@ -894,8 +894,8 @@ def test_a_step_that_drops_its_gradients_and_takes_no_floating_input_runs_its_ow
     """A language model's step: token ids in, ``loss.backward()``, ``optimizer.step()``,
     ``zero_grad()`` last. No gradient was left to see its backward by, so it was differentiated
     again through the graph its own backward had freed: "eager itself raises"."""
-    from instrumented_backend.diagnosis.diagnose import _training_step
     from instrumented_backend.diagnosis.step_state import StepState
+    from instrumented_backend.diagnosis.training import training_step
 
     global _STEP_MODEL, _STEP_OPTIMIZER
     torch.manual_seed(0)
@@ -909,7 +909,7 @@ def test_a_step_that_drops_its_gradients_and_takes_no_floating_input_runs_its_ow
         _STEP_OPTIMIZER.zero_grad()
         return loss
 
-    ran = _training_step(step, [torch.randint(0, 10, (2, 5))], 0, StepState.of(step))
+    ran = training_step(step, [torch.randint(0, 10, (2, 5))], 0, StepState.of(step))
     assert ran.own_backward and set(ran.outputs) == {"output", "updated"}
 
 
@@ -1206,10 +1206,10 @@ def test_a_frozen_models_divergence_is_searched_past_its_onednn_fusions_and_sour
     (skipped,) = (tmp_path / "first_calls").glob("*.skipped")
     assert "which only Inductor's lowering runs" in skipped.read_text()
     # a fault on an op fused into a oneDNN call reaches no generated code: the note names that call
-    from instrumented_backend.diagnosis.diagnose import _unfound_faults
+    from instrumented_backend.diagnosis.fault_notes import unfound_faults
 
     with ib.faults.scaled("relu", 1.5):
         (relu,) = ib.faults.active_faults()
-        (note,) = _unfound_faults([(relu, 0)], [graph])
+        (note,) = unfound_faults([(relu, 0)], [graph])
     fused = r"it runs inside the extern call fn\w* \(mkldnn\._convolution_pointwise, relu\) in graph #"
     assert re.search(fused, note), note

@@ -13,7 +13,7 @@ import torch
 import torch.nn.functional as F
 
 import instrumented_backend as ib
-from instrumented_backend.diagnosis.diagnose import diagnose_script
+from instrumented_backend.diagnosis.script import diagnose_script
 
 
 class _GumbelHead(torch.nn.Module):

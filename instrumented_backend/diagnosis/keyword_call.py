@@ -10,7 +10,7 @@ import torch.utils._pytree as pytree
 
 from ..capture.object_arguments import is_object_argument
 
-__all__ = ["KeywordCall", "keyword_call", "user_module"]
+__all__ = ["KeywordCall", "keyword_call", "user_module", "without_wrapper", "laid_out_calls"]
 
 
 class KeywordCall(torch.nn.Module):
@@ -62,3 +62,41 @@ def user_module(module: torch.nn.Module) -> torch.nn.Module:
             if isinstance(inner, torch.nn.Module):
                 return inner
     return module
+
+
+def without_wrapper(label: str, judged: Any) -> str:
+    """A module label (``target.encoder.block.0 (T5Block)``) as the user's model names it when the
+    judged function is the wrapper a keyword call makes (:class:`~.keyword_call.KeywordCall`): its
+    attribute holding the model (``target``, ``owner``) left out, with the ``__self__`` of a bound
+    method it holds (``model.forward`` compiled: ``target.__self__.transformer.h.0``); "" for the
+    model itself."""
+    if not isinstance(judged, KeywordCall):
+        return label
+    for attribute in ("target.__self__", "owner.__self__", "target", "owner"):
+        if label == attribute or label.startswith(f"{attribute} ("):
+            return ""
+        if label.startswith(f"{attribute}."):
+            return label.removeprefix(f"{attribute}.")
+    return label
+
+
+def laid_out_calls(fn: Callable[..., Any], calls: Sequence[tuple[Sequence[Any], dict[str, Any]]],
+                   kwargs: dict[str, Any]) -> list[tuple[Any, ...]]:
+    """Each call's inputs laid out as ``fn`` takes the judged call's (a :class:`KeywordCall`'s
+    tensor keywords trailing); a call with other keywords, or another number of positional
+    arguments, is left out."""
+    laid_out = []
+    for call in calls:
+        if not (isinstance(call, (tuple, list)) and len(call) == 2 and isinstance(call[0], (tuple, list))
+                and isinstance(call[1], dict)):
+            raise TypeError(f"diagnose: each of calls_before is (args, kwargs), a tuple and a dict, got {call!r:.80}")
+        args, call_kwargs = call
+        if set(call_kwargs) != set(kwargs):
+            continue
+        if isinstance(fn, KeywordCall):
+            if len(args) != fn.positional:
+                continue
+            laid_out.append((*args, *(call_kwargs[k] for k in fn.tensor_keys)))
+        else:
+            laid_out.append(tuple(args))
+    return laid_out

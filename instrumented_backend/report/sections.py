@@ -11,8 +11,8 @@ if TYPE_CHECKING:
 
     from ..capture.recompiles import FrameRecompiles
     from ..capture.skipped_frames import NothingCompiled, SkippedFrame
-    from ..diagnosis.diagnose import Diagnosis
     from ..diagnosis.divergence import DivergenceReport
+    from ..diagnosis.verdict import Diagnosis
     from ..graphs import GraphCapture
     from ..profiling.report import ProfileReport
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
-from instrumented_backend.diagnosis.diagnose import NOT_FOUND
+from instrumented_backend.diagnosis.verdict import NOT_FOUND
 
 CASES_DIR = Path(__file__).resolve().parent / "cases"
 # The header's verdicts as the maintainers' words have them, in diagnose's verdict names.

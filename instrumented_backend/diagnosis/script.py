@@ -1,0 +1,164 @@
+"""``diagnose script.py``: run a script with every ``torch.compile`` redirected to the instrumented
+backend, then diagnose each function or module it compiled, on the arguments of its first call (or
+of the first call that raised, or of a later call that recompiled), until one fails."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import sys
+from pathlib import Path
+from typing import Any, Callable, Iterator, Optional, Sequence
+
+import torch
+import torch.utils._pytree as pytree
+
+from .accuracy import error_line as _error_text
+from .diagnose import diagnose
+from .error_origin import raising_line
+from .verdict import Diagnosis, which_recompile
+from .written import write_reports
+
+__all__ = ["diagnose_script", "ScriptNotDiagnosed"]
+
+
+@contextlib.contextmanager
+def _as_at_first_call(call: Any) -> Iterator[list[str]]:
+    """Inside the block, what was in effect at ``call`` (a recorded first call) and is not now is
+    on again: its injected faults, Inductor config values and autocast (a script that set them in
+    a ``with`` block around its loop has left it by now). Yields a description of each."""
+    from ..capture.redirect import autocast_at_first_call
+    from ..seams.inductor_options import inductor_config_patch, plain_inductor_config
+    from .faults import reapplied
+
+    with contextlib.ExitStack() as stack:
+        described = [f"fault {fault.label}" for fault in stack.enter_context(reapplied(call.faults))]
+        described += stack.enter_context(autocast_at_first_call(call))
+        now = plain_inductor_config()
+        config = {k: v for k, v in call.inductor_config.items() if k in now and now[k] != v}
+        if config:
+            stack.enter_context(inductor_config_patch(config))
+            described.append("Inductor config " + ", ".join(f"{k}={v!r}" for k, v in sorted(config.items())))
+        yield described
+
+
+def _trains(call: Any, script_finished: bool = False) -> bool:
+    """Was the compiled target called for training? Grad on, and: a backward seen through the call
+    (after it, through the outputs of any of its calls, or inside it: a function that names its
+    model and optimizer), an input requiring grad, or a module with trainable parameters, unless
+    the script ran to its end without a backward through it (inference that left grad on)."""
+    if not call.grad_enabled:
+        return False
+    if call.backward:  # a gradient reached what the call computed, or it ran its own backward
+        return True
+    module = call.target if isinstance(call.target, torch.nn.Module) else getattr(call.target, "__self__", None)
+    if isinstance(module, torch.nn.Module) and any(p.requires_grad for p in module.parameters()):
+        return not script_finished
+    leaves = pytree.tree_leaves([list(call.args), dict(call.kwargs)])
+    return any(isinstance(a, torch.Tensor) and a.requires_grad for a in leaves)
+
+
+def diagnose_script(script: "str | Path", argv: Sequence[str] = (), *, out_dir: "str | Path" = "diagnosis",
+                    minify: "bool | float" = True, progress: Optional[bool] = None,
+                    echo: Optional[Callable[[str], None]] = None, tol: Optional[float] = None) -> list[Diagnosis]:
+    """Run ``script`` with every ``torch.compile`` redirected to the instrumented backend, then
+    diagnose each function or module it compiled, on the arguments of its first call, until one
+    fails (``train`` when it was called with gradients on and something to differentiate), at
+    ``tol`` (see :func:`diagnose`). Returns the diagnoses made, the failing one last. An exception
+    the compile raised inside the script is not re-raised: it is what the diagnosis explains.
+    Under ``torchrun`` each rank writes under ``out_dir/rank_<r>``."""
+    from ..capture.distributed import data_parallel_module, data_parallel_note, rank_out_dir
+    from ..capture.redirect import CompiledCall, LaterCall, record_compiled_calls, run_as_main, state_at_first_call
+
+    say = echo or (lambda line: print(line, file=sys.stderr))
+    script = Path(script)
+    if not script.is_file():
+        raise FileNotFoundError(f"no such script: {script}")
+    out_dir = rank_out_dir(out_dir)
+    calls: list[CompiledCall] = []
+    results: list[Diagnosis] = []
+    with contextlib.ExitStack() as script_main:  # the script's __main__ stays until its targets are diagnosed
+        undo = record_compiled_calls(calls)
+        raised_at = ""  # where the script's own exception was raised
+        try:
+            status = run_as_main(script, argv, keep=script_main)
+            raised = "" if status == 0 else f"the script exited with status {status}"
+        except Exception as exc:  # noqa: BLE001 - what the diagnosis is about
+            raised, raised_at = _error_text(exc), raising_line(exc)
+        finally:
+            undo()
+        if raised and not calls:
+            where = f" at {raised_at}" if raised_at else ""
+            raise ScriptNotDiagnosed(f"{script} failed before it compiled anything ({raised}{where}): "
+                                     "nothing compiled, so nothing to diagnose")
+        if raised:
+            say(f"instrumented_backend diagnose: {raised}; diagnosing what it compiled")
+        for index, call in enumerate(calls):
+            train = _trains(call, script_finished=not raised)
+            args, kwargs = (call.raising_args, call.raising_kwargs) if call.raising_call else (call.args, call.kwargs)
+            keywords = f", keyword arguments {', '.join(kwargs)}" if kwargs else ""
+            which = (f", its call {call.raising_call}: the first that raised" if call.raising_call
+                     else f", on {call.arguments_from}" if call.arguments_from else "")
+            if not train and _trains(call):  # only because the script ended without a backward through it
+                which += ": grad was on, but no backward reached its outputs"
+            say(f"instrumented_backend diagnose: [{index}] {call.name} ({len(args)} args{keywords}, "
+                f"{'training step' if train else 'inference'}{which})")
+            target = data_parallel_module(call.target) or call.target
+            if target is not call.target:
+                say(f"instrumented_backend diagnose: [{index}] {call.name}: judged as {data_parallel_note(target)}")
+            target_out = Path(out_dir) if len(calls) == 1 else Path(out_dir) / f"{index}_{call.name}"
+            with _as_at_first_call(call) as restored, state_at_first_call(call):
+                if restored:
+                    say(f"instrumented_backend diagnose: [{index}] {call.name}: on at its first call, off when the "
+                        f"script ended, on again for its diagnosis: {'; '.join(restored)}")
+                result = diagnose(target, *args, kwargs=kwargs, train=train, input_gradients=False,
+                                  compile_kwargs=call.compile_kwargs, out_dir=target_out, minify=minify,
+                                  progress=progress, name=call.name, tol=tol, call_state=call.call_state)
+            if restored or call.raising_call:
+                result.reapplied, result.replayed_call = restored, call.raising_call
+                write_reports(result, target_out)
+            results.append(result)
+            if result.found:
+                break
+            # each later call that compiled a graph (a recompile), after the calls that compiled before it
+            replayed: list[LaterCall] = [LaterCall(1, call.args, call.kwargs)]
+            for which, later in enumerate(call.recompiles if not call.raising_call else [], 1):
+                if result.found or result.verdict != "passed":
+                    break
+                nth, after = which_recompile(which, [c.number for c in replayed])
+                say(f"instrumented_backend diagnose: [{index}] {call.name}, its call {later.number}: {nth} that "
+                    f"compiled a new graph (a recompile), replayed after {after}")
+                with _as_at_first_call(call) as restored, state_at_first_call(call):
+                    result = diagnose(target, *later.args, kwargs=later.kwargs, train=train, input_gradients=False,
+                                      compile_kwargs=call.compile_kwargs, out_dir=target_out, minify=minify,
+                                      progress=progress, name=call.name, tol=tol,
+                                      call_state=dataclasses.replace(call.call_state, grad_enabled=later.grad_enabled),
+                                      calls_before=[(c.args, c.kwargs) for c in replayed])
+                result.reapplied, result.replayed_call, result.replayed_recompile = restored, later.number, which
+                result.replayed_before = [c.number for c in replayed]
+                write_reports(result, target_out)
+                results.append(result)
+                replayed.append(later)
+            if result.found:
+                break
+    if not calls:
+        say(f"instrumented_backend diagnose: {script} compiled nothing with torch.compile; nothing to diagnose")
+    elif raised and not any(result.found or result.verdict == "eager_error" for result in results):
+        say(f"instrumented_backend diagnose: {_unexplained_error(raised, raised_at, calls)}")
+    return results
+
+
+def _unexplained_error(raised: str, raised_at: str, calls: Sequence[Any]) -> str:
+    """Why the script's error (``raised``, at ``raised_at``) is not what the diagnoses found: it was
+    raised outside every compiled call, or inside one and did not recur when that was judged."""
+    where = f" at {raised_at}" if raised_at else ""
+    if not any(call.raised for call in calls):
+        return (f"the script's error ({raised}{where}) came from outside the functions it compiled; what they "
+                "computed was judged, and the error is the script's own, not the compiler's")
+    return (f"the script's error did not recur when what it compiled was compiled and run again ({raised}{where}): "
+            "it depends on something on only while the script ran (a fault or config set around the call, "
+            "state built by earlier steps)")
+
+
+class ScriptNotDiagnosed(RuntimeError):
+    """``diagnose_script``: the script failed (raised, exited non-zero) before it compiled anything."""
