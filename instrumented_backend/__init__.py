@@ -24,6 +24,8 @@ import minifier  # noqa: E402
 from . import report  # noqa: E402
 from .capture.aoti import aoti_compile_and_package, capturing_aoti  # noqa: E402
 from .capture.backend import instrumented  # noqa: E402
+from .capture.dump import DumpError  # noqa: E402
+from .capture.load import load  # noqa: E402
 from .capture.recompiles import FrameRecompiles  # noqa: E402
 from .capture.registry import capture, captures, clear, last_capture, set_capture_limit  # noqa: E402
 from .capture.skipped_frames import NothingCompiled, SkippedFrame  # noqa: E402
@@ -56,8 +58,6 @@ from .diagnosis import (  # noqa: E402
 )
 from .fail_soft import InstrumentationWarning  # noqa: E402
 from .graphs import CaptureSession, GraphCapture  # noqa: E402
-from .io.dump import DumpError  # noqa: E402
-from .io.load import load  # noqa: E402
 from .profiling import ProfileReport, profile  # noqa: E402
 from .profiling.records import Finding, KernelTiming, OpTiming, SourceLineTiming, TimingStats  # noqa: E402
 from .provenance.coverage import LineCoverage, line_coverage  # noqa: E402

@@ -1,7 +1,7 @@
-"""``python -m instrumented_backend``: see :mod:`instrumented_backend.io.cli`."""
+"""``python -m instrumented_backend``: see :mod:`instrumented_backend.cli`."""
 
 import sys
 
-from .io.cli import main
+from .cli import main
 
 sys.exit(main())

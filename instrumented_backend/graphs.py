@@ -1,8 +1,8 @@
 """What the ``instrumented`` backend records for one compiled AOT graph, and a run's worth of them.
 
 :class:`GraphCapture` holds the texts and the records of :mod:`.records`, and is the user's
-handle on them: its query methods delegate to :mod:`.provenance.queries` and :mod:`.io.dump`,
-which see it only as a type. :func:`~.io.load.load` reads a dump back into these classes.
+handle on them: its query methods delegate to :mod:`.provenance.queries` and :mod:`.capture.dump`,
+which see it only as a type. :func:`~.capture.load.load` reads a dump back into these classes.
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterator, Optional
 
+from .capture.dump import PathLike, dump_session
 from .deferred import DeferredField, stored
-from .io.dump import PathLike, dump_session
 from .records import (
     GRAPH_KINDS,
     CaptureProblem,

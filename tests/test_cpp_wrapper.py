@@ -88,7 +88,7 @@ def test_a_compile_error_under_cpp_wrapper_is_explained_to_its_source_line():
 
 def test_kernels_the_capture_cannot_find_are_a_problem_never_silence():
     from instrumented_backend.provenance.assemble import map_lines
-    from instrumented_backend.provenance.recorder import LineRecorder
+    from instrumented_backend.recording.recorder import LineRecorder
 
     recorder = LineRecorder()
     recorder.record_kernel("cpp_fused_add_0", "void kernel() {}", [[]])

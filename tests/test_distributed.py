@@ -76,7 +76,7 @@ def test_equal_ranks_compare_equal(all_reduce_run):
 
 
 def test_a_rank_dependent_branch_is_named_with_its_graph_layer_and_source_line(tmp_path):
-    from instrumented_backend.io.cli import main
+    from instrumented_backend.cli import main
 
     torchrun(str(SCRIPT), "diverge", str(tmp_path))
     comparison = ib.compare_ranks(tmp_path)
@@ -122,7 +122,7 @@ def test_ranks_that_compiled_for_other_sizes_are_told_so_before_the_diff():
 
 
 def test_a_collective_order_divergence_is_named_as_such(tmp_path, capsys):
-    from instrumented_backend.io.cli import main
+    from instrumented_backend.cli import main
 
     torchrun(str(SCRIPT), "order", str(tmp_path))
     comparison = ib.compare_ranks(tmp_path)
@@ -174,7 +174,7 @@ def test_the_python_diagnosis_on_one_rank_of_several_writes_that_ranks_folder(tm
     """``ib.diagnose`` and ``diagnose_script`` called on every rank (torchrun's variables set) each
     write under ``out_dir/rank_<r>``, once: a folder already the rank's is not nested again."""
     from instrumented_backend.capture.distributed import rank_out_dir
-    from instrumented_backend.diagnosis.diagnose import diagnose_script
+    from instrumented_backend.diagnosis.script import diagnose_script
 
     monkeypatch.setenv("RANK", "1")
     monkeypatch.setenv("WORLD_SIZE", "2")

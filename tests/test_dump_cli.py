@@ -12,9 +12,9 @@ import torch
 from conftest import REPO, recompiling_script
 
 import instrumented_backend as ib
-from instrumented_backend.io import dump as dump_module
-from instrumented_backend.io.cli import main
-from instrumented_backend.io.dump import TEXT_FILES, DumpError
+from instrumented_backend.capture import dump as dump_module
+from instrumented_backend.capture.dump import TEXT_FILES, DumpError
+from instrumented_backend.cli import main
 
 
 def _step(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
@@ -131,7 +131,7 @@ def test_cli_show(trained, tmp_path, capsys):
     (["diagnose", "s.py", "--fault", "a"], {"fault": ["a"], "out": "diagnosis"}, []),
 ])
 def test_script_commands_take_their_options_before_or_after_the_script(argv, own, script_args):
-    from instrumented_backend.io.cli import parse_command_line
+    from instrumented_backend.cli import parse_command_line
 
     args = parse_command_line(argv)
     assert args.script == "s.py" and args.script_args == script_args
@@ -175,7 +175,7 @@ def test_cli_run_still_dumps_and_reports_when_the_script_raises(tmp_path, capsys
     """A script that dies in a compile is when the dump is wanted most: ``run`` let the error end
     the command before it wrote anything ("no dump at this path"). It prints the traceback, writes
     the dump and the report of what compiled, the graph that failed included, and exits 1."""
-    from instrumented_backend.io.cli import main
+    from instrumented_backend.cli import main
 
     script = tmp_path / "failing_script.py"
     script.write_text(
@@ -216,7 +216,7 @@ def _report_sections(path) -> list[dict]:
 def test_cli_run_says_when_what_the_script_compiled_handed_no_graph_to_inductor(tmp_path, capsys):
     """``model.compile()`` on an ``nn.Sequential`` of torch's modules runs eagerly (Dynamo skips
     every frame under it): "captured 0 graph(s)" alone read like a broken tool."""
-    from instrumented_backend.io.cli import main
+    from instrumented_backend.cli import main
 
     script = tmp_path / "sequential_script.py"
     script.write_text("import torch\nmodel = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU())\n"
@@ -260,7 +260,7 @@ def test_cli_run_names_a_frame_whose_compile_failed_while_the_frames_it_calls_co
     """The tagger's forward calls ``nn.GRU``, which Dynamo does not trace: that frame runs eagerly and
     only the head it calls compiles. "captured 1 graph(s)" hid that the model's own forward was never
     compiled; the command names the frame and Dynamo's error."""
-    from instrumented_backend.io.cli import main
+    from instrumented_backend.cli import main
 
     script = tmp_path / "tagger.py"
     script.write_text(_TAGGER_SCRIPT)
@@ -279,7 +279,7 @@ def test_cli_run_names_a_frame_whose_compile_failed_while_the_frames_it_calls_co
 def test_cli_run_says_how_often_a_frame_recompiled_and_that_the_limit_stopped_it(tmp_path, capsys):
     """A string argument guarded as a constant recompiled the model's forward on each new value
     until the recompile limit, then its calls ran eagerly: "captured 2 graph(s)" said none of it."""
-    from instrumented_backend.io.cli import main
+    from instrumented_backend.cli import main
 
     script = recompiling_script(tmp_path / "modes.py", as_module=True)
     report = tmp_path / "report.html"

@@ -93,7 +93,7 @@ def test_the_report_is_one_offline_file_with_every_pane(tutorial):
 
 
 def test_the_report_reads_a_dump_folder_and_the_cli_writes_it(tutorial, tmp_path):
-    from instrumented_backend.io.cli import main
+    from instrumented_backend.cli import main
 
     capture, _ = tutorial
     capture.dump(tmp_path / "dump")

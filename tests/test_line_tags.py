@@ -12,7 +12,7 @@ import pytest
 from torch._inductor.codegen.common import CSE, DeferredLine
 from torch._inductor.utils import IndentedBuffer
 
-from instrumented_backend.provenance import recorder as provenance
+from instrumented_backend.recording import recorder as provenance
 from instrumented_backend.seams import line_tags
 
 NEG = provenance.origin_of("ops.neg", "neg")

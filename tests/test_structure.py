@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from import_graph import ROOT, import_cycles, import_graph
+from import_graph import LAYERS, ROOT, import_cycles, import_graph, layer_of, upward_imports
 
 # Plain data: these may import each other, and nothing else of ours.
 RECORD_MODULES = {
@@ -33,6 +33,39 @@ def test_the_cycle_check_runs_as_a_command_and_sees_function_level_imports(tmp_p
 
     tree = ast.parse("def f():\n    from .b import x\n")
     assert "pkg.b" in _imports(tree, "pkg.a", is_package=False)
+
+
+# Imports of a layer above that remain, each a type named in an annotation (``if TYPE_CHECKING:``):
+# the capture record types two fields with the diagnosis records that fill them, and two
+# provenance queries name the capture record they read. The list only shrinks: an import of a
+# layer above that is not here fails the test, and so does an entry here that no longer exists.
+KNOWN_UPWARD = {
+    ("instrumented_backend.graphs", "instrumented_backend.diagnosis.accuracy"),
+    ("instrumented_backend.graphs", "instrumented_backend.diagnosis.compile_error"),
+    ("instrumented_backend.provenance.coverage", "instrumented_backend.graphs"),
+    ("instrumented_backend.provenance.queries", "instrumented_backend.graphs"),
+}
+
+
+def test_no_module_imports_a_layer_above_its_own():
+    """Every import counts: module-level, function-level and ``TYPE_CHECKING``. Where a lower layer
+    needs an upper one (capture starting a diagnosis, the diagnosis drawing its HTML report), the
+    upper one registers a hook (``capture/hooks.py``, ``diagnosis/written.py``)."""
+    upward = set(upward_imports())
+    assert upward <= KNOWN_UPWARD, "imports of a layer above:\n" + "\n".join(
+        f"{a} ({LAYERS[layer_of(a)][0]}) -> {b} ({LAYERS[layer_of(b)][0]})" for a, b in sorted(upward - KNOWN_UPWARD))
+    assert upward == KNOWN_UPWARD, f"no longer imported, drop them from KNOWN_UPWARD: {sorted(KNOWN_UPWARD - upward)}"
+
+
+def test_every_module_is_in_a_layer_and_the_layers_are_the_packages():
+    graph = import_graph(type_checking=True)
+    layers = {module: LAYERS[layer_of(module)][0] for module in graph if module.startswith("instrumented_backend")}
+    assert layers["instrumented_backend.records"] == "records" and layers["instrumented_backend.cli"] == "cli"
+    for package in ("recording", "seams", "provenance", "capture", "diagnosis", "profiling", "report"):
+        assert {layer for module, layer in layers.items()
+                if module.startswith(f"instrumented_backend.{package}.")} == {package}, package
+    # a TYPE_CHECKING import is seen: the layer test counts it
+    assert graph.has_edge("instrumented_backend.provenance.queries", "instrumented_backend.graphs")
 
 
 def test_records_import_nothing_of_ours_above_them():

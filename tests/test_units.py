@@ -121,7 +121,7 @@ def test_template_kernel_lines_without_tags_take_the_template_node():
     """
     from types import SimpleNamespace
 
-    from instrumented_backend.provenance import recorder as provenance
+    from instrumented_backend.recording import recorder as provenance
     from instrumented_backend.seams.define_kernel import _wrap
     from instrumented_backend.seams.line_tags import template_origins
 

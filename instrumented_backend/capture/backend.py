@@ -26,7 +26,7 @@ import torch.fx
 
 from ..fail_soft import warn_capture_problem, warn_once
 from ..graphs import GraphCapture
-from ..provenance import recorder, rewrites
+from ..recording import recorder, rewrites
 from ..seams import install_capture_seams, ir_logging, line_tags, loop_body_origins
 from ..seams.caches import CACHE_BYPASS_PATCHES, autograd_cache_disabled
 from ..seams.compile_entry import compile_fx, compile_fx_inner, current_compile_id
@@ -35,6 +35,7 @@ from ..seams.dynamo_reasons import take_graph_break_reason
 from .builder import CaptureBuilder
 from .distributed import RankInfo, current_rank
 from .graph_copy import GraphSnapshot, count_nodes, printed_later
+from .hooks import diagnosis_hooks
 from .options import BackendOptions, parse_options
 from .registry import open_sessions, record
 
@@ -122,11 +123,10 @@ class CompileJob:
                 )
                 return compile_fx_inner(builder.original_graph, example_inputs, *args, **kwargs)
             graph = self._publish(builder, None, exc)
-            explained = _explained_compile_error(graph, exc)
+            explained = diagnosis_hooks().explained_compile_error(graph, exc) if graph is not None else None
             if self.options.minify:
-                from ..diagnosis.auto_minify import minify_compile_failure
-
-                minify_compile_failure(explained or exc, builder.original_graph, example_inputs, graph)
+                diagnosis_hooks().minify_compile_failure(explained or exc, builder.original_graph, example_inputs,
+                                                         graph)
             if explained is None:
                 raise
             raise explained from None
@@ -230,42 +230,6 @@ def _watch_calls(compiled: Any, graph: GraphCapture, *, keep: bool,
     compiled.current_callable = call
 
 
-def _explained_compile_error(graph: Optional[GraphCapture], error: BaseException) -> Optional[BaseException]:
-    """Inductor's error with a C++ compile failure explained through the line map, or None.
-
-    Keeps the type Inductor raised (``InductorError`` around a ``CppCompileError``): the inner
-    error becomes a :class:`KernelCompileError` (a CppCompileError subclass) whose message starts
-    with the explanation, and the original is its ``__cause__``.
-    """
-    if graph is None:
-        return None
-    try:
-        from ..seams.errors import inductor_error_type
-
-        InductorError = inductor_error_type()
-        from ..diagnosis.compile_error import (
-            KernelCompileError,
-            explain_compile_error,
-            find_cpp_compile_error,
-        )
-
-        original = find_cpp_compile_error(error)
-        if original is None:
-            return None
-        report = explain_compile_error(graph, original.output)
-        graph.compile_error_report = report
-        inner = KernelCompileError(original.cmd, original.output, report)
-        inner.__cause__ = original
-        if isinstance(error, InductorError):
-            wrapped = InductorError(inner, None)
-            wrapped.__traceback__ = error.__traceback__
-            return wrapped
-        return inner.with_traceback(error.__traceback__)
-    except Exception as exc:  # noqa: BLE001 - never hide the user's real error behind ours
-        warn_once("compile_error", f"could not explain the compile error ({exc!r})")
-        return None
-
-
 @contextlib.contextmanager
 def _capturing(builder: CaptureBuilder) -> Iterator[None]:
     """Route this thread's IR logs and line marks to ``builder`` for the duration of the block."""
@@ -290,7 +254,7 @@ def _capturing(builder: CaptureBuilder) -> Iterator[None]:
 
 
 def _dump_quietly(graph: GraphCapture, directory: Any) -> None:
-    from ..io.dump import append_to_dump
+    from ..capture.dump import append_to_dump
 
     try:
         append_to_dump(graph, directory)
@@ -325,51 +289,8 @@ def instrumented(
     finally:
         rewrites.activate_log(previous_log)
     if settings.check_accuracy:
-        return _accuracy_checked(compiled, job, raise_on_failure=settings.check_accuracy in (True, "raise"))
+        return diagnosis_hooks().accuracy_checked(compiled, job, settings.check_accuracy in (True, "raise"))
     return compiled
-
-
-def _accuracy_checked(compiled: Callable[..., Any], job: CompileJob, *, raise_on_failure: bool) -> Callable[..., Any]:
-    """``compiled``, judged against the Dynamo graph run eagerly on its first call."""
-    from ..diagnosis.accuracy import AccuracyError, check_graph_call, clone_inputs
-    from ..diagnosis.graph_state import GraphState
-    from .registry import captures as all_captures
-
-    checked = False
-
-    def run(*args: Any) -> Any:
-        nonlocal checked
-        if checked:
-            return compiled(*args)
-        checked = True
-        try:
-            saved = clone_inputs(args)
-            state = GraphState.of(job.dynamo_graph)  # what the compiled call may update: never run eagerly
-        except Exception as exc:  # noqa: BLE001
-            warn_once("accuracy", f"could not copy the inputs for the accuracy check ({exc!r}); not checked")
-            return compiled(*args)
-        result = compiled(*args)
-        try:
-            report = check_graph_call(job.dynamo_graph, saved, result, state=state, args_after=args)
-        except Exception as exc:  # noqa: BLE001
-            warn_once("accuracy", f"the accuracy check failed to run ({exc!r}); not checked")
-            return result
-        for graph in all_captures():
-            if graph.compile_id == job.compile_id:
-                graph.accuracy = report
-        if report.passed is False:
-            error = AccuracyError(report, where=f"graph {job.compile_id}")
-            if job.options.minify:
-                from ..diagnosis.auto_minify import minify_accuracy_failure
-
-                # from the state before the call (the compiled call has updated the graph's own)
-                minify_accuracy_failure(error, state.module(job.dynamo_graph), saved)
-            if raise_on_failure:
-                raise error
-            warn_once(f"accuracy:{job.compile_id}", str(error))
-        return result
-
-    return run
 
 
 def compiles_instrumented(backend: Callable[..., Any]) -> Callable[..., Any]:

@@ -17,10 +17,10 @@ from ..deferred import Deferred
 from ..fail_soft import guarded
 from ..graphs import GraphCapture
 from ..provenance.assemble import deferred_line_map
-from ..provenance.recorder import LineRecorder
-from ..provenance.recorder import pause as pause_line_tags
-from ..provenance.recorder import resume as resume_line_tags
-from ..provenance.rewrites import RewriteLog
+from ..recording.recorder import LineRecorder
+from ..recording.recorder import pause as pause_line_tags
+from ..recording.recorder import resume as resume_line_tags
+from ..recording.rewrites import RewriteLog
 from ..records import CaptureProblem, InputInfo, graph_label
 from ..seams import ir_format
 from ..seams.compile_entry import current_compile_id, graph_kind

@@ -170,9 +170,9 @@ def state_at_first_call(call: CompiledCall) -> Iterator[None]:
     if call.state is None:
         yield
         return
-    from ..diagnosis.step_state import StepState
+    from .hooks import diagnosis_hooks
 
-    state = StepState.of(call.target).with_arguments(call.args)
+    state = diagnosis_hooks().step_state(call.target, call.args)
     now = state.save()
     state.restore(call.state)
     try:
@@ -233,15 +233,15 @@ def _detached(value: Any) -> Any:
 def _step_state(target: Any, args: Sequence[Any] = ()) -> Any:
     """The trainable state a compiled target names or is, and its arguments hold (``self`` of a
     method compiled with ``@torch.compile``); None when it has no trainable parameter."""
-    from ..diagnosis.step_state import StepState
+    from .hooks import diagnosis_hooks
 
-    state = StepState.of(target).with_arguments(args)
+    state = diagnosis_hooks().step_state(target, args)
     return state if state.parameters() else None
 
 
 def _watch_backward(result: Any, record: CompiledCall) -> None:
     """Mark ``record`` as a training step's forward when a gradient later flows into its result."""
-    from ..profiling.backward import grad_roots
+    from .backward import grad_roots
 
     try:
         roots = grad_roots(result)
@@ -286,10 +286,10 @@ def record_compiled_calls(calls: list[CompiledCall]) -> Callable[[], None]:
     """Redirect torch.compile to the instrumented backend and record first calls into ``calls``
     (and the first later call that raises, on its record), and each exported program an
     AOTInductor package is built from, with its example inputs; returns the undo."""
-    from ..diagnosis.faults import active_faults
     from ..fail_soft import warn_once
     from ..seams import aot_compile
     from ..seams.inductor_options import plain_inductor_config
+    from .hooks import diagnosis_hooks
     from .registry import compiles_so_far
 
     def recording(target: Any, compile_kwargs: dict[str, Any], call: Callable[..., Any]) -> Callable[..., Any]:
@@ -322,7 +322,7 @@ def record_compiled_calls(calls: list[CompiledCall]) -> Callable[[], None]:
             record = CompiledCall(target, tuple(_detached(a) for a in args),
                                   {k: _detached(v) for k, v in kwargs.items()}, torch.is_grad_enabled(),
                                   target_name(target), settings,
-                                  faults=active_faults(), inductor_config=plain_inductor_config(),
+                                  faults=diagnosis_hooks().active_faults(), inductor_config=plain_inductor_config(),
                                   autocast=autocast_now(), call_state=CallState.now())
             made.append(record)
             calls.append(record)
@@ -359,7 +359,8 @@ def record_compiled_calls(calls: list[CompiledCall]) -> Callable[[], None]:
             calls.append(CompiledCall(exported, tuple(_detached(a) for a in example[0]),
                                       {k: _detached(v) for k, v in example[1].items()}, False,
                                       "exported program (AOTInductor package)",
-                                      {"options": dict(configs)} if configs else {}, faults=active_faults(),
+                                      {"options": dict(configs)} if configs else {},
+                                      faults=diagnosis_hooks().active_faults(),
                                       inductor_config=plain_inductor_config(), autocast=autocast_now(),
                                       calls=0, arguments_from="its example inputs"))
         except Exception as exc:  # noqa: BLE001 - the script's own call goes on untouched

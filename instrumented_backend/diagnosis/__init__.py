@@ -19,10 +19,11 @@ from .compile_error import (
     KernelCompileError,
     explain_compile_error,
 )
-from .diagnose import Diagnosis, DiagnosisStep, ScriptNotDiagnosed, diagnose
+from .diagnose import Diagnosis, DiagnosisStep, diagnose
 from .divergence import BufferCheck, DivergenceReport, find_first_divergence
 from .layers import LAYERS, LayerReport, LayerResult, find_failing_layer
 from .ranks import Collective, CollectiveDivergence, GraphDigest, RankComparison, RankDivergence, compare_ranks
+from .script import ScriptNotDiagnosed
 
 __all__ = [
     "AccuracyError", "AccuracyReport", "OutputComparison", "check_accuracy", "CompileErrorReport", "CompilerMessage",
@@ -31,3 +32,7 @@ __all__ = [
     "RankDivergence", "CollectiveDivergence", "GraphDigest", "Collective", "diagnose", "Diagnosis", "DiagnosisStep",
     "ScriptNotDiagnosed",
 ]
+
+from . import backend_checks  # noqa: E402 - answers what capture asks of the diagnosis (capture/hooks.py)
+
+backend_checks.register()

@@ -204,7 +204,7 @@ def save_first_call(graph: Any, args: list[Any], inductor_options: Mapping[str, 
     from minifier.repro import write_repro
     from minifier.search import symbolic_inputs
 
-    from ..io.dump import graph_folder_name
+    from ..capture.dump import graph_folder_name
 
     if graph.post_grad_graph is None:
         return
@@ -261,7 +261,7 @@ def save_later_call(graph: Any, number: int, args: list[Any], crash_dir: Path) -
     (a :class:`~.call_snapshot.CallSnapshot`: should this call crash, it is the last one kept).
     Over :data:`SNAPSHOT_LIMIT`, or with an argument it cannot hold, a note of it replaces the
     arguments (a stale earlier call must not be taken for the one that crashed)."""
-    from ..io.dump import graph_folder_name
+    from ..capture.dump import graph_folder_name
     from .call_snapshot import CallSnapshot, SnapshotUnsupported
 
     if graph.post_grad_graph is None:
@@ -402,7 +402,7 @@ def minify_crash(report: CrashReport, out_dir: "str | Path", *, echo: Optional[C
 
 def _dumped_graph(crash_dir: Path, folder: str) -> Any:
     """The dumped capture of the graph whose folder is ``folder``, or None."""
-    from ..io.dump import graph_folder_name
+    from ..capture.dump import graph_folder_name
 
     return next((g for g in _dumped_graphs(crash_dir / "graphs") if graph_folder_name(g) == folder), None)
 
@@ -452,8 +452,8 @@ def _activate_carried_faults(repro_text: str) -> None:
 
 def _dumped_graphs(dumps: Path) -> list[Any]:
     """The captures the child dumped (none when the dump cannot be read)."""
-    from ..io.dump import DumpError
-    from ..io.load import load
+    from ..capture.dump import DumpError
+    from ..capture.load import load
 
     try:
         return load(dumps).graphs if dumps.exists() else []
@@ -488,7 +488,7 @@ def explain_crash(signal_number: int, fault_log: "str | Path", dumps: "str | Pat
 
 def _attribute(report: CrashReport, code: str, dumps: Path) -> None:
     """Fill the kernel, FX nodes and sources from the dumped capture whose output code is ``code``."""
-    from ..io.dump import graph_folder_name
+    from ..capture.dump import graph_folder_name
 
     graph = next((g for g in _dumped_graphs(dumps) if g.output_code == code), None)
     if graph is None:

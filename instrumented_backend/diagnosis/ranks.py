@@ -201,7 +201,7 @@ Source = Union["CaptureSession", Iterable["GraphCapture"], str, Path]
 def compare_ranks(source: Source) -> RankComparison:
     """Compare the ranks of a distributed run: a dump folder with ``rank_<r>/`` dumps (what
     ``dump_dir`` and ``run --dump`` write under torch.distributed), or captures from several ranks."""
-    from ..io.load import load
+    from ..capture.load import load
 
     graphs = list(load(source)) if isinstance(source, (str, Path)) else list(source)
     by_rank: dict[Optional[int], list[GraphCapture]] = {}

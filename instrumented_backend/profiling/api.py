@@ -11,11 +11,11 @@ import torch
 import torch.utils._pytree as pytree
 
 from ..capture.as_written import as_written, running_eagerly, settings_as_written
+from ..capture.backward import BackwardStep
 from ..capture.object_arguments import copy_object_arguments, is_object_argument
 from ..capture.skipped_frames import explain_nothing_compiled, failed_frames
 from ..seams.dynamo_skips import skipped_frames
 from ..seams.kernel_profile import KERNEL_PROFILE_OPTION, call_event_name
-from .backward import BackwardStep
 from .collect import run_profiled
 from .diagnose import diagnose
 from .join import eager_op_sources, join_compiled, join_eager, module_names, ops_outside_graphs, source_code

@@ -16,12 +16,12 @@ from typing import Any, Callable, Optional, Sequence
 
 from ..deferred import Deferred, resolve
 from ..fail_soft import guarded, warn_capture_problem
+from ..recording.recorder import LineRecorder
+from ..recording.rewrites import RewriteLog
 from ..records import CaptureProblem, KernelInfo, KernelLine, MemoryTraffic, NodeProvenance
 from .kernels import find_kernels
 from .line_map import attach_lines, attach_wrapper_lines
 from .node_map import build_node_map, seq_nr_index
-from .recorder import LineRecorder
-from .rewrites import RewriteLog
 
 __all__ = ["LineMap", "map_lines", "deferred_line_map", "attach_traffic"]
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import re
 from typing import Optional
 
+from ..recording.recorder import LineRecorder, Origin
 from ..records import WRAPPER, KernelInfo, KernelLine, NodeProvenance, SourceLocation
 from ..seams.line_tags import renamed_line_pattern
 from .kernels import call_body_ranges
-from .recorder import LineRecorder, Origin
 
 __all__ = ["attach_lines", "attach_wrapper_lines"]
 

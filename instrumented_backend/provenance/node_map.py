@@ -39,11 +39,11 @@ from typing import Any, Optional, Sequence
 import torch.fx
 
 from ..deferred import Deferred, resolve
+from ..recording.recorder import subgraph_paths
+from ..recording.rewrites import ReplacedNode, RewriteLog, chain_root_graphs, chain_roots
 from ..records import NodeProvenance, SourceLocation
 from ..seams.dynamo_sources import module_name
 from ..seams.lowering_patterns import matched_nodes
-from .recorder import subgraph_paths
-from .rewrites import ReplacedNode, RewriteLog, chain_root_graphs, chain_roots
 
 __all__ = ["parse_stack_trace", "module_source", "module_label", "node_module", "module_labels", "build_node_map",
            "seq_nr_index"]

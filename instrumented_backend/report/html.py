@@ -20,8 +20,8 @@ if TYPE_CHECKING:
 
     from ..capture.recompiles import FrameRecompiles
     from ..capture.skipped_frames import NothingCompiled, SkippedFrame
-    from ..diagnosis.diagnose import Diagnosis
     from ..diagnosis.divergence import DivergenceReport
+    from ..diagnosis.verdict import Diagnosis
     from ..graphs import CaptureSession, GraphCapture
     from ..profiling.report import ProfileReport
 
@@ -32,8 +32,8 @@ _ASSETS = Path(__file__).with_name("assets")
 
 
 def _graphs(source: Captures) -> list["GraphCapture"]:
+    from ..capture.load import load
     from ..graphs import CaptureSession, GraphCapture
-    from ..io.load import load
 
     if isinstance(source, (str, Path)):
         return list(load(source))

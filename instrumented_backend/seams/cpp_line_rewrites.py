@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
-from ..provenance import recorder as provenance
+from ..recording import recorder as recording
 from . import SeamMoved, install_once
 
 __all__ = ["install", "check", "IN_PLACE", "MOVER"]
@@ -23,7 +23,7 @@ IN_PLACE = ("replace_acc_name", "replace_cascade_sum_with_add")  # rewrite buffe
 MOVER = "move_code_under_inner_loop"  # returns a new buffer: header, "{", the lines, "}"
 
 
-def _carry(recorder: provenance.LineRecorder, old: Sequence[Any], new: Sequence[Any]) -> None:
+def _carry(recorder: recording.LineRecorder, old: Sequence[Any], new: Sequence[Any]) -> None:
     """Give each new line object the tag of the old one it replaced."""
     for before, after in zip(old, new):
         if after is before:
@@ -35,7 +35,7 @@ def _carry(recorder: provenance.LineRecorder, old: Sequence[Any], new: Sequence[
 
 def _in_place(original: Callable[..., Any]) -> Callable[..., Any]:
     def rewrite(buffer: Any, *args: Any, **kwargs: Any) -> Any:
-        recorder = provenance.active_recorder()
+        recorder = recording.active_recorder()
         before = list(buffer._lines) if recorder is not None else None
         result = original(buffer, *args, **kwargs)
         if before is not None and len(before) == len(buffer._lines):
@@ -51,7 +51,7 @@ def _in_place(original: Callable[..., Any]) -> Callable[..., Any]:
 
 def _mover(original: Callable[..., Any]) -> Callable[..., Any]:
     def move(code: Any, *args: Any, **kwargs: Any) -> Any:
-        recorder = provenance.active_recorder()
+        recorder = recording.active_recorder()
         before = list(code._lines) if recorder is not None else None
         moved = original(code, *args, **kwargs)
         if before is not None:

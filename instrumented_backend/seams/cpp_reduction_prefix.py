@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from ..provenance import recorder as provenance
+from ..recording import recorder as recording
 from . import SeamMoved, install_once, names_used
 
 __all__ = ["install", "check"]
@@ -26,7 +26,7 @@ def install() -> None:
 
     def gen_reduction_prefix(self: Any, *args: Any, **kwargs: Any) -> Callable[..., Any]:
         generator = original(self, *args, **kwargs)
-        origin = provenance.current_emission()
+        origin = recording.current_emission()
         if origin is None or not callable(generator):
             return generator
 
@@ -38,13 +38,13 @@ def install() -> None:
     CppKernel._gen_reduction_prefix = gen_reduction_prefix
 
 
-def _tag_generated(generated: Any, origin: provenance.Origin) -> Any:
+def _tag_generated(generated: Any, origin: recording.Origin) -> Any:
     """Tag what the generator made with ``origin`` (a text, or a buffer's entries); return it unchanged."""
     from torch._inductor.utils import IndentedBuffer
 
     from .line_tags import entry_text
 
-    recorder = provenance.active_recorder()
+    recorder = recording.active_recorder()
     if recorder is None:
         return generated
     if isinstance(generated, str):
@@ -53,7 +53,7 @@ def _tag_generated(generated: Any, origin: provenance.Origin) -> Any:
         for entry in generated._lines:
             text = entry_text(entry)
             if text and text.strip() and recorder.entry_tag(entry) is None:
-                recorder.tag_entry(entry, (origin,) * provenance.physical_lines(text), fresh=True)
+                recorder.tag_entry(entry, (origin,) * recording.physical_lines(text), fresh=True)
     return generated
 
 

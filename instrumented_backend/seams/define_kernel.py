@@ -21,7 +21,7 @@ import inspect
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
-from ..provenance import recorder as provenance
+from ..recording import recorder as recording
 from . import SeamMoved, install_once, seam_module
 
 __all__ = ["install", "check", "KernelDefinition", "SCHEDULERS", "LISTENERS"]
@@ -43,7 +43,7 @@ class KernelDefinition:
     src_code: str  # Inductor's source, as Inductor passed it
     nodes: Any  # the scheduler nodes argument (Triton's node_schedule mixes in loop markers)
     arguments: dict[str, Any]  # every bound argument of the call, by parameter name
-    recorder: provenance.LineRecorder
+    recorder: recording.LineRecorder
 
 
 Finish = Callable[[str], None]
@@ -66,7 +66,7 @@ def _wrap(original: Any, nodes_param: str) -> Any:
     signature = inspect.signature(original)
 
     def define_kernel(self: Any, *args: Any, **kwargs: Any) -> Any:
-        recorder = provenance.active_recorder()
+        recorder = recording.active_recorder()
         if recorder is None:
             return original(self, *args, **kwargs)
         try:

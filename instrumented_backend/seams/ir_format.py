@@ -56,7 +56,7 @@ from typing import Any, Callable, Iterator, Optional
 
 import torch.fx
 
-from ..provenance.thread_state import thread_local
+from ..recording.thread_state import thread_local
 from . import Replacement, ScopedPatches, SeamMoved, fx_block_code, install_once, ir_text_buffer, sympy_linear_text
 
 __all__ = ["install", "format_ir", "formatting", "IrTextMemo", "check"]

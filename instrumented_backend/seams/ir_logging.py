@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Optional
 
-from ..provenance.thread_state import thread_local
+from ..recording.thread_state import thread_local
 from . import SeamMoved, install_once, names_used
 
 __all__ = ["install", "set_listener", "check"]

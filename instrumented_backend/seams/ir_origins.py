@@ -19,7 +19,7 @@ from __future__ import annotations
 import weakref
 from typing import Any, Callable, Optional
 
-from ..provenance import recorder as provenance
+from ..recording import recorder as recording
 from . import SeamMoved, install_once
 
 __all__ = ["install", "check", "value_node"]
@@ -35,11 +35,11 @@ def _lowering_node_name() -> Any:
         node = V.graph.current_node
     except Exception:  # noqa: BLE001 - no graph being lowered
         return None
-    return provenance.fx_label(node)
+    return recording.fx_label(node)
 
 
 def _wrap_inner_fn(inner_fn: Callable[..., Any], name: str) -> Callable[..., Any]:
-    state = provenance.thread_state()  # read directly: an IR node's inner_fn runs at every trace of it
+    state = recording.thread_state()  # read directly: an IR node's inner_fn runs at every trace of it
 
     def inner_fn_with_origin(*args: Any, **kwargs: Any) -> Any:
         if state.recorder is None:
@@ -97,7 +97,7 @@ def install() -> None:
 
     def post_init(self: Any) -> None:
         original_post_init(self)
-        if provenance.active_recorder() is None:
+        if recording.active_recorder() is None:
             return
         try:
             name = _lowering_node_name()
@@ -112,19 +112,19 @@ def install() -> None:
     def get_store_function(self: Any) -> Callable[..., None]:
         store = original_store(self)
         name = getattr(self.data, ORIGIN_ATTR, None)
-        if name is None or provenance.active_recorder() is None:
+        if name is None or recording.active_recorder() is None:
             return store
         if getattr(self, "origin_node", None) is None and getattr(self.data, "origin_node", None) is None:
             copied = value_node(self)  # a copy stores the value it copies
             if copied is not None:
-                name = provenance.fx_label(copied)
+                name = recording.fx_label(copied)
 
         def store_with_origin(*args: Any, **kwargs: Any) -> None:
-            provenance.push_fx_origin(name)
+            recording.push_fx_origin(name)
             try:
                 return store(*args, **kwargs)
             finally:
-                provenance.pop_fx_origin()
+                recording.pop_fx_origin()
 
         return store_with_origin
 

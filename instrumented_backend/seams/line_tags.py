@@ -2,7 +2,7 @@
 of the schedulers' ``define_kernel`` (wrapped once, in :mod:`.define_kernel`).
 
 While a LoopBody node is being generated, every line a buffer receives is tagged with that
-node's origin in the :class:`~instrumented_backend.provenance.recorder.LineRecorder`'s side tables,
+node's origin in the :class:`~instrumented_backend.recording.recorder.LineRecorder`'s side tables,
 keyed by the identity of the object Inductor appended. **The text is never touched**: every
 argument is passed on unchanged and every return value is Inductor's own, so whatever Inductor
 reads, compares, hashes or keys on (CSE caches keyed on ``getvalue()``, ``DeferredLine.line``
@@ -41,7 +41,7 @@ import functools
 import re
 from typing import TYPE_CHECKING, Any, Callable, ContextManager, Optional
 
-from ..provenance import recorder as provenance
+from ..recording import recorder as recording
 from . import Replacement, ScopedPatches, SeamMoved, install_once
 
 if TYPE_CHECKING:
@@ -67,7 +67,7 @@ def entry_text(entry: Any) -> Optional[str]:
     return None
 
 
-def _tag_for(line: Any, recorder: provenance.LineRecorder, state: Any) -> tuple[Optional[provenance.LineTag], bool]:
+def _tag_for(line: Any, recorder: recording.LineRecorder, state: Any) -> tuple[Optional[recording.LineTag], bool]:
     """(the tag a line written now gets, whether it is freshly emitted) for ``writeline(line)``."""
     carried = recorder.entry_tag(line)
     if carried is not None:
@@ -79,20 +79,20 @@ def _tag_for(line: Any, recorder: provenance.LineRecorder, state: Any) -> tuple[
     if "\n" in text:  # a buffer's text written back whole: its own tags win, line by line
         known = recorder.text_tag(text)
         if known is not None:
-            count = provenance.physical_lines(text)
+            count = recording.physical_lines(text)
             return tuple((known[i] if i < len(known) else None) or origin for i in range(count)), False
-        return ((origin,) * provenance.physical_lines(text) if origin is not None else None), True
+        return ((origin,) * recording.physical_lines(text) if origin is not None else None), True
     return ((origin,) if origin is not None else None), True
 
 
-def _text_origins(buffer: Any, recorder: provenance.LineRecorder) -> Optional[list[Optional[provenance.Origin]]]:
+def _text_origins(buffer: Any, recorder: recording.LineRecorder) -> Optional[list[Optional[recording.Origin]]]:
     """The origin of each physical line of ``buffer.getvalue()``, or None if none is tagged."""
     deferred, context = _inductor_line_types()
     entries = buffer._lines
     tags = recorder.entry_tags(entries)
     if not any(tags):
         return None
-    origins: list[Optional[provenance.Origin]] = []
+    origins: list[Optional[recording.Origin]] = []
     for entry, tag in zip(entries, tags):
         if type(entry) is str:
             text: Any = entry
@@ -102,7 +102,7 @@ def _text_origins(buffer: Any, recorder: provenance.LineRecorder) -> Optional[li
             text = entry() if isinstance(entry, deferred) else entry
             if text is None:
                 continue
-        count = text.count("\n") + 1  # provenance.physical_lines, inlined: once per line of every kernel
+        count = text.count("\n") + 1  # recording.physical_lines, inlined: once per line of every kernel
         if tag is None:
             origins.extend([None] * count)
         elif count == 1:
@@ -114,8 +114,8 @@ def _text_origins(buffer: Any, recorder: provenance.LineRecorder) -> Optional[li
 
 
 def _spliced_text_tags(
-    text: str, strip: bool, known: list[Optional[provenance.Origin]]
-) -> list[Optional[provenance.Origin]]:
+    text: str, strip: bool, known: list[Optional[recording.Origin]]
+) -> list[Optional[recording.Origin]]:
     """The tags of the lines ``splice(text, strip)`` writes, in order (it dedents, strips, splits)."""
     import textwrap
 
@@ -125,7 +125,7 @@ def _spliced_text_tags(
         stripped = body.lstrip()
         skipped = body[: len(body) - len(stripped)].count("\n")
         body = stripped
-    count = provenance.physical_lines(body.rstrip()) if body.rstrip() else 0
+    count = recording.physical_lines(body.rstrip()) if body.rstrip() else 0
     return [known[i] if i < len(known) else None for i in range(skipped, skipped + count)]
 
 
@@ -167,7 +167,7 @@ def tagging() -> ContextManager[None]:
 
 
 def _tagging_writeline(original_writeline: Callable[[Any, Any], None]) -> Callable[[Any, Any], None]:
-    state = provenance.thread_state()  # read directly: writeline runs for every line Inductor writes
+    state = recording.thread_state()  # read directly: writeline runs for every line Inductor writes
 
     def writeline(self: Any, line: Any) -> None:
         recorder = state.recorder
@@ -214,7 +214,7 @@ def _tagging_writeline(original_writeline: Callable[[Any, Any], None]) -> Callab
 def _tagging_splice(original_splice: Callable[..., None]) -> Callable[..., None]:
     from torch._inductor.utils import IndentedBuffer
 
-    state = provenance.thread_state()
+    state = recording.thread_state()
     # Applied before writeline's hook (see _replacements): Inductor's own writeline, for the
     # deferred lines a spliced buffer holds.
     original_writeline = IndentedBuffer.writeline
@@ -290,7 +290,7 @@ def _single_line_entries(entries: Any) -> bool:
     return True
 
 
-def _splice_tagging_each_line(original_splice: Callable[..., None], recorder: provenance.LineRecorder, buffer: Any,
+def _splice_tagging_each_line(original_splice: Callable[..., None], recorder: recording.LineRecorder, buffer: Any,
                               other_code: Any, strip: bool) -> None:
     """Splice a buffer holding multi-line entries: writeline's hook tags each line as it is written
     (a text written back whole keeps its tags), then the spliced entries take the tags they carried."""
@@ -304,8 +304,8 @@ def _splice_tagging_each_line(original_splice: Callable[..., None], recorder: pr
                 recorder.tag_entry(entry, tag)
 
 
-def _tag_spliced(recorder: provenance.LineRecorder, state: Any, lines: list[Any], before: int,
-                 carried: list[Optional[provenance.LineTag]]) -> None:
+def _tag_spliced(recorder: recording.LineRecorder, state: Any, lines: list[Any], before: int,
+                 carried: list[Optional[recording.LineTag]]) -> None:
     """Tag the entries a splice wrote from ``before`` on (every one a line context or one line of
     text): each takes the tag it carried, else, as writeline's hook would give it, the current
     emission's (a fresh line); blank lines and line contexts stay untagged."""
@@ -335,7 +335,7 @@ def _tag_spliced(recorder: provenance.LineRecorder, state: Any, lines: list[Any]
 
 
 def _registering_getvalue(original_getvalue: Callable[[Any], Any]) -> Callable[[Any], Any]:
-    state = provenance.thread_state()
+    state = recording.thread_state()
 
     def getvaluewithlinemap(self: Any) -> Any:
         result = original_getvalue(self)
@@ -343,7 +343,7 @@ def _registering_getvalue(original_getvalue: Callable[[Any], Any]) -> Callable[[
         if recorder is not None:
             try:
                 origins = _text_origins(self, recorder)
-                if origins is not None and len(origins) == provenance.physical_lines(result.value):
+                if origins is not None and len(origins) == recording.physical_lines(result.value):
                     recorder.register_text(result.value, origins)
             except Exception as exc:  # noqa: BLE001 - provenance must never break a compile
                 recorder.problems.append(f"line_tags: getvalue: {exc!r}")
@@ -363,7 +363,7 @@ def _replacements() -> list[Replacement]:
 _hooks = ScopedPatches(_replacements)
 
 
-def template_origins(nodes: Any) -> list[provenance.Origin]:
+def template_origins(nodes: Any) -> list[recording.Origin]:
     """Origins for the template text of a kernel whose scheduler nodes are ``nodes`` ([] if no template).
 
     The template buffer's ``origin_node`` (the FX node it was lowered from) when Inductor set one,
@@ -377,9 +377,9 @@ def template_origins(nodes: Any) -> list[provenance.Origin]:
         template = getattr(buffer, "template", None)
         name = getattr(template, "name", None) or type(buffer).__name__
         origin_node = buffer.get_origin_node()
-        fx_nodes = [provenance.fx_label(origin_node)] if origin_node is not None else sorted(
-            {provenance.fx_label(node) for node in getattr(buffer, "origins", None) or ()})
-        return [provenance.origin_of(f"template:{name}", fx_node) for fx_node in fx_nodes]
+        fx_nodes = [recording.fx_label(origin_node)] if origin_node is not None else sorted(
+            {recording.fx_label(node) for node in getattr(buffer, "origins", None) or ()})
+        return [recording.origin_of(f"template:{name}", fx_node) for fx_node in fx_nodes]
     return []
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, ContextManager
 
-from ..provenance import recorder as provenance
+from ..recording import recorder as recording
 from . import Replacement, ScopedPatches, SeamMoved, install_once
 
 __all__ = ["install", "tracking", "check", "STAMP"]
@@ -64,7 +64,7 @@ def tracking() -> ContextManager[None]:
 
 
 def _stamping_create_node(base_create_node: Callable[..., Any]) -> Callable[..., Any]:
-    state = provenance.thread_state()  # read directly: create_node runs for every op a body traces
+    state = recording.thread_state()  # read directly: create_node runs for every op a body traces
 
     def create_node(self: Any, *args: Any, **kwargs: Any) -> Any:
         node = base_create_node(self, *args, **kwargs)
@@ -79,7 +79,7 @@ def _stamping_create_node(base_create_node: Callable[..., Any]) -> Callable[...,
 
 
 def _emitting_run_node(original_run_node: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
-    state = provenance.thread_state()  # read directly: run_node runs for every op of every kernel
+    state = recording.thread_state()  # read directly: run_node runs for every op of every kernel
 
     def run_node(self: Any, n: Any) -> Any:
         if state.recorder is None or n.op not in ("call_method", "call_module"):
@@ -90,7 +90,7 @@ def _emitting_run_node(original_run_node: Callable[[Any, Any], Any]) -> Callable
             stamp = meta.get(STAMP)
             if stamp is None:  # inserted by a codegen pass, not traced: attributed by data flow
                 stamp = _consumed_stamp(n)
-            origin = meta[_ORIGIN] = provenance.origin_of(_ir_op(n), stamp)
+            origin = meta[_ORIGIN] = recording.origin_of(_ir_op(n), stamp)
         previous = state.emission
         state.emission = origin
         try:

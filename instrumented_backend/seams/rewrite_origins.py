@@ -1,7 +1,7 @@
 """Seam: ``torch.fx.passes.graph_transform_observer.GraphTransformObserver``.
 
 Inductor runs every graph pass (pre-grad, joint-graph, post-grad, pattern-matcher rewrites)
-inside ``GraphTransformObserver(gm, passname)``. While a :class:`~..provenance.rewrites.RewriteLog` is
+inside ``GraphTransformObserver(gm, passname)``. While a :class:`~..recording.rewrites.RewriteLog` is
 active on the thread, entering the observer registers two record-only FX hooks on its ``gm``
 (``GraphModule._register_create_node_hook`` and ``_register_replace_node_hook``) and leaving
 it removes them. The hooks write nothing into the graph or its nodes' metadata; they only tell
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..provenance import rewrites
+from ..recording import rewrites
 from . import SeamMoved, install_once
 
 __all__ = ["install", "check"]

@@ -17,7 +17,7 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
-from ..provenance import recorder as provenance
+from ..recording import recorder as recording
 from . import SeamMoved, install_once
 from .ir_origins import value_node
 
@@ -54,7 +54,7 @@ def buffer_origins(graph: Any) -> dict[str, list[str]]:
             kept |= {view for node in kept for view in _argument_views(node)}
             origins = [node for node in origins if node in kept or node not in generated] or origins
         ranked = sorted(origins, key=lambda node, own=own: (node is not own, -order.get(node, -1), node.name))
-        result[name] = [provenance.fx_label(node) for node in ranked]
+        result[name] = [recording.fx_label(node) for node in ranked]
     return result
 
 
@@ -94,13 +94,13 @@ def buffer_nodes(graph: Any) -> dict[str, str]:
     for name, buffer in graph.name_to_buffer.items():
         node = value_node(buffer)
         if node is not None:
-            result[name] = provenance.fx_label(node)
+            result[name] = recording.fx_label(node)
     return result
 
 
 def _record(graph: Any, wrapper_code: str) -> None:
     """Hand the active recorder what the line map needs of ``graph`` once its wrapper is final."""
-    recorder = provenance.active_recorder()
+    recorder = recording.active_recorder()
     if recorder is None:
         return
     try:

@@ -187,7 +187,7 @@ def _diagnose_here(args: argparse.Namespace, injected: Sequence[Any]) -> int:
     """The diagnosis of ``args.script`` with the faults ``injected`` in effect; its exit status."""
     import contextlib
 
-    from ..diagnosis.diagnose import ScriptNotDiagnosed, diagnose_script
+    from ..diagnosis.script import ScriptNotDiagnosed, diagnose_script
 
     with contextlib.ExitStack() as stack:
         for fault in injected:
