@@ -42,7 +42,13 @@ QUICK_TESTS := $(shell grep -v '^\#' tests/quick.txt)
 test: $(STAMP) bytecode
 	$(PYTEST) $(QUICK_TESTS)
 
-test-ci: $(STAMP) bytecode
+# CI runs the Triton cases too (tests/test_triton_cpu.py): the triton extra, about 1 GB installed.
+TRITON_STAMP := $(VENV)/.triton-stamp
+$(TRITON_STAMP): $(STAMP)
+	$(PIP_INSTALL) -e ".[test,triton]"
+	touch $(TRITON_STAMP)
+
+test-ci: $(STAMP) $(TRITON_STAMP) bytecode
 	$(PYTEST)
 
 lint: $(STAMP)
@@ -57,7 +63,7 @@ $(DOCS_STAMP): $(STAMP)
 docs: $(DOCS_STAMP)
 	$(PY) -m mkdocs build --strict --quiet
 
-test-all: $(STAMP) bytecode
+test-all: $(STAMP) $(TRITON_STAMP) bytecode
 	$(PYTEST) -m "slow or not slow"
 
 clean:

@@ -147,7 +147,8 @@ def test_command_line_runs_as_written(command, placeholders):
     if "ranks" in filled.split() and not (placeholders["dir"] / "rank_1").exists():
         torchrun = next(line for line in COMMANDS if line.startswith("torchrun"))
         _run(_filled(torchrun, placeholders), placeholders["work"])
-    proc = _run(filled, REPO if command.startswith(".venv/") or " examples/" in command else placeholders["work"])
+    in_repo = command.startswith(".venv/") or " examples/" in command or " benchmarks/" in command
+    proc = _run(filled, REPO if in_repo else placeholders["work"])
     if " diagnose " in f" {filled} ":  # exits 1 when it finds a bug, 0 when there is none
         expected = 1 if "--fault" in filled else 0
         assert proc.returncode == expected, f"{filled}\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}"

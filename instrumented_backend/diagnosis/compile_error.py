@@ -1,6 +1,11 @@
-"""Explain a failed C++ kernel compile: the compiler's diagnostic, the failing kernel lines, and for
-each the IR op, FX node and user source line that produced it (plus the definitions of the
-temporaries the failing line uses, where the real culprit often is)."""
+"""Explain a failed kernel: the compiler's diagnostic, the failing kernel lines, and for each the IR
+op, FX node and user source line that produced it (plus the definitions of the temporaries the
+failing line uses, where the real culprit often is).
+
+A C++ kernel fails in the C++ compiler (:func:`explain_compile_error` reads its output); a Triton
+kernel fails as Python code (a ``SyntaxError`` when Inductor loads it), in Triton's compiler (a
+``CompilationError``), or in Triton's interpreter (:func:`explain_kernel_error` reads the error).
+"""
 
 from __future__ import annotations
 
@@ -17,7 +22,7 @@ if TYPE_CHECKING:
     from ..graphs import GraphCapture
 
 __all__ = ["CompilerMessage", "ExplainedLine", "CompileErrorReport", "KernelCompileError",
-           "parse_compiler_output", "explain_compile_error", "find_cpp_compile_error"]
+           "parse_compiler_output", "explain_compile_error", "find_cpp_compile_error", "explain_kernel_error"]
 
 # gcc/clang: "/path/file.cpp:24:58: error: message", then the quoted line "   24 |   code"
 _MESSAGE = re.compile(r"^(?P<file>[^\s:][^:]*):(?P<line>\d+):(?:(?P<column>\d+):)?\s*"
@@ -61,13 +66,15 @@ class CompileErrorReport:
     kernel: str
     messages: list[CompilerMessage] = field(default_factory=list)
     lines: list[ExplainedLine] = field(default_factory=list)
+    language: str = "C++"  # the kernel's: "C++" or "Triton"
+    stage: str = "compile"  # where it failed: "compile", or "run" (Triton's interpreter running it)
 
     @property
     def errors(self) -> list[CompilerMessage]:
         return [m for m in self.messages if m.severity in ("error", "fatal error")]
 
     def render(self) -> str:
-        out = [f"C++ compile error in kernel {self.kernel or '?'} (graph {self.graph})"]
+        out = [f"{self.language} {self.stage} error in kernel {self.kernel or '?'} (graph {self.graph})"]
         for message in self.errors:
             out.append(f"  compiler: {message}")
         if not self.lines:
@@ -192,11 +199,58 @@ def _definitions(kernel_lines: list[KernelLine], before: int, names: list[str]) 
 
 def explain_compile_error(graph: "GraphCapture", output: str) -> CompileErrorReport:
     """Match the compiler's error lines to ``graph``'s kernel lines and explain each."""
-    messages = parse_compiler_output(output)
-    report = CompileErrorReport(graph=graph.label, kernel="", messages=messages)
+    return _explained(CompileErrorReport(graph=graph.label, kernel="", messages=parse_compiler_output(output)), graph)
+
+
+def explain_kernel_error(graphs: "list[GraphCapture]", exc: BaseException) -> Optional[CompileErrorReport]:
+    """The failing Triton kernel line of ``exc``, explained, when ``exc`` (or an error it carries)
+    names one of a kernel of ``graphs``: a ``SyntaxError`` (its line), Triton's
+    ``CompilationError`` (the node it points at in the kernel's source) or an error raised while
+    Triton's interpreter ran the kernel (the kernel's frame in its traceback). None otherwise."""
+    import traceback
+
+    from ..seams.errors import exception_chain
+
+    for error in exception_chain(exc):
+        found: list[tuple[str, int, str]] = []  # (file, line, code)
+        stage = "compile"
+        if isinstance(error, SyntaxError) and error.text:
+            found.append((error.filename or "", error.lineno or 0, error.text))
+        source, node = getattr(error, "src", None), getattr(error, "node", None)
+        if isinstance(source, str) and getattr(node, "lineno", None):  # triton.compiler.errors.CompilationError
+            lines = source.splitlines()
+            if 0 < node.lineno <= len(lines):
+                found.append(("", node.lineno, lines[node.lineno - 1]))
+        if not found:  # raised while the kernel ran (Triton's interpreter): its frame, innermost last
+            found = [(f.filename, f.lineno or 0, f.line or "") for f in traceback.extract_tb(error.__traceback__)]
+            stage = "run"
+        for graph in graphs:
+            for file, number, code in reversed(found):
+                message = CompilerMessage(file, number, None, "error", _message(error), code.rstrip("\n"))
+                report = _explained(CompileErrorReport(graph.label, "", [message], language="Triton", stage=stage),
+                                    graph, triton_only=True)
+                if report.lines:
+                    return report
+    return None
+
+
+def _message(error: BaseException) -> str:
+    """``Type: message`` of ``error``, on one line."""
+    if isinstance(error, SyntaxError):
+        text = error.msg
+    else:
+        lines = str(error).strip().splitlines()
+        text = lines[-1] if lines else ""
+    return f"{type(error).__name__}: {text}"[:300]
+
+
+def _explained(report: CompileErrorReport, graph: "GraphCapture", triton_only: bool = False) -> CompileErrorReport:
+    """``report`` with the kernel of ``graph`` its error lines quote, and each line explained."""
     errors = [m for m in report.errors if m.code.strip()]
     best: tuple[int, Any] = (0, None)
     for kernel in graph.kernels:
+        if triton_only and "@triton.jit" not in kernel.source:
+            continue
         hits = sum(1 for m in errors for line in kernel.lines if line.text.strip() == m.code.strip())
         if hits > best[0]:
             best = (hits, kernel)

@@ -60,6 +60,7 @@ class Fault:
     op: str
     scalar: str
     vectorized: Optional[str] = None  # None: scalar kernels only (the fault sets cpp.simdlen=1)
+    triton: Optional[str] = None  # the template for Triton kernels; None leaves their lowering alone
     config: dict[str, Any] = dataclasses.field(default_factory=dict)
     name: str = ""
 
@@ -91,7 +92,8 @@ def _validate(fault: Fault) -> list[str]:
             f"no C++ lowering named {fault.op!r}{hint} ({len(known)} ops can be patched: "
             "instrumented_backend.faults.patchable_ops())")
     names = cpp_overrides.parameter_names(fault.op)
-    for label, template in (("template", fault.scalar), ("vectorized template", fault.vectorized)):
+    for label, template in (("template", fault.scalar), ("vectorized template", fault.vectorized),
+                            ("triton template", fault.triton)):
         if template is None:
             continue
         try:
@@ -188,8 +190,10 @@ def active_faults() -> list[Fault]:
 @contextlib.contextmanager
 def _patched_overrides(fault: Fault, names: list[str]) -> Iterator[None]:
     saved = []
-    for flavour, template in ((cpp_overrides.SCALAR, fault.scalar),
-                              (cpp_overrides.VECTORIZED, fault.vectorized or fault.scalar)):
+    flavours = [(cpp_overrides.SCALAR, fault.scalar), (cpp_overrides.VECTORIZED, fault.vectorized or fault.scalar)]
+    if fault.triton is not None:
+        flavours.append((cpp_overrides.TRITON, fault.triton))
+    for flavour, template in flavours:
         own = cpp_overrides.defines(flavour, fault.op)
         replaced = cpp_overrides.get_override(flavour, fault.op)  # its own, or the one it inherits
         saved.append((flavour, own, replaced if own else None))
@@ -280,17 +284,19 @@ class bad_lowering(contextlib.ContextDecorator):
     Use as ``with bad_lowering(...):`` or as a decorator. ``vectorized`` is the template for the
     vectorized code generator (``at::vec::Vectorized`` operands), ``"same"`` to reuse ``template``
     there; without it, ``config`` must force scalar kernels (``{"cpp.simdlen": 1}``), else a
-    ValueError says what to write. ``config`` adds Inductor config patches the bug needs.
+    ValueError says what to write. ``triton`` is the template for Triton kernels (Python operands:
+    ``"2 * {x}"``); without it, Triton kernels keep their lowering. ``config`` adds Inductor config
+    patches the bug needs.
     Raises :class:`UnknownOpError` for an op with no C++ lowering and ValueError for a template
     naming a parameter the lowering does not have.
     """
 
-    def __init__(self, op: str, template: str, *, vectorized: Optional[str] = None,
+    def __init__(self, op: str, template: str, *, vectorized: Optional[str] = None, triton: Optional[str] = None,
                  config: Optional[dict[str, Any]] = None, name: str = "", reset_dynamo: bool = True) -> None:
         config = dict(config or {})
-        _validate(Fault(op=op, scalar=template, vectorized=None if vectorized == SAME else vectorized))
+        _validate(Fault(op=op, scalar=template, vectorized=None if vectorized == SAME else vectorized, triton=triton))
         vectorized = _vectorized_template(op, template, vectorized, config)
-        self.fault = Fault(op=op, scalar=template, vectorized=vectorized, config=config, name=name)
+        self.fault = Fault(op=op, scalar=template, vectorized=vectorized, triton=triton, config=config, name=name)
         _validate(self.fault)
         self.reset_dynamo = reset_dynamo
         self._contexts: list[Any] = []
@@ -326,11 +332,11 @@ def cast_dropping_neg(**kwargs: Any) -> bad_lowering:
 def doubling_neg(**kwargs: Any) -> bad_lowering:
     """The tutorial's accuracy bug: ``neg`` lowered to ``2 * x``, so float results are wrong."""
     return bad_lowering("neg", "decltype({x})(2 * {x})", vectorized="decltype({x})({x} + {x})",
-                        name="doubling neg", **kwargs)
+                        triton="(2 * {x})", name="doubling neg", **kwargs)
 
 
 def scaled(op: str, factor: float, **kwargs: Any) -> bad_lowering:
-    """``op`` computed as Inductor computes it, times ``factor``, in scalar and vectorized kernels:
+    """``op`` computed as Inductor computes it, times ``factor``, in scalar, vectorized and Triton kernels:
     a wrong result in any op with a floating-point result, without writing its C++
     (``scaled("rsqrt", 1.01)``: every normalisation 1% off). ``kwargs`` go to :class:`bad_lowering`."""
     factor = float(factor)
@@ -338,6 +344,7 @@ def scaled(op: str, factor: float, **kwargs: Any) -> bad_lowering:
         raise ValueError(f"scaled({op!r}, {factor}): the factor must be a finite number")
     template = f"{{{ORIGINAL}}} * decltype({{{ORIGINAL}}})({factor!r})"
     kwargs.setdefault("name", f"{op} scaled by {factor:g}")
+    kwargs.setdefault("triton", f"(({{{ORIGINAL}}}) * {factor!r})")
     return bad_lowering(op, template, vectorized=SAME, **kwargs)
 
 

@@ -23,12 +23,15 @@ __all__ = ["LineCoverage", "line_coverage", "statement_lines"]
 # comments, the signature's parameter lines (``const int64_t ks0,``, ``at::Half* out_ptr0)``),
 # argument aliases (``auto in_ptr5 = in_out_ptr0;``), the set-up of a kernel-local scratch buffer
 # (``std::unique_ptr<float []> buf_local_buffer_data_0 = ...`` and its ``.get()``), the division
-# error flag, and Triton's imports, decorator and index set-up.
+# error flag, and Triton's imports, decorator (with its arguments), numels, block sizes and index set-up.
 _STRUCTURE = re.compile(
     r"^\s*(#|//|\{|\}|for\s*\(|if\s*\(|else\b|extern\s+\"C\"|(const\s+)?[\w:<>]+\*?\s+\w+[,)]\s*$|"
     r"#pragma|std::atomic|int tid|inductor_cpu_|auto \w+ = in_out_ptr\d+;|"
     r"std::unique_ptr<.*> buf_local_buffer_data_\d+ = |[\w:<>]+\* local_buffer_data_\d+ = buf_local_buffer_data_|"
-    r"\)|return;|import |@triton|def |xoffset|xindex|xmask|r0_|x\d+ = |.*= tl\.program_id)"
+    r"\)|return;|import |@triton|def |[xyz](offset|index|mask)\b|r0_|x\d+ = |.*= tl\.program_id|"
+    r"from [\w.]+ import |triton_helpers\.set_driver_to_cpu\(\)|"
+    r"(size_hints|filename|triton_meta|inductor_meta|min_elem_per_thread|reduction_hint|tile_hint)=|"
+    r"[xyz]?r?\d?_?numel = |[XYZR]\d?_?BLOCK: tl\.constexpr|r(base|offset|index) = |for r\d*_offset in )"
 )
 
 

@@ -1,4 +1,5 @@
-"""Seam: the C++ backend's per-op lowerings, ``CppOverrides`` (scalar) and ``CppVecOverrides`` (vectorized).
+"""Seam: the per-op lowerings of the C++ backend, ``CppOverrides`` (scalar) and ``CppVecOverrides``
+(vectorized), and of the Triton backend, ``TritonKernelOverrides`` (deriving from ``TritonOverrides``).
 
 Each ``ops.<name>`` of a LoopBody becomes C++ text through a static method of one of these two
 classes (``CppOverrides.neg(x) -> "decltype(x)(-x)"``, ``CppVecOverrides.neg(x) -> "x.neg()"``);
@@ -13,22 +14,31 @@ from typing import Any, Callable
 
 from . import SeamMoved
 
-__all__ = ["SCALAR", "VECTORIZED", "overrides_class", "patchable_ops", "get_override", "set_override",
+__all__ = ["SCALAR", "VECTORIZED", "TRITON", "overrides_class", "patchable_ops", "get_override", "set_override",
            "parameter_names", "over_value", "check"]
 
 SCALAR = "scalar"
 VECTORIZED = "vectorized"
+TRITON = "triton"
 
 
 def overrides_class(flavour: str) -> type:
-    """CppOverrides for ``"scalar"``, CppVecOverrides for ``"vectorized"``."""
+    """CppOverrides for ``"scalar"``, CppVecOverrides for ``"vectorized"``, TritonOverrides for ``"triton"``."""
     from torch._inductor.codegen.cpp import CppOverrides, CppVecOverrides
 
     if flavour == SCALAR:
         return CppOverrides
     if flavour == VECTORIZED:
         return CppVecOverrides
-    raise ValueError(f"unknown override flavour {flavour!r}; expected 'scalar' or 'vectorized'")
+    if flavour == TRITON:
+        from torch._inductor.codegen.triton import TritonKernelOverrides
+
+        # Triton kernels look ops up on TritonKernelOverrides, which replaces its fp64-sensitive ops
+        # (sin, exp, ...) by routers over TritonOverrides' at its first kernel (once per process):
+        # set up now, so that a fault replaces the router a kernel calls and the router never wraps it.
+        TritonKernelOverrides._setup_libdevice_routing()
+        return TritonKernelOverrides
+    raise ValueError(f"unknown override flavour {flavour!r}; expected 'scalar', 'vectorized' or 'triton'")
 
 
 def patchable_ops() -> list[str]:
@@ -123,8 +133,15 @@ def check() -> None:
             raise SeamMoved(f"cpp_overrides: {cls.__name__}.neg is no longer a static method")
     if parameter_names("neg") != ["x"]:
         raise SeamMoved("cpp_overrides: CppOverrides.neg(x) changed its signature")
+    from torch._inductor.codegen.triton import TritonKernelOverrides, TritonOverrides
     from torch._inductor.utils import IndentedBuffer
 
+    if not issubclass(TritonKernelOverrides, TritonOverrides) or not isinstance(
+            inspect.getattr_static(TritonOverrides, "exp"), staticmethod) or not callable(
+            getattr(TritonKernelOverrides, "_setup_libdevice_routing", None)):
+        raise SeamMoved("cpp_overrides: TritonKernelOverrides no longer derives from TritonOverrides, which "
+                        "lowers exp through a static method, or sets up its libdevice routing "
+                        "(_setup_libdevice_routing) no more")
     block = CppOverrides.sign("x")  # a code block, which over_value keeps whole
     if not isinstance(block, IndentedBuffer) or "return" not in block.getvalue():
         raise SeamMoved("cpp_overrides: CppOverrides.sign no longer returns a C++ lambda block (an "

@@ -22,12 +22,15 @@ __all__ = ["CaseResult", "run_backend", "compare", "run_and_compare", "RUNNER"]
 
 
 def run_backend(backend: str, cases: Iterable[str], out: Path, *, cache_dir: Optional[Path] = None,
-                timeout: int = 1800) -> None:
+                timeout: int = 1800, triton: bool = False) -> None:
     """Run ``cases`` under ``backend`` in one fresh interpreter (caches off), results in ``out``;
-    without ``cache_dir``, Inductor's cache is a fresh folder removed afterwards."""
+    without ``cache_dir``, Inductor's cache is a fresh folder removed afterwards. ``triton``:
+    Triton kernels for the CPU tensors, run by Triton's interpreter (``tests/triton_cpu.py``)."""
     with tempfile.TemporaryDirectory(prefix="ib-corpus-cache-") as fresh_cache:
         env = {**os.environ, "TORCHINDUCTOR_FX_GRAPH_CACHE": "0", "TORCHINDUCTOR_AUTOGRAD_CACHE": "0",
                "TORCHINDUCTOR_CACHE_DIR": str(cache_dir or fresh_cache)}
+        if triton:
+            env.update(IB_CORPUS_TRITON="1", TRITON_INTERPRET="1")
         proc = subprocess.run([sys.executable, str(RUNNER), "--backend", backend, "--out", str(out), *cases],
                               capture_output=True, text=True, env=env, timeout=timeout, cwd=str(REPO))
     if proc.returncode != 0:
@@ -135,7 +138,7 @@ def compare(
 
 def run_and_compare(cases: list[str], workdir: Path, *, per_case_processes: bool = False,
                     cold: bool = False, side_by_side: bool = False,
-                    cache_dir: Optional[Path] = None) -> list[CaseResult]:
+                    cache_dir: Optional[Path] = None, triton: bool = False) -> list[CaseResult]:
     """Both backends over ``cases``; ``per_case_processes`` gives each case its own processes,
     ``cold`` gives each process its own empty Inductor cache (C++ builds included); otherwise
     they share ``cache_dir`` (default: a new folder in ``workdir``). The FX-graph and AOT caches
@@ -145,7 +148,8 @@ def run_and_compare(cases: list[str], workdir: Path, *, per_case_processes: bool
 
     ``side_by_side`` runs the two backends' processes at once (the tests: on two cores it takes
     about the time of one); their wall-time ratio (``time_ratio``) then means little. Otherwise
-    one after the other, plain Inductor first (the coverage benchmark)."""
+    one after the other, plain Inductor first (the coverage benchmark). ``triton``: both backends
+    write Triton kernels, run by Triton's interpreter (:func:`run_backend`)."""
     from concurrent.futures import ThreadPoolExecutor
 
     from cases import NONDETERMINISTIC
@@ -154,12 +158,13 @@ def run_and_compare(cases: list[str], workdir: Path, *, per_case_processes: bool
     groups = [[case] for case in cases] if per_case_processes else [cases]
     for group in groups:
         with ThreadPoolExecutor(max_workers=2 if side_by_side else 1) as runner:
-            runs = [runner.submit(run_backend, backend, group, workdir / backend, cache_dir=shared_cache)
+            runs = [runner.submit(run_backend, backend, group, workdir / backend, cache_dir=shared_cache,
+                                  triton=triton)
                     for backend in ("inductor", "instrumented")]
             for run in runs:
                 run.result()
         again = [case for case in group if case in NONDETERMINISTIC]
         if again:  # plain Inductor a second time, to show what it does not reproduce itself
-            run_backend("inductor", again, workdir / "inductor_again", cache_dir=shared_cache)
+            run_backend("inductor", again, workdir / "inductor_again", cache_dir=shared_cache, triton=triton)
     return [compare(case, workdir / "inductor", workdir / "instrumented",
                     workdir / "inductor_again" if case in NONDETERMINISTIC else None) for case in cases]

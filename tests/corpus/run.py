@@ -14,15 +14,24 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import sys
 import time
 import warnings
 from pathlib import Path
 from typing import Any
 
-import torch
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+# IB_CORPUS_TRITON=1: Inductor writes Triton kernels for the CPU tensors, run by Triton's
+# interpreter (tests/triton_cpu.py), which must be set up before torch imports triton.
+TRITON = os.environ.get("IB_CORPUS_TRITON") == "1"
+if TRITON:
+    import triton_cpu
+
+    triton_cpu.prepare_interpreter()
+
+import torch  # noqa: E402
 from cases import build  # noqa: E402
 
 
@@ -99,8 +108,9 @@ def main(argv: list[str] | None = None) -> int:
     torch._inductor.config.fx_graph_cache = False
     torch._functorch.config.enable_autograd_cache = False
     args.out.mkdir(parents=True, exist_ok=True)
-    for name in args.cases:
-        torch.save(run_case(name, args.backend), args.out / f"{name}.pt")
+    with triton_cpu.triton_on_cpu(run_kernels=True) if TRITON else contextlib.nullcontext():
+        for name in args.cases:
+            torch.save(run_case(name, args.backend), args.out / f"{name}.pt")
     return 0
 
 
