@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed-stamp
 # constraints.txt pins torch: nothing here can resolve an unpinned (CUDA) torch.
 PIP_INSTALL := $(PY) -m pip install --disable-pip-version-check -q -c constraints.txt
 
-.PHONY: install bytecode demo test test-ci test-all lint docs bench-smoke clean
+.PHONY: install bytecode demo test test-ci test-all lint docs screenshots bench-smoke clean
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -62,6 +62,12 @@ $(DOCS_STAMP): $(STAMP)
 
 docs: $(DOCS_STAMP)
 	$(PY) -m mkdocs build --strict --quiet
+
+# The README's and the docs' pictures of the HTML report: the browser tests' own screenshots,
+# taken again into docs/images/ (needs Debian's chromium and chromium-driver).
+screenshots: $(STAMP)
+	IB_ARTIFACTS=docs/images IB_REQUIRE_BROWSER=1 $(PY) -m pytest -q tests/test_html_report.py \
+		-k "clicking_the_neg_kernel_line or diagnose_report_opens"
 
 test-all: $(STAMP) $(TRITON_STAMP) bytecode
 	$(PYTEST) -m "slow or not slow"

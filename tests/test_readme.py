@@ -175,3 +175,17 @@ def test_command_line_runs_as_written(command, placeholders):
     if " profile " in f" {filled} " and "--out" in filled:
         out = placeholders["work"] / filled.split("--out")[1].split()[0]  # the first --out is ours
         assert (out / "profile_0.json").exists() and (out / "trace_0.json").exists()
+
+
+def test_every_picture_in_the_docs_is_a_browser_tests_screenshot():
+    """The README's and the docs' pictures exist, and each is a screenshot the browser tests take
+    (``_shot(browser, name)`` in tests/test_html_report.py), which ``make screenshots`` takes again."""
+    pictures = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", README)
+    assert pictures, "the README shows the HTML report"
+    shots = set(re.findall(r'_shot\(browser, "(\w+)"\)', (REPO / "tests" / "test_html_report.py").read_text()))
+    for picture in pictures:
+        path = REPO / picture if picture.startswith("docs/") else REPO / "docs" / picture
+        assert path.is_file() and path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", picture
+        assert path.stem in shots, f"{picture} is not a screenshot the browser tests take"
+    make = subprocess.run(["make", "-n", "screenshots"], cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert make.returncode == 0 and "IB_ARTIFACTS=docs/images" in make.stdout, make.stderr
