@@ -5,6 +5,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import functools
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Mapping, Optional, Sequence
 
 import torch
@@ -24,7 +25,7 @@ from .roofline import apply_roofline, measure_copy_bandwidth
 from .sources import SourceTagging, interpreted_with_node_sources
 from .timing import time_side_by_side
 
-__all__ = ["profile", "KERNEL_PROFILE_OPTION"]
+__all__ = ["profile", "ProfileSettings", "KERNEL_PROFILE_OPTION"]
 
 
 class _Arguments:
@@ -71,6 +72,36 @@ def _check(name: str, value: Any, minimum: int) -> None:
         raise ValueError(f"ib.profile: {name} must be an int >= {minimum}, got {value!r}")
 
 
+@dataclass(frozen=True)
+class ProfileSettings:
+    """What the caller of one :func:`profile` chose (see it for each)."""
+
+    warmup: int = 10
+    iters: int = 50
+    active: int = 5
+    no_grad: bool = True
+    backward: bool = False
+    options: Optional[Mapping[str, Any]] = None
+    bandwidth: bool = True
+    calls_before: Sequence[tuple[Sequence[Any], Mapping[str, Any]]] = ()
+
+    def check(self) -> None:
+        """Raise ValueError naming the first setting that cannot be profiled with."""
+        _check("warmup", self.warmup, 0)
+        _check("iters", self.iters, 1)
+        _check("active", self.active, 1)
+        if self.backward and self.no_grad:
+            raise ValueError("ib.profile: backward=True needs no_grad=False (no gradient is recorded under no_grad)")
+        if not all(isinstance(c, (tuple, list)) and len(c) == 2 and isinstance(c[0], (tuple, list))
+                   and isinstance(c[1], Mapping) for c in self.calls_before):
+            raise ValueError("ib.profile: each of calls_before is (args, kwargs), a tuple and a dict")
+        self.check_options()
+
+    def check_options(self) -> None:
+        if self.options is not None and not isinstance(self.options, Mapping):
+            raise ValueError(f"ib.profile: options must be a dict, got {type(self.options).__name__}")
+
+
 def profile(model: Callable[..., Any], *args: Any, warmup: int = 10, iters: int = 50, active: int = 5,
             no_grad: bool = True, backward: bool = False, options: Optional[Mapping[str, Any]] = None,
             bandwidth: bool = True, calls_before: Sequence[tuple[Sequence[Any], Mapping[str, Any]]] = (),
@@ -97,25 +128,23 @@ def profile(model: Callable[..., Any], *args: Any, warmup: int = 10, iters: int 
     """
     from ..diagnosis.aoti_package import is_exported_program
 
+    settings = ProfileSettings(warmup, iters, active, no_grad, backward, options, bandwidth, calls_before)
     if is_exported_program(model):  # its AOTInductor package is the compiled side
-        return _profile_package(model, args, kwargs, warmup=warmup, iters=iters, active=active, no_grad=no_grad,
-                                backward=backward, options=options, bandwidth=bandwidth, calls_before=calls_before)
+        return _profile_package(model, args, kwargs, settings)
     if not callable(model):
         raise TypeError(f"ib.profile: model must be callable (an nn.Module or a function), got {type(model).__name__}")
     settings_notes: list[str] = []
     if options is None:  # what it was compiled with, when it was: its mode and options (Inductor config)
-        settings, settings_notes = settings_as_written(model, keys=("options",))
-        options = settings.get("options")
+        written, settings_notes = settings_as_written(model, keys=("options",))
+        settings = replace(settings, options=written.get("options"))
     with as_written(model) as (plain, notes):
-        report = _profile(plain, args, kwargs, warmup=warmup, iters=iters, active=active, no_grad=no_grad,
-                          backward=backward, options=options, bandwidth=bandwidth, calls_before=calls_before)
+        report = _profile(plain, args, kwargs, settings)
     report.as_written = [*notes, *settings_notes]
     return report
 
 
-def _profile_package(exported: Any, args: tuple[Any, ...], kwargs: dict[str, Any], *, warmup: int, iters: int,
-                     active: int, no_grad: bool, backward: bool, options: Optional[Mapping[str, Any]],
-                     bandwidth: bool, calls_before: Sequence[Any]) -> ProfileReport:
+def _profile_package(exported: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
+                     settings: ProfileSettings) -> ProfileReport:
     """:func:`profile` of an exported program: its AOTInductor package (built with per-kernel
     profiling, captured, loaded) against ``exported.module()`` run eagerly."""
     import tempfile
@@ -125,11 +154,11 @@ def _profile_package(exported: Any, args: tuple[Any, ...], kwargs: dict[str, Any
     from ..capture.registry import capture
     from ..seams import aot_compile
 
-    if backward or not no_grad or calls_before:
+    if settings.backward or not settings.no_grad or settings.calls_before:
         raise ValueError("ib.profile: an AOTInductor package runs inference only: profile an exported program "
                          "without backward, no_grad=False or calls_before")
-    if options is not None and not isinstance(options, Mapping):
-        raise ValueError(f"ib.profile: options must be a dict, got {type(options).__name__}")
+    settings.check_options()
+    options = settings.options
     with tempfile.TemporaryDirectory(prefix="ib-profile-package-") as folder, capture() as session:
         path = aoti_compile_and_package(exported, package_path=str(Path(folder) / "model.pt2"),
                                         inductor_configs={KERNEL_PROFILE_OPTION: True, **(options or {})})
@@ -142,112 +171,139 @@ def _profile_package(exported: Any, args: tuple[Any, ...], kwargs: dict[str, Any
             return loaded(*call_args, **call_kwargs)
 
     module = exported.module()
-    return _profile(module, args, kwargs, warmup=warmup, iters=iters, active=active, no_grad=True,
-                    backward=False, options=options, bandwidth=bandwidth, calls_before=(),
-                    built=(package_call, graphs),
+    return _profile(module, args, kwargs, settings, built=(package_call, graphs),
                     # its eager ops are tagged with the lines its nodes were traced from
                     tagged_model=interpreted_with_node_sources(module))
 
 
-def _profile(model: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], *, warmup: int, iters: int,
-             active: int, no_grad: bool, backward: bool, options: Optional[Mapping[str, Any]], bandwidth: bool,
-             calls_before: Sequence[tuple[Sequence[Any], Mapping[str, Any]]],
+def _profile(model: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], settings: ProfileSettings,
              built: Optional[tuple[Callable[..., Any], list[Any]]] = None,
              tagged_model: Optional[Callable[..., Any]] = None) -> ProfileReport:
-    """``built``: the compiled side already built (a loaded AOTInductor package) and its captures;
-    ``tagged_model``: what the untimed source-tagging run calls instead of ``model``."""
-    from ..capture.registry import capture
-
-    _check("warmup", warmup, 0)
-    _check("iters", iters, 1)
-    _check("active", active, 1)
-    if backward and no_grad:
-        raise ValueError("ib.profile: backward=True needs no_grad=False (no gradient is recorded under no_grad)")
-    if not all(isinstance(c, (tuple, list)) and len(c) == 2 and isinstance(c[0], (tuple, list))
-               and isinstance(c[1], Mapping) for c in calls_before):
-        raise ValueError("ib.profile: each of calls_before is (args, kwargs), a tuple and a dict")
-    if options is not None and not isinstance(options, Mapping):
-        raise ValueError(f"ib.profile: options must be a dict, got {type(options).__name__}")
+    """Time, profile, join and diagnose ``model`` eager against compiled. ``built``: the compiled
+    side already built (a loaded AOTInductor package) and its captures; ``tagged_model``: what the
+    untimed source-tagging run calls instead of ``model``."""
+    settings.check()
     device = _device_of(args, kwargs, model)
-    sync = torch.cuda.synchronize if device == "cuda" else None
-    grad = torch.no_grad if no_grad else contextlib.nullcontext
     # its own backend and recompile region: it compiles its own graphs, and as often as it is
     # called, without spending the recompiles torch.compile allows the script's own calls
     compiled = built[0] if built is not None else torch.compile(
-        model, backend=_own_backend(), options={KERNEL_PROFILE_OPTION: True, **(options or {})},
+        model, backend=_own_backend(), options={KERNEL_PROFILE_OPTION: True, **(settings.options or {})},
         isolate_recompiles=True)
+    sides = _Sides(model, compiled, tagged_model or model, _Arguments(args, kwargs), settings)
+    if settings.backward:
+        sides.check_backward()
+    runs = _measure(sides, settings, device)
+    return _report(model, runs, (built[1] if built is not None else []) + runs.graphs, device, settings)
 
-    eager_backward, compiled_backward = BackwardStep("eager"), BackwardStep("compiled")
-    arguments = _Arguments(args, kwargs)
 
-    def eager_call() -> Any:
-        call_args, call_kwargs = arguments.take()
-        with grad():
-            out = model(*call_args, **call_kwargs)
-            if backward:
-                eager_backward(out)
+class _Sides:
+    """The calls compared: eager, compiled and the untimed source-tagging run, each on its own
+    copy of the arguments, each a training step's forward and backward under ``backward``."""
+
+    def __init__(self, model: Callable[..., Any], compiled: Callable[..., Any], tagged: Callable[..., Any],
+                 arguments: _Arguments, settings: ProfileSettings) -> None:
+        self.model, self.compiled, self.tagged, self.arguments = model, compiled, tagged, arguments
+        self.grad = torch.no_grad if settings.no_grad else contextlib.nullcontext
+        self.backward = settings.backward
+        self.eager_backward, self.compiled_backward = BackwardStep("eager"), BackwardStep("compiled")
+
+    def eager(self) -> Any:
+        call_args, call_kwargs = self.arguments.take()
+        with self.grad():
+            out = self.model(*call_args, **call_kwargs)
+            if self.backward:
+                self.eager_backward(out)
             return out
 
-    def compiled_call() -> Any:
-        call_args, call_kwargs = arguments.take()
-        with grad():
-            out = compiled(*call_args, **call_kwargs)
-            if backward:
-                compiled_backward(out)
+    def compiled_call(self) -> Any:
+        call_args, call_kwargs = self.arguments.take()
+        with self.grad():
+            out = self.compiled(*call_args, **call_kwargs)
+            if self.backward:
+                self.compiled_backward(out)
             return out
 
-    def tagged_call() -> Any:
-        call_args, call_kwargs = arguments.take()
-        with grad(), SourceTagging():
-            out = (tagged_model or model)(*call_args, **call_kwargs)
-        if backward:
-            with grad():
-                eager_backward(out)
+    def tagged_call(self) -> Any:
+        call_args, call_kwargs = self.arguments.take()
+        with self.grad(), SourceTagging():
+            out = self.tagged(*call_args, **call_kwargs)
+        if self.backward:
+            with self.grad():
+                self.eager_backward(out)
         return out
 
-    if backward:
-        try:  # a call with no output that requires grad fails here, before anything is compiled
-            eager_call()
+    def check_backward(self) -> None:
+        """A call with no output that requires grad fails here, before anything is compiled."""
+        try:
+            self.eager()
         except RuntimeError as exc:
             if "backward through the graph a second time" not in str(exc):
                 raise
             raise ValueError("ib.profile: backward=True differentiates the call's outputs, but the call ran its "
                              "own backward on them already (loss.backward() inside it); profile it with "
                              "backward=False: its backward is profiled as part of the call") from exc
+
+
+@dataclass
+class _Runs:
+    """What the measured calls gave: the timings, the three profiled runs, the graphs compiled."""
+
+    timings: dict[str, Any]
+    compiled: Any
+    eager: Any
+    tagged: Any
+    graphs: list[Any]
+    skipped: Any  # the frames Dynamo skipped
+
+
+def _measure(sides: _Sides, settings: ProfileSettings, device: str) -> _Runs:
+    """Compile (every graph, the backward too, before anything is timed), time side by side, then
+    profile compiled, eager and the source-tagging run."""
+    from ..capture.registry import capture
+
+    sync = torch.cuda.synchronize if device == "cuda" else None
+    arguments = sides.arguments
     with capture() as session:
         with skipped_frames() as skipped:
-            for before_args, before_kwargs in calls_before:  # Dynamo recompiles for this call as it did
+            for before_args, before_kwargs in settings.calls_before:  # Dynamo recompiles for this call as it did
                 call_args, call_kwargs = _Arguments(tuple(before_args), dict(before_kwargs)).take()
-                with grad():
-                    compiled(*call_args, **call_kwargs)
-            compiled_call()  # compiles (and records) every graph, the backward too, before anything is timed
-        arguments.reserve(2 * (warmup + iters))
+                with sides.grad():
+                    sides.compiled(*call_args, **call_kwargs)
+            sides.compiled_call()
+        arguments.reserve(2 * (settings.warmup + settings.iters))
         # eager stays eager past code compiled where no wrapper shows (a @torch.compile helper it
         # calls): the force_eager stance, entered outside each timed call and each profiled run
-        timings = time_side_by_side({"eager": eager_call, "compiled": compiled_call}, warmup=warmup, iters=iters,
-                                    sync=sync, around={"eager": running_eagerly})
-        arguments.reserve(2 + active)
-        compiled_run = run_profiled(compiled_call, active=active, device=device, sync=sync)
-        arguments.reserve(2 + active)
+        timings = time_side_by_side({"eager": sides.eager, "compiled": sides.compiled_call}, warmup=settings.warmup,
+                                    iters=settings.iters, sync=sync, around={"eager": running_eagerly})
+        arguments.reserve(2 + settings.active)
+        compiled_run = run_profiled(sides.compiled_call, active=settings.active, device=device, sync=sync)
+        arguments.reserve(2 + settings.active)
         with running_eagerly():
-            eager_run = run_profiled(eager_call, active=active, device=device, sync=sync)
+            eager_run = run_profiled(sides.eager, active=settings.active, device=device, sync=sync)
             arguments.reserve(2)
-            tagged_run = run_profiled(tagged_call, active=1, wait=0, warmup=1, device=device, sync=sync)
-    graphs = (built[1] if built is not None else []) + list(session)
-    kernels, unmatched = join_compiled(compiled_run, graphs)
+            tagged_run = run_profiled(sides.tagged_call, active=1, wait=0, warmup=1, device=device, sync=sync)
+    return _Runs(timings, compiled_run, eager_run, tagged_run, list(session), skipped)
+
+
+def _report(model: Callable[..., Any], runs: _Runs, graphs: list[Any], device: str,
+            settings: ProfileSettings) -> ProfileReport:
+    """The runs joined to ``graphs`` (kernels, eager ops, their source lines), with the roofline,
+    each row's share of its step, and the findings."""
+    kernels, unmatched = join_compiled(runs.compiled, graphs)
     known_sources = {str(n.source) for g in graphs for n in g.nodes.values() if n.source is not None}
-    eager_ops = join_eager(eager_run, eager_op_sources(tagged_run), known_sources, module_names(graphs))
-    bandwidth_gbps = measure_copy_bandwidth(device) if bandwidth else None
+    eager_ops = join_eager(runs.eager, eager_op_sources(runs.tagged), known_sources, module_names(graphs))
+    bandwidth_gbps = measure_copy_bandwidth(device) if settings.bandwidth else None
     apply_roofline(kernels, bandwidth_gbps)
     sources = {s for k in kernels for s in k.source_lines} | {s for o in eager_ops for s in o.source_lines}
     report = ProfileReport(
-        device=device, eager=timings["eager"], compiled=timings["compiled"], kernels=kernels, eager_ops=eager_ops,
-        eager_step_us=eager_run.step_us, compiled_step_us=compiled_run.step_us, copy_bandwidth_gbps=bandwidth_gbps,
-        graphs=[g.label for g in graphs], unmatched_events=unmatched, source_code=source_code(sources, graphs),
-        compiled_trace=compiled_run.trace, eager_trace=eager_run.trace, captures=graphs, backward=backward,
-        nothing_compiled=None if graphs else explain_nothing_compiled(model, skipped),
-        failed_frames=failed_frames(skipped, model) if graphs else [],
-        ops_outside_graphs=ops_outside_graphs(compiled_run))
+        device=device, eager=runs.timings["eager"], compiled=runs.timings["compiled"], kernels=kernels,
+        eager_ops=eager_ops, eager_step_us=runs.eager.step_us, compiled_step_us=runs.compiled.step_us,
+        copy_bandwidth_gbps=bandwidth_gbps, graphs=[g.label for g in graphs], unmatched_events=unmatched,
+        source_code=source_code(sources, graphs), compiled_trace=runs.compiled.trace, eager_trace=runs.eager.trace,
+        captures=graphs, backward=settings.backward,
+        nothing_compiled=None if graphs else explain_nothing_compiled(model, runs.skipped),
+        failed_frames=failed_frames(runs.skipped, model) if graphs else [],
+        ops_outside_graphs=ops_outside_graphs(runs.compiled))
     for row in [*kernels, *report.ops_outside_graphs]:  # of one total: the two tables' shares add up
         row.share = row.busy_us / report.share_total_us if report.share_total_us else 0.0
     for op in eager_ops:
