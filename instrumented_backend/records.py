@@ -96,7 +96,7 @@ class NodeProvenance:
     dynamo_nodes: list[str] = field(default_factory=list)
     source: Optional[SourceLocation] = None
     # the innermost nn.Module it was traced in (a backward node: its forward op's), as Dynamo names
-    # it (``L['self'].layers.1``; ``seams.dynamo_sources.module_name`` gives ``layers.1``)
+    # it (``L['self'].layers.1``; ``seams.dynamo.dynamo_sources.module_name`` gives ``layers.1``)
     module: str = ""
     module_type: str = ""  # that module's class (``GELU``)
     attribution: str = "none"
@@ -138,7 +138,7 @@ class MemoryTraffic:
     """The least memory a generated kernel must move: each buffer argument touched once.
 
     Read from the scheduler nodes' memory dependencies when Inductor defines the kernel
-    (:mod:`instrumented_backend.seams.kernel_traffic`); buffers produced and consumed inside
+    (:mod:`instrumented_backend.seams.codegen.kernel_traffic`); buffers produced and consumed inside
     the kernel move nothing.
     """
 

@@ -11,7 +11,7 @@ import torch
 
 import instrumented_backend as ib
 from instrumented_backend.capture.as_written import as_written
-from instrumented_backend.seams import compile_wrappers
+from instrumented_backend.seams.dynamo import compile_wrappers
 
 
 class Block(torch.nn.Module):

@@ -146,7 +146,7 @@ def test_several_functions_and_two_threads_do_not_mix():
 def test_a_model_of_torch_modules_only_is_sourced_to_the_line_in_each_modules_forward():
     """Dynamo records no frame inside torch/nn/modules, so an nn.Sequential of torch's own modules
     has no user frame at all: its lines were sourced to each module's ``def forward``. The frame
-    Dynamo was tracing when it made each node is kept (seams.dynamo_frames): the line in the
+    Dynamo was tracing when it made each node is kept (seams.dynamo.dynamo_frames): the line in the
     module's forward that calls the op, told apart by module."""
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4), torch.nn.Tanh())

@@ -1179,7 +1179,7 @@ def test_a_frozen_models_divergence_is_searched_past_its_onednn_fusions_and_sour
     not known as instrumented, so it was the module's ``def forward``)."""
     from instrumented_backend.capture.backend import before_calls
     from instrumented_backend.diagnosis.crash import save_first_call
-    from instrumented_backend.seams.lowering_patterns import lowered_only
+    from instrumented_backend.seams.lowering.lowering_patterns import lowered_only
 
     torch.manual_seed(0)
     net = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.ReLU(), torch.nn.Conv2d(8, 8, 3),

@@ -12,7 +12,7 @@ import instrumented_backend as ib
 from instrumented_backend.capture import backend as backend_module
 from instrumented_backend.capture.builder import CaptureBuilder
 from instrumented_backend.records import CaptureProblem
-from instrumented_backend.seams import ir_format
+from instrumented_backend.seams.lowering import ir_format
 
 
 def _fn(x: torch.Tensor) -> torch.Tensor:
@@ -99,7 +99,7 @@ def test_failure_starting_the_job_falls_back(reference, monkeypatch):
 
 
 def test_hooks_that_cannot_be_put_in_place_leave_the_compile_untagged_not_broken(reference, monkeypatch):
-    from instrumented_backend.seams import line_tags
+    from instrumented_backend.seams.codegen import line_tags
 
     def cannot_hook():
         raise TypeError("IndentedBuffer is read-only here")

@@ -10,7 +10,7 @@ import torch
 from conftest import compile_and_run, foo1, run_python, tutorial_inputs
 
 import instrumented_backend as ib
-from instrumented_backend.seams.caches import cache_counters
+from instrumented_backend.seams.aot.caches import cache_counters
 
 
 def test_unknown_op_and_bad_template_are_named():

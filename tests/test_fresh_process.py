@@ -35,7 +35,7 @@ def run(backend):
     torch.compile(step, backend=backend)(torch.randn(8, 16), w).backward()
     return w.grad
 
-from instrumented_backend.seams.caches import cache_counters
+from instrumented_backend.seams.aot.caches import cache_counters
 cache = Path(os.environ["TORCHINDUCTOR_CACHE_DIR"])
 files = lambda: sorted(str(p) for p in cache.rglob("*")
                        if p.is_file() and ("fxgraph" in p.parts or "aotautograd" in p.parts))

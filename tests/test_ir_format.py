@@ -9,8 +9,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from instrumented_backend.seams import SeamMoved, ir_format, ir_logging, sympy_linear_text
-from instrumented_backend.seams.caches import autograd_cache_disabled
+from instrumented_backend.seams import SeamMoved
+from instrumented_backend.seams.aot.caches import autograd_cache_disabled
+from instrumented_backend.seams.lowering import ir_format, ir_logging, sympy_linear_text
 
 
 def busy_graph(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
@@ -414,7 +415,7 @@ def test_a_scheduler_node_printing_something_new_is_reported(monkeypatch):
 
 
 def test_block_code_writes_fx_text_and_leaves_other_shapes_to_fx():
-    from instrumented_backend.seams import fx_block_code
+    from instrumented_backend.seams.lowering import fx_block_code
 
     for graph in fx_block_code._probe_graphs():
         ours = fx_block_code.block_code(graph)
@@ -435,7 +436,7 @@ def test_a_block_text_cut_at_semicolons_as_inductor_cuts_it():
     inside a string argument: the fast path cuts where it cuts."""
     from torch._inductor.loop_body import LoopBodyBlock
 
-    from instrumented_backend.seams.ir_format import _block_text
+    from instrumented_backend.seams.lowering.ir_format import _block_text
 
     graph = torch.fx.Graph()
     ops = graph.placeholder("ops")
@@ -451,7 +452,7 @@ def test_a_changed_fx_code_generator_is_reported(monkeypatch):
     """FX writing keyword arguments as ``k=v`` one day (it writes ``k = v``) is caught by check()."""
     import dataclasses
 
-    from instrumented_backend.seams import fx_block_code
+    from instrumented_backend.seams.lowering import fx_block_code
 
     original = torch.fx.Graph.python_code
 

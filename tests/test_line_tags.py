@@ -13,7 +13,7 @@ from torch._inductor.codegen.common import CSE, DeferredLine
 from torch._inductor.utils import IndentedBuffer
 
 from instrumented_backend.recording import recorder as provenance
-from instrumented_backend.seams import line_tags
+from instrumented_backend.seams.codegen import line_tags
 
 NEG = provenance.origin_of("ops.neg", "neg")
 LOAD = provenance.origin_of("ops.load", "gather")
@@ -221,7 +221,7 @@ def test_tags_follow_the_lines_a_scalar_tail_loop_rewrites(recorder):
     ``tmp_acc0_arr[...]``; each rewrite makes new line objects, and they keep the old ones' tags."""
     from torch._inductor.codegen import cpp
 
-    from instrumented_backend.seams import cpp_line_rewrites
+    from instrumented_backend.seams.codegen import cpp_line_rewrites
 
     cpp_line_rewrites.install()
     acc = provenance.origin_of("ops.reduction", "sum_1")

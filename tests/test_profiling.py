@@ -293,7 +293,7 @@ def test_bad_input_is_a_clear_error():
 
 def test_an_eager_op_inside_a_torch_nn_layer_meets_its_compiled_kernel_on_one_line():
     """A model made only of torch.nn layers: Dynamo records no user frame, so a compiled node is
-    attributed to the line inside its module's forward that Dynamo was tracing (seams.dynamo_frames;
+    attributed to the line inside its module's forward that Dynamo was tracing (seams.dynamo.dynamo_frames;
     before, to the forward's ``def`` line); eager's aten::linear, issued on that line, joins it
     there, and the by-line table holds both on one row."""
     import inspect

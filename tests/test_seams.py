@@ -16,7 +16,7 @@ def test_seam_is_where_we_expect_it(name):
 def test_a_moved_ir_logger_is_reported(monkeypatch):
     import torch._inductor.debug as debug
 
-    from instrumented_backend.seams import ir_logging
+    from instrumented_backend.seams.lowering import ir_logging
 
     monkeypatch.delattr(debug, "log_ir_pre_fusion")
     with pytest.raises(SeamMoved, match="log_ir_pre_fusion is gone"):
@@ -28,7 +28,7 @@ def test_a_moved_output_code_field_is_reported(monkeypatch):
 
     import torch._inductor.output_code as output_code
 
-    from instrumented_backend.seams import output_code as seam
+    from instrumented_backend.seams.codegen import output_code as seam
 
     real_fields = dataclasses.fields
     monkeypatch.setattr(dataclasses, "fields", lambda cls: [f for f in real_fields(cls) if f.name != "source_code"]
@@ -38,7 +38,7 @@ def test_a_moved_output_code_field_is_reported(monkeypatch):
 
 
 def test_a_moved_cache_switch_is_reported(monkeypatch):
-    from instrumented_backend.seams import caches
+    from instrumented_backend.seams.aot import caches
 
     monkeypatch.setitem(caches.CACHE_BYPASS_PATCHES, "fx_graph_cache_v2", False)
     with pytest.raises(SeamMoved, match="fx_graph_cache_v2"):
@@ -48,7 +48,7 @@ def test_a_moved_cache_switch_is_reported(monkeypatch):
 def test_a_moved_wrapper_loader_is_reported(monkeypatch):
     from torch._inductor.graph import GraphLowering
 
-    from instrumented_backend.seams import wrapper_buffers
+    from instrumented_backend.seams.codegen import wrapper_buffers
 
     monkeypatch.delattr(GraphLowering, "_compile_to_module_lines")
     with pytest.raises(SeamMoved, match="_compile_to_module_lines is gone"):
@@ -60,7 +60,7 @@ def test_extern_buffers_no_longer_told_from_generated_ones_are_reported(monkeypa
     from a generated kernel's (a ComputedBuffer)."""
     from torch._inductor import ir
 
-    from instrumented_backend.seams import wrapper_buffers
+    from instrumented_backend.seams.codegen import wrapper_buffers
 
     monkeypatch.delattr(ir, "ExternKernel")
     with pytest.raises(SeamMoved, match="ir.ExternKernel no longer tells"):
@@ -72,7 +72,7 @@ def test_an_extern_kernel_that_no_longer_keeps_its_op_is_reported(monkeypatch):
     ``origin_node``) by the ``op_overload`` every ExternKernel keeps."""
     from torch._inductor import ir
 
-    from instrumented_backend.seams import wrapper_buffers
+    from instrumented_backend.seams.codegen import wrapper_buffers
 
     def init(self, name, layout, inputs, constant_args=(), kwargs=None, op=None):  # keeps no op_overload
         self.name = name
@@ -86,7 +86,7 @@ def test_a_copy_no_longer_made_over_its_inputs_loader_is_reported(monkeypatch):
     """A copy Inductor makes of a node's value (a fallback's layout) is recognised by its loader."""
     from torch._inductor import ir
 
-    from instrumented_backend.seams import ir_origins
+    from instrumented_backend.seams.lowering import ir_origins
 
     def copy_input(x):  # a copy that no longer hands the input's loader on
         return ir.Pointwise.create(device=x.get_device(), dtype=x.get_dtype(), inner_fn=lambda index: None,
@@ -101,7 +101,7 @@ def test_a_changed_aoti_compile_entry_is_reported(monkeypatch):
     """AOTInductor's wrapper buffers are read in AotCodeCompiler.compile(graph, wrapper_code, ...)."""
     from torch._inductor.codecache import AotCodeCompiler
 
-    from instrumented_backend.seams import wrapper_buffers
+    from instrumented_backend.seams.codegen import wrapper_buffers
 
     monkeypatch.setattr(AotCodeCompiler, "compile", classmethod(lambda cls, source, graph: None))
     with pytest.raises(SeamMoved, match=r"AotCodeCompiler.compile\(graph, wrapper_code, ...\) changed"):
@@ -116,7 +116,7 @@ def test_a_moved_aoti_package_loader_is_reported(monkeypatch):
     """The AOTInductor diagnosis builds and loads a package through torch._inductor's two entries."""
     import torch._inductor
 
-    from instrumented_backend.seams import aot_compile
+    from instrumented_backend.seams.runtime import aot_compile
 
     aot_compile.check()
     monkeypatch.delattr(torch._inductor, "aoti_load_package")
@@ -135,7 +135,7 @@ def test_a_moved_aoti_package_loader_is_reported(monkeypatch):
 def test_a_changed_cpp_lowering_is_reported(monkeypatch):
     from torch._inductor.codegen.cpp import CppVecOverrides
 
-    from instrumented_backend.seams import cpp_overrides
+    from instrumented_backend.seams.codegen import cpp_overrides
 
     monkeypatch.setattr(CppVecOverrides, "neg", lambda x: f"{x}.neg()")  # no longer a staticmethod
     with pytest.raises(SeamMoved, match="CppVecOverrides.neg is no longer a static method"):
@@ -145,7 +145,7 @@ def test_a_changed_cpp_lowering_is_reported(monkeypatch):
 def test_a_sign_lowering_that_stops_writing_a_code_block_is_reported(monkeypatch):
     from torch._inductor.codegen.cpp import CppOverrides
 
-    from instrumented_backend.seams import cpp_overrides
+    from instrumented_backend.seams.codegen import cpp_overrides
 
     monkeypatch.setattr(CppOverrides, "sign", staticmethod(lambda x: f"c10::sign({x})"))
     with pytest.raises(SeamMoved, match="no longer returns a C.. lambda block"):
@@ -155,7 +155,7 @@ def test_a_sign_lowering_that_stops_writing_a_code_block_is_reported(monkeypatch
 def test_ir_wrapper_is_installed_once_and_delegates():
     import torch._inductor.debug as debug
 
-    from instrumented_backend.seams import ir_logging
+    from instrumented_backend.seams.lowering import ir_logging
 
     ir_logging.install()
     first = debug.log_ir_pre_fusion
@@ -178,7 +178,7 @@ def test_ir_wrapper_is_installed_once_and_delegates():
 def test_a_moved_fake_mode_switch_is_reported(monkeypatch):
     import torch._subclasses.fake_tensor as fake_tensor
 
-    from instrumented_backend.seams import fake_mode
+    from instrumented_backend.seams.aot import fake_mode
 
     monkeypatch.delattr(fake_tensor, "unset_fake_temporarily")
     with pytest.raises(SeamMoved, match="unset_fake_temporarily is gone"):
@@ -188,7 +188,7 @@ def test_a_moved_fake_mode_switch_is_reported(monkeypatch):
 def test_tensors_made_inside_a_compile_are_real_in_the_fake_mode_seam():
     from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
 
-    from instrumented_backend.seams.fake_mode import real_tensors
+    from instrumented_backend.seams.aot.fake_mode import real_tensors
 
     with FakeTensorMode():
         assert isinstance(torch.ones(2), FakeTensor)
@@ -199,7 +199,7 @@ def test_tensors_made_inside_a_compile_are_real_in_the_fake_mode_seam():
 def test_a_moved_memory_dependency_is_reported(monkeypatch):
     from torch._inductor.dependencies import MemoryDep
 
-    from instrumented_backend.seams import kernel_traffic
+    from instrumented_backend.seams.codegen import kernel_traffic
 
     monkeypatch.setattr(MemoryDep, "get_numel", None)
     with pytest.raises(SeamMoved, match="kernel_traffic: MemoryDep.get_numel is gone"):
@@ -207,7 +207,7 @@ def test_a_moved_memory_dependency_is_reported(monkeypatch):
 
 
 def test_a_renamed_kernel_profile_event_is_reported(monkeypatch):
-    from instrumented_backend.seams import kernel_profile
+    from instrumented_backend.seams.runtime import kernel_profile
 
     real = kernel_profile._source
     monkeypatch.setattr(kernel_profile, "_source",
@@ -222,7 +222,7 @@ def test_a_changed_kernel_rename_in_define_kernel_is_reported(monkeypatch):
 
     from torch._inductor.codegen.cpp import CppScheduling
 
-    from instrumented_backend.seams import line_tags
+    from instrumented_backend.seams.codegen import line_tags
 
     real_getsource = inspect.getsource
 
@@ -239,7 +239,7 @@ def test_a_changed_kernel_rename_in_define_kernel_is_reported(monkeypatch):
 
 
 def test_renamed_template_lines_match_what_define_kernel_wrote():
-    from instrumented_backend.seams import line_tags
+    from instrumented_backend.seams.codegen import line_tags
 
     pattern = line_tags.renamed_line_pattern("inline void Placeholder.KERNEL_NAME_micro_gemm(")
     assert pattern.fullmatch("inline void kernel_micro_gemm(")
@@ -252,7 +252,7 @@ def test_renamed_template_lines_match_what_define_kernel_wrote():
 def test_a_moved_lazy_graph_module_is_reported(monkeypatch):
     from torch.fx import _lazy_graph_module
 
-    from instrumented_backend.seams import lazy_graph
+    from instrumented_backend.seams.dynamo import lazy_graph
 
     monkeypatch.delattr(_lazy_graph_module._LazyGraphModule, "real_recompile")
     with pytest.raises(SeamMoved, match="lazy_graph: _LazyGraphModule.real_recompile is gone"):
@@ -264,7 +264,7 @@ def test_a_dynamo_graphs_attributes_are_named_as_the_program_reaches_them():
     the seam reads the source it keeps, the graph copies carry it, and a dict's n-th key (an
     optimizer's state, keyed by its parameters) reads ``<key n>``."""
     from instrumented_backend.capture.graph_copy import GraphSnapshot
-    from instrumented_backend.seams.dynamo_sources import attribute_sources, readable_source
+    from instrumented_backend.seams.dynamo.dynamo_sources import attribute_sources, readable_source
 
     model = torch.nn.Linear(4, 4)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
@@ -290,7 +290,7 @@ def test_a_dynamo_graphs_attributes_are_named_as_the_program_reaches_them():
 def test_a_moved_attribute_source_table_is_reported(monkeypatch):
     import inspect
 
-    from instrumented_backend.seams import dynamo_sources
+    from instrumented_backend.seams.dynamo import dynamo_sources
 
     monkeypatch.setattr(inspect, "getsource", lambda obj: "")
     with pytest.raises(SeamMoved, match="no longer sets gm._param_name_to_source"):
@@ -361,7 +361,7 @@ def test_an_unbuilt_snapshot_keeps_neither_the_original_nodes_nor_their_graph_al
 
 
 def test_a_node_that_no_longer_keeps_its_arguments_is_reported_by_the_snapshot_seam(monkeypatch):
-    from instrumented_backend.seams import graph_structure
+    from instrumented_backend.seams.dynamo import graph_structure
 
     graph_structure.check()
     monkeypatch.setattr(torch.fx.Node, "args", property(lambda self: tuple(list(self._args))))
@@ -373,7 +373,7 @@ def test_an_input_spec_that_no_longer_lays_out_keywords_is_reported_by_the_snaps
     """Profiling an exported program's eager side lays its keyword arguments out by that spec."""
     import torch.fx._pytree as fx_pytree
 
-    from instrumented_backend.seams import graph_structure
+    from instrumented_backend.seams.dynamo import graph_structure
 
     original = fx_pytree.tree_flatten_spec
     monkeypatch.setattr(fx_pytree, "tree_flatten_spec", lambda *a, **k: original(*a, **k)[::-1])
@@ -386,7 +386,13 @@ def test_the_seam_list_names_every_seam_module_once():
 
     from instrumented_backend import seams
 
-    modules = sorted(m.name for m in pkgutil.iter_modules(seams.__path__))
+    # one subpackage per compiler stage, every module in the stage's folder, and nothing loose
+    assert sorted(m.name for m in pkgutil.iter_modules(seams.__path__)) == sorted(seams.STAGES)
+    for stage, names in seams.STAGES.items():
+        folder = [seams.__path__[0] + "/" + stage]
+        assert sorted(m.name for m in pkgutil.iter_modules(folder)) == sorted(names), stage
+        assert all(seams.seam_module(name).__name__ == f"{seams.__name__}.{stage}.{name}" for name in names)
+    modules = sorted(name for names in seams.STAGES.values() for name in names)
     assert sorted(seams.SEAMS) == modules and len(set(seams.SEAMS)) == len(seams.SEAMS)
     assert set(seams.CAPTURE_SEAMS) <= set(seams.SEAMS)
     for name in seams.CAPTURE_SEAMS:
@@ -420,7 +426,7 @@ def test_define_kernel_is_wrapped_once_per_scheduler_with_listeners_in_a_fixed_o
     import importlib
 
     from instrumented_backend import seams
-    from instrumented_backend.seams import define_kernel
+    from instrumented_backend.seams.codegen import define_kernel
 
     seams.install_capture_seams()
     for module_name, class_name, _ in define_kernel.SCHEDULERS:
@@ -466,7 +472,7 @@ def test_scoped_patches_are_all_in_place_or_none_and_restore_what_was_there():
 def test_the_frames_dynamo_skips_are_collected_once_each_and_the_list_put_back():
     from torch._dynamo.eval_frame import dynamo_tls
 
-    from instrumented_backend.seams.dynamo_skips import skipped_frames
+    from instrumented_backend.seams.dynamo.dynamo_skips import skipped_frames
 
     model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU())
     torch.compiler.reset()  # Dynamo notes a frame only the first time it skips it
@@ -483,7 +489,7 @@ def test_the_frames_skipped_before_a_fullgraph_compile_in_the_block_are_kept():
     script, and the frames Dynamo had skipped before such a compile were lost."""
     from torch._dynamo.eval_frame import dynamo_tls
 
-    from instrumented_backend.seams.dynamo_skips import skipped_frames
+    from instrumented_backend.seams.dynamo.dynamo_skips import skipped_frames
 
     model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Tanh())
     torch.compiler.reset()
@@ -500,7 +506,7 @@ def test_a_frame_refused_at_the_recompile_limit_is_named_as_failed_with_the_guar
     execution strategy") and records the refusal with no code object: each later call whose guards
     fail ran eagerly, and `run` said nothing of it."""
     from instrumented_backend.capture.skipped_frames import failed_frames
-    from instrumented_backend.seams.dynamo_skips import skipped_frames
+    from instrumented_backend.seams.dynamo.dynamo_skips import skipped_frames
 
     def scaled(x, mode):
         return torch.relu(x) * len(mode) if mode.startswith("a") else x
@@ -551,7 +557,7 @@ def test_a_training_steps_backward_compiles_are_not_counted_as_its_frames_compil
     does: a ViT training step compiled twice (Hugging Face sets ``config.problem_type`` in its first
     call, a guard that then fails) was "compiled 3 times", and with a backward refused "at the limit"."""
     from instrumented_backend.capture.recompiles import recompiles_of
-    from instrumented_backend.seams.dynamo_reasons import frame_compiles
+    from instrumented_backend.seams.dynamo.dynamo_reasons import frame_compiles
 
     def scaled(x, mode):
         return torch.relu(x) * len(mode)
@@ -628,7 +634,7 @@ def test_a_generator_expression_dynamo_refused_is_not_named_as_a_failed_frame():
 def test_a_moved_skip_reason_list_is_reported(monkeypatch):
     import inspect
 
-    from instrumented_backend.seams import dynamo_skips
+    from instrumented_backend.seams.dynamo import dynamo_skips
 
     monkeypatch.setattr(inspect, "getsource", lambda obj: "")
     with pytest.raises(SeamMoved, match="no longer records into"):
@@ -638,7 +644,7 @@ def test_a_moved_skip_reason_list_is_reported(monkeypatch):
 def test_a_moved_failed_frame_skip_reason_is_reported(monkeypatch):
     import inspect
 
-    from instrumented_backend.seams import dynamo_skips
+    from instrumented_backend.seams.dynamo import dynamo_skips
 
     # add_skip_reason still records; convert_frame's module no longer names a failed frame so
     monkeypatch.setattr(inspect, "getsource", lambda obj: "dynamo_tls.skip_reasons" if callable(obj) else "")
@@ -651,7 +657,7 @@ def test_a_moved_compile_failure_record_is_reported(monkeypatch):
 
     import torch._dynamo.utils as dynamo_utils
 
-    from instrumented_backend.seams import dynamo_reasons
+    from instrumented_backend.seams.dynamo import dynamo_reasons
 
     dynamo_reasons.check()
     kept = [(f.name, f.type) for f in dataclasses.fields(dynamo_utils.CompilationMetrics) if f.name != "fail_reason"]
@@ -661,7 +667,7 @@ def test_a_moved_compile_failure_record_is_reported(monkeypatch):
 
 
 def test_a_moved_compile_wrapper_is_reported(monkeypatch):
-    from instrumented_backend.seams import compile_wrappers
+    from instrumented_backend.seams.dynamo import compile_wrappers
 
     compile_wrappers.check()
 
@@ -676,7 +682,7 @@ def test_a_moved_compile_wrapper_is_reported(monkeypatch):
 def test_compile_settings_kept_elsewhere_are_reported(monkeypatch):
     """Inductor's torch.compile wrapper keeping the mode and options somewhere else than
     ``config``: the settings read off a compiled target would silently be none."""
-    from instrumented_backend.seams import compile_wrappers
+    from instrumented_backend.seams.dynamo import compile_wrappers
 
     original_init = torch._TorchCompileInductorWrapper.__init__
 
@@ -692,7 +698,7 @@ def test_compile_settings_kept_elsewhere_are_reported(monkeypatch):
 def test_a_moved_fake_tensor_meta_failure_log_is_reported(monkeypatch):
     import inspect
 
-    from instrumented_backend.seams import fake_tensor_log
+    from instrumented_backend.seams.aot import fake_tensor_log
 
     fake_tensor_log.check()
     monkeypatch.setattr(inspect, "getsource", lambda obj: "")
@@ -703,7 +709,7 @@ def test_a_moved_fake_tensor_meta_failure_log_is_reported(monkeypatch):
 def test_a_lowering_step_that_no_longer_takes_the_node_as_n_is_reported(monkeypatch):
     from torch._inductor.graph import GraphLowering
 
-    from instrumented_backend.seams import lowering_node
+    from instrumented_backend.seams.lowering import lowering_node
 
     monkeypatch.setattr(GraphLowering, "run_node", lambda self, node: None)
     with pytest.raises(SeamMoved, match=r"takes \['self', 'node'\], not \(self, n\)"):
@@ -713,7 +719,7 @@ def test_a_lowering_step_that_no_longer_takes_the_node_as_n_is_reported(monkeypa
 def test_a_module_path_is_named_as_named_modules_names_it():
     """Dynamo's ``nn_module_stack`` paths start at the compiled frame's local (``self``, ``fn``, an
     argument) and may index children; the path users know is ``named_modules()``'s."""
-    from instrumented_backend.seams.dynamo_sources import module_name
+    from instrumented_backend.seams.dynamo.dynamo_sources import module_name
 
     assert module_name("L['self'].transformer.h.0.mlp.act") == "transformer.h.0.mlp.act"
     assert module_name("L['fn'].1") == "1"
@@ -729,7 +735,7 @@ def test_the_frame_inside_torchs_modules_is_kept_only_for_the_instrumented_backe
     """dynamo_frames keeps, for a node Dynamo made inside torch/nn/modules (no stack_trace), the
     line being traced; a compile for another backend is left as Dynamo made it."""
     import instrumented_backend as ib
-    from instrumented_backend.seams.dynamo_frames import FRAME_KEY, traced_frame
+    from instrumented_backend.seams.dynamo.dynamo_frames import FRAME_KEY, traced_frame
 
     model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.BatchNorm1d(4))
     seen = []
@@ -752,7 +758,7 @@ def test_the_frame_inside_torchs_modules_is_kept_only_for_the_instrumented_backe
 def test_a_tracer_that_no_longer_makes_nodes_through_create_proxy_is_reported(monkeypatch):
     from torch._dynamo import output_graph
 
-    from instrumented_backend.seams import dynamo_frames
+    from instrumented_backend.seams.dynamo import dynamo_frames
 
     monkeypatch.delattr(output_graph.SubgraphTracer, "create_proxy")
     with pytest.raises(SeamMoved, match="SubgraphTracer.create_proxy is gone"):
@@ -791,7 +797,7 @@ def test_names_used_reads_a_classs_code_as_its_checks_need_it():
 
 def test_a_scheduler_that_no_longer_imports_the_ir_loggers_at_call_time_is_reported(monkeypatch):
     import instrumented_backend.seams as seams
-    from instrumented_backend.seams import ir_logging
+    from instrumented_backend.seams.lowering import ir_logging
 
     monkeypatch.setattr(ir_logging, "names_used", lambda owner: seams.names_used(owner) - {"log_ir_post_fusion"})
     with pytest.raises(SeamMoved, match="no longer imports log_ir_pre_fusion/log_ir_post_fusion at call time"):
@@ -800,7 +806,7 @@ def test_a_scheduler_that_no_longer_imports_the_ir_loggers_at_call_time_is_repor
 
 def test_lowering_replacements_no_longer_marked_are_reported(monkeypatch):
     import instrumented_backend.seams as seams
-    from instrumented_backend.seams import lowering_patterns
+    from instrumented_backend.seams.lowering import lowering_patterns
 
     monkeypatch.setattr(lowering_patterns, "names_used",
                         lambda owner: seams.names_used(owner) - {lowering_patterns.MARK})
@@ -811,7 +817,7 @@ def test_lowering_replacements_no_longer_marked_are_reported(monkeypatch):
 def test_the_constants_inductor_sets_on_a_loaded_module_are_read_from_it():
     """Frozen parameters are ``name = None`` in the output code until Inductor sets them on the
     module it loaded: the search's copy of the code reads them there."""
-    from instrumented_backend.seams.output_code import loaded_constants
+    from instrumented_backend.seams.codegen.output_code import loaded_constants
 
     weight = torch.ones(2)
     namespace = {"_frozen_param0": weight, "unset": None}
@@ -826,7 +832,7 @@ def test_the_constants_inductor_sets_on_a_loaded_module_are_read_from_it():
 
 def test_a_compiled_graph_that_no_longer_keeps_its_loaded_call_is_reported(monkeypatch):
     import instrumented_backend.seams as seams
-    from instrumented_backend.seams import output_code
+    from instrumented_backend.seams.codegen import output_code
 
     monkeypatch.setattr(seams, "names_used", lambda owner: frozenset())
     with pytest.raises(SeamMoved, match="no longer keeps the loaded module's call as current_callable"):

@@ -167,7 +167,7 @@ def test_a_fault_replaces_the_triton_lowering_and_puts_it_back():
     import torch
     from torch._inductor.codegen.triton import TritonKernelOverrides
 
-    from instrumented_backend.seams import cpp_overrides
+    from instrumented_backend.seams.codegen import cpp_overrides
 
     class Operand:
         dtype = torch.float32

@@ -122,8 +122,8 @@ def test_template_kernel_lines_without_tags_take_the_template_node():
     from types import SimpleNamespace
 
     from instrumented_backend.recording import recorder as provenance
-    from instrumented_backend.seams.define_kernel import _wrap
-    from instrumented_backend.seams.line_tags import template_origins
+    from instrumented_backend.seams.codegen.define_kernel import _wrap
+    from instrumented_backend.seams.codegen.line_tags import template_origins
 
     epilogue = SimpleNamespace(is_template=lambda: False, node=None)
     assert template_origins([epilogue]) == []

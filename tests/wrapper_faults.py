@@ -27,7 +27,7 @@ def tanh_wrong_when(applies: Callable[[], bool]) -> Iterator[None]:
     is true, and only there (Inductor's caches off: the patch is not in their keys)."""
     from torch._inductor.codegen.cpp import CppOverrides, CppVecOverrides
 
-    from instrumented_backend.seams.caches import compile_caches_disabled
+    from instrumented_backend.seams.aot.caches import compile_caches_disabled
 
     originals = {kind: kind.tanh for kind in (CppOverrides, CppVecOverrides)}
 

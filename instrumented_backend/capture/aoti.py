@@ -11,8 +11,8 @@ from __future__ import annotations
 import contextlib
 from typing import Any, Iterator
 
-from ..seams import aot_compile
-from ..seams.caches import compile_caches_disabled
+from ..seams.aot.caches import compile_caches_disabled
+from ..seams.runtime import aot_compile
 from .options import parse_options
 
 __all__ = ["aoti_compile_and_package", "capturing_aoti"]

@@ -20,7 +20,12 @@ from typing import Any, Callable, ContextManager, Iterator, Optional
 
 import torch
 
-from ..seams.compile_wrappers import compile_settings, compiled_in_place, compiled_original, set_compiled_in_place
+from ..seams.dynamo.compile_wrappers import (
+    compile_settings,
+    compiled_in_place,
+    compiled_original,
+    set_compiled_in_place,
+)
 
 __all__ = ["as_written", "judged_as_written", "running_eagerly", "owning_module", "settings_as_written"]
 

@@ -27,11 +27,13 @@ import torch.fx
 from ..fail_soft import warn_capture_problem, warn_once
 from ..graphs import GraphCapture
 from ..recording import recorder, rewrites
-from ..seams import install_capture_seams, ir_logging, line_tags, loop_body_origins
-from ..seams.caches import CACHE_BYPASS_PATCHES, autograd_cache_disabled
-from ..seams.compile_entry import compile_fx, compile_fx_inner, current_compile_id
-from ..seams.ddp_buckets import current_ddp_bucket
-from ..seams.dynamo_reasons import take_graph_break_reason
+from ..seams import install_capture_seams
+from ..seams.aot.caches import CACHE_BYPASS_PATCHES, autograd_cache_disabled
+from ..seams.aot.compile_entry import compile_fx, compile_fx_inner, current_compile_id
+from ..seams.codegen import line_tags
+from ..seams.dynamo.ddp_buckets import current_ddp_bucket
+from ..seams.dynamo.dynamo_reasons import take_graph_break_reason
+from ..seams.lowering import ir_logging, loop_body_origins
 from .builder import CaptureBuilder
 from .distributed import RankInfo, current_rank
 from .graph_copy import GraphSnapshot, count_nodes, printed_later
@@ -46,7 +48,7 @@ __all__ = ["instrumented", "CompileJob", "keep_call_args", "before_calls", "comp
 def _install_ddp_buckets() -> None:
     """DDPOptimizer hands its first bucket to the backend from inside the hook, so the hook must be
     in place before the first compile: installed when this module loads (the entry point's lookup)."""
-    from ..seams import ddp_buckets
+    from ..seams.dynamo import ddp_buckets
 
     try:
         ddp_buckets.install()
@@ -60,7 +62,7 @@ _install_ddp_buckets()
 def _install_dynamo_frames() -> None:
     """Dynamo traces a frame before it hands the graph to the backend: the hook that records where
     torch's own modules made a node is put in place when this module loads."""
-    from ..seams import dynamo_frames
+    from ..seams.dynamo import dynamo_frames
 
     try:
         setattr(instrumented, dynamo_frames.BACKEND_MARK, True)
@@ -297,9 +299,9 @@ def compiles_instrumented(backend: Callable[..., Any]) -> Callable[..., Any]:
     """Mark ``backend``, a backend function that compiles each graph through :func:`instrumented`
     (the diagnosis's own, which record calls around it), as the instrumented backend: Dynamo then
     keeps, for the nodes of its graphs, the frames inside torch's own modules
-    (:mod:`~instrumented_backend.seams.dynamo_frames`), and their source lines are the ones a
+    (:mod:`~instrumented_backend.seams.dynamo.dynamo_frames`), and their source lines are the ones a
     plain ``backend="instrumented"`` compile gives."""
-    from ..seams.dynamo_frames import BACKEND_MARK
+    from ..seams.dynamo.dynamo_frames import BACKEND_MARK
 
     setattr(backend, BACKEND_MARK, True)
     return backend

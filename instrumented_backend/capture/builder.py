@@ -22,10 +22,10 @@ from ..recording.recorder import pause as pause_line_tags
 from ..recording.recorder import resume as resume_line_tags
 from ..recording.rewrites import RewriteLog
 from ..records import CaptureProblem, InputInfo, graph_label
-from ..seams import ir_format
-from ..seams.compile_entry import current_compile_id, graph_kind
-from ..seams.dynamo_reasons import recompile_reason
-from ..seams.output_code import read_generated_code, runnable_graph_text
+from ..seams.aot.compile_entry import current_compile_id, graph_kind
+from ..seams.codegen.output_code import read_generated_code, runnable_graph_text
+from ..seams.dynamo.dynamo_reasons import recompile_reason
+from ..seams.lowering import ir_format
 from .graph_copy import GraphSnapshot, count_nodes, printed_later
 
 __all__ = ["CaptureBuilder", "describe_inputs"]

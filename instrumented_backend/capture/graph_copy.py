@@ -6,9 +6,9 @@ and buffers with the original, both as the record of what Dynamo/AOTAutograd pro
 the input of a plain-Inductor retry when instrumentation fails.
 
 Most copies are never read, so a compile takes only a :class:`GraphSnapshot`: each node's
-fields by reference and a shallow copy of its ``meta`` (:mod:`..seams.graph_structure`), which is
+fields by reference and a shallow copy of its ``meta`` (:mod:`..seams.dynamo.graph_structure`), which is
 what ``copy.deepcopy(graph)`` copies, at a tenth of its cost. The GraphModule is built from it on first
-use, and generates its Python code on first use after that (see :mod:`.seams.lazy_graph`).
+use, and generates its Python code on first use after that (see :mod:`.seams.dynamo.lazy_graph`).
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ import torch.fx
 
 from ..deferred import Deferred
 from ..fail_soft import warn_once
-from ..seams import graph_structure
-from ..seams.dynamo_sources import carry_sources
-from ..seams.lazy_graph import lazy_graph_module
+from ..seams.dynamo import graph_structure
+from ..seams.dynamo.dynamo_sources import carry_sources
+from ..seams.dynamo.lazy_graph import lazy_graph_module
 
 __all__ = ["GraphSnapshot", "count_nodes", "printed_later"]
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Optional
 
-from ..seams.inductor_options import inductor_config_keys, inductor_config_patches
+from ..seams.aot.inductor_options import inductor_config_keys, inductor_config_patches
 
 __all__ = ["BackendOptions", "OUR_OPTIONS", "DUMP_DIR_ENV", "MINIFY_ENV", "parse_options"]
 

@@ -5,7 +5,7 @@ call that fails every graph's guards compiles a new one, seconds each, and past 
 limit (``recompile_limit`` in Dynamo's config, 8) Dynamo compiles the frame no more: its later
 calls that fit none of its graphs run eagerly. ``ib.profile`` compiles the target afresh, in a recompile
 region of its own, so what a script's calls cost in compiles is read from Dynamo's records of the
-script's run (:func:`instrumented_backend.seams.dynamo_reasons.frame_compiles`).
+script's run (:func:`instrumented_backend.seams.dynamo.dynamo_reasons.frame_compiles`).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from ..fail_soft import warn_once
-from ..seams.dynamo_reasons import frame_compiles
+from ..seams.dynamo.dynamo_reasons import frame_compiles
 from .skipped_frames import own_code
 
 __all__ = ["FrameRecompiles", "recompiles_of"]

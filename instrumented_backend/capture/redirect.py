@@ -287,8 +287,8 @@ def record_compiled_calls(calls: list[CompiledCall]) -> Callable[[], None]:
     (and the first later call that raises, on its record), and each exported program an
     AOTInductor package is built from, with its example inputs; returns the undo."""
     from ..fail_soft import warn_once
-    from ..seams import aot_compile
-    from ..seams.inductor_options import plain_inductor_config
+    from ..seams.aot.inductor_options import plain_inductor_config
+    from ..seams.runtime import aot_compile
     from .hooks import diagnosis_hooks
     from .registry import compiles_so_far
 

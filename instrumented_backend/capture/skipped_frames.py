@@ -5,10 +5,10 @@
 of torch's own modules (an ``nn.Sequential``): it compiles the module's bound ``_call_impl``, and
 every frame under it is in torch's files, which Dynamo does not start tracing in.
 ``torch.compile(model)`` traces the same module. The frames come from
-:func:`instrumented_backend.seams.dynamo_skips.skipped_frames`. A frame whose compile failed and
+:func:`instrumented_backend.seams.dynamo.dynamo_skips.skipped_frames`. A frame whose compile failed and
 fell back to eager is noted by Dynamo only as "an error was suppressed during compilation": its
 error (a module Dynamo does not trace, such as ``nn.GRU``, with Dynamo's hint) is read from the
-compile's metrics (:func:`instrumented_backend.seams.dynamo_reasons.frame_failure`).
+compile's metrics (:func:`instrumented_backend.seams.dynamo.dynamo_reasons.frame_failure`).
 """
 
 from __future__ import annotations
@@ -21,9 +21,9 @@ from typing import Any, Sequence
 
 import torch
 
-from ..seams.compile_wrappers import compiled_original
-from ..seams.dynamo_reasons import frame_failure
-from ..seams.dynamo_skips import FAILED_COMPILE_REASONS
+from ..seams.dynamo.compile_wrappers import compiled_original
+from ..seams.dynamo.dynamo_reasons import frame_failure
+from ..seams.dynamo.dynamo_skips import FAILED_COMPILE_REASONS
 
 __all__ = ["SkippedFrame", "NothingCompiled", "explain_nothing_compiled", "failed_frames", "failed_frames_heading",
            "failed_frames_lines", "own_code"]
@@ -128,7 +128,7 @@ def _failed_earlier(target: Any) -> list[SkippedFrame]:
 
 def explain_nothing_compiled(target: Any, skipped: Sequence[str]) -> NothingCompiled:
     """Why calling the compiled ``target`` compiled nothing, from the frames Dynamo skipped meanwhile
-    (``skipped``, as :func:`~instrumented_backend.seams.dynamo_skips.skipped_frames` collects them).
+    (``skipped``, as :func:`~instrumented_backend.seams.dynamo.dynamo_skips.skipped_frames` collects them).
     Dynamo notes a frame only the first time it skips it (until ``torch.compiler.reset()``): with
     none noted, the target's own frame is named when a compile of it failed earlier in the process,
     and the advice comes from where the target's code is defined."""
@@ -149,7 +149,7 @@ def explain_nothing_compiled(target: Any, skipped: Sequence[str]) -> NothingComp
 
 
 def failed_frames(skipped: Sequence[str], target: Any = None) -> list[SkippedFrame]:
-    """The frames among ``skipped`` (as :func:`~instrumented_backend.seams.dynamo_skips.skipped_frames`
+    """The frames among ``skipped`` (as :func:`~instrumented_backend.seams.dynamo.dynamo_skips.skipped_frames`
     collects them) whose compile failed, each with its error: Dynamo ran them eagerly without a word
     (a module it does not trace, such as ``nn.LSTM``), also when the frames they call compiled. With
     the compiled ``target``, its own frame too when its compile failed before (Dynamo, which then

@@ -82,7 +82,7 @@ def _run(args: argparse.Namespace) -> int:
         return 2
     from ..capture.recompiles import recompiles_of
     from ..capture.skipped_frames import explain_nothing_compiled, failed_frames, failed_frames_lines
-    from ..seams.dynamo_skips import skipped_frames
+    from ..seams.dynamo.dynamo_skips import skipped_frames
 
     compiled: dict[str, Any] = {}  # what the script handed torch.compile, by name (the first of each)
 

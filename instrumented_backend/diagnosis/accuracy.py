@@ -471,7 +471,7 @@ def check_graph_call(graph: torch.fx.GraphModule, args: Sequence[Any], compiled_
     """
     from minifier.graph import attribute
 
-    from ..seams.dynamo_sources import attribute_sources
+    from ..seams.dynamo.dynamo_sources import attribute_sources
     from .graph_state import GraphState, updated_inputs
 
     state = state if state is not None else GraphState.of(graph)

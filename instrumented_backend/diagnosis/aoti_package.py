@@ -119,7 +119,7 @@ def judge_package(exported: Any, inputs: Sequence[Any], kwargs: dict[str, Any], 
     lays it out), ``eager_call`` run in float64 as referee."""
     from ..capture.aoti import capturing_aoti
     from ..capture.registry import capture
-    from ..seams import aot_compile
+    from ..seams.runtime import aot_compile
 
     started = time.perf_counter()
     judgement = PackageJudgement(path=str(package_path),

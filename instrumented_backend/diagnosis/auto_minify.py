@@ -22,7 +22,7 @@ from typing import Any, Optional, Sequence
 import torch
 
 from ..fail_soft import warn_once
-from ..seams.fake_mode import real_tensors, size_hint
+from ..seams.aot.fake_mode import real_tensors, size_hint
 
 __all__ = ["MINIFY_SECONDS", "MINIFY_DIR_ENV", "minify_accuracy_failure", "minify_compile_failure", "real_inputs",
            "prewarm_worker", "release_worker"]

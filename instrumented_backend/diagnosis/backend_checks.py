@@ -27,7 +27,7 @@ def explained_compile_error(graph: "GraphCapture", error: BaseException) -> Opti
     if graph is None:
         return None
     try:
-        from ..seams.errors import inductor_error_type
+        from ..seams.runtime.errors import inductor_error_type
 
         InductorError = inductor_error_type()
         from .compile_error import (

@@ -108,7 +108,7 @@ class _CppCompileErrorBase(RuntimeError):
 
 def _cpp_compile_error_type() -> type:
     try:
-        from ..seams.errors import cpp_compile_error_type
+        from ..seams.runtime.errors import cpp_compile_error_type
 
         CppCompileError = cpp_compile_error_type()
     except ImportError:  # pragma: no cover
@@ -181,7 +181,7 @@ def _read_line(path: str, number: int) -> str:
 
 def find_cpp_compile_error(exc: BaseException) -> Optional[Any]:
     """The CppCompileError inside ``exc`` (itself, InductorError.inner_exception, or its causes)."""
-    from ..seams.errors import exception_chain
+    from ..seams.runtime.errors import exception_chain
 
     error_type = _cpp_compile_error_type()
     return next((error for error in exception_chain(exc) if isinstance(error, error_type)), None)
@@ -209,7 +209,7 @@ def explain_kernel_error(graphs: "list[GraphCapture]", exc: BaseException) -> Op
     Triton's interpreter ran the kernel (the kernel's frame in its traceback). None otherwise."""
     import traceback
 
-    from ..seams.errors import exception_chain
+    from ..seams.runtime.errors import exception_chain
 
     for error in exception_chain(exc):
         found: list[tuple[str, int, str]] = []  # (file, line, code)

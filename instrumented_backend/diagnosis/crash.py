@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Optional
 
 from ..capture.options import DUMP_DIR_ENV
-from ..seams.lowering_patterns import lowered_only
+from ..seams.lowering.lowering_patterns import lowered_only
 
 __all__ = ["CrashReport", "run_surviving_crashes", "explain_crash", "minify_crash", "crash_folder",
            "save_first_call", "save_later_call", "SNAPSHOT_LIMIT", "INTERRUPTED"]

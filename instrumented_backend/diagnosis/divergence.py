@@ -47,9 +47,9 @@ from ..graphs import GraphCapture
 from ..provenance.kernels import is_cpp_wrapper
 from ..provenance.node_map import node_module
 from ..records import KernelInfo, KernelLine
-from ..seams.intermediate_hooks import IMPORT_LINE, intermediate_hook
-from ..seams.lowering_patterns import lowered_only
-from ..seams.output_code import loaded_constants
+from ..seams.codegen.output_code import loaded_constants
+from ..seams.lowering.lowering_patterns import lowered_only
+from ..seams.runtime.intermediate_hooks import IMPORT_LINE, intermediate_hook
 from .accuracy import (
     clone_inputs,
     compare_outputs,

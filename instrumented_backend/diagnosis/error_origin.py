@@ -41,7 +41,7 @@ def lowering_at(exc: BaseException) -> tuple[str, Optional[tuple[str, int]]]:
     lowering when ``exc`` was raised (("", None) when it was not raised while lowering; no line
     when the node has no trace)."""
     from ..provenance.node_map import parse_stack_trace
-    from ..seams.lowering_node import node_being_lowered
+    from ..seams.lowering.lowering_node import node_being_lowered
 
     node = node_being_lowered(exc)
     if node is None:

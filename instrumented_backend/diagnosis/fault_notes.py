@@ -66,7 +66,7 @@ def _fused_into_extern_calls(graphs: Sequence["GraphCapture"], op: str) -> str:
     """The extern calls of ``graphs`` that compute ``op`` (an ATen op's name, ``relu``) inside them:
     the nodes a lowering pattern made whose match replaced such an op (``the extern call fn_1
     (mkldnn._convolution_pointwise, relu) in graph #1 0/0 inference``), or "" for none."""
-    from ..seams.lowering_patterns import matched_nodes
+    from ..seams.lowering.lowering_patterns import matched_nodes
 
     found = []
     for graph in graphs:

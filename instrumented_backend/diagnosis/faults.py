@@ -37,9 +37,10 @@ import string
 import threading
 from typing import Any, Iterator, Optional, Sequence
 
-from ..seams import cpp_overrides, decompositions
-from ..seams.caches import compile_caches_disabled
-from ..seams.inductor_options import inductor_config_patch
+from ..seams.aot import decompositions
+from ..seams.aot.caches import compile_caches_disabled
+from ..seams.aot.inductor_options import inductor_config_patch
+from ..seams.codegen import cpp_overrides
 
 __all__ = ["Fault", "bad_lowering", "SAME", "ORIGINAL", "cast_dropping_neg", "doubling_neg", "scaled", "from_spec",
            "PRESETS", "active_faults", "patchable_ops", "UnknownOpError", "ENV_VAR", "install_from_environment",

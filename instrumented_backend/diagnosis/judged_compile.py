@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
 import torch
 
 from ..fail_soft import warn_once
-from ..seams.dynamo_skips import skipped_frames
+from ..seams.dynamo.dynamo_skips import skipped_frames
 from .accuracy import AccuracyReport, clone_inputs, compare_outputs
 from .accuracy import error_line as _error_text
 from .compile_error import CompileErrorReport, explain_kernel_error

@@ -142,7 +142,7 @@ def same_random_numbers() -> contextlib.AbstractContextManager[None]:
     random code unless ``fallback_random`` is set, and ``aot_eager_decomp_partition`` uses those
     same decompositions: without the switch a dropout there draws other numbers than eager's
     and the layer looks broken when nothing is."""
-    from ..seams.inductor_options import inductor_config_patch
+    from ..seams.aot.inductor_options import inductor_config_patch
 
     return inductor_config_patch({"fallback_random": True})
 
@@ -188,7 +188,7 @@ def _judge(backend: str, fn: Callable[..., Any], inputs: tuple[Any, ...], eager:
 
 def _bisect(fn: Callable[..., Any], inputs: tuple[Any, ...], eager: Any, fp64: Any, tol: Optional[float],
             seed: int) -> Optional[dict[str, Any]]:
-    from ..seams.bisector import bisect
+    from ..seams.aot.bisector import bisect
 
     def passes() -> bool:
         torch.compiler.reset()

@@ -29,7 +29,7 @@ from ..capture.as_written import as_written
 from ..capture.call_state import INFERENCE, CallState, judged_state, judging_in
 from ..capture.redirect import target_name
 from ..capture.skipped_frames import explain_nothing_compiled, failed_frames
-from ..seams.fake_tensor_log import meta_failures_unlogged
+from ..seams.aot.fake_tensor_log import meta_failures_unlogged
 from .accuracy import eager_is_nondeterministic
 from .accuracy import error_line as _error_text
 from .auto_minify import prewarm_worker, release_worker

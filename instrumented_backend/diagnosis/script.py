@@ -28,7 +28,7 @@ def _as_at_first_call(call: Any) -> Iterator[list[str]]:
     on again: its injected faults, Inductor config values and autocast (a script that set them in
     a ``with`` block around its loop has left it by now). Yields a description of each."""
     from ..capture.redirect import autocast_at_first_call
-    from ..seams.inductor_options import inductor_config_patch, plain_inductor_config
+    from ..seams.aot.inductor_options import inductor_config_patch, plain_inductor_config
     from .faults import reapplied
 
     with contextlib.ExitStack() as stack:

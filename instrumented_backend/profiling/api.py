@@ -15,8 +15,8 @@ from ..capture.as_written import as_written, running_eagerly, settings_as_writte
 from ..capture.backward import BackwardStep
 from ..capture.object_arguments import copy_object_arguments, is_object_argument
 from ..capture.skipped_frames import explain_nothing_compiled, failed_frames
-from ..seams.dynamo_skips import skipped_frames
-from ..seams.kernel_profile import KERNEL_PROFILE_OPTION, call_event_name
+from ..seams.dynamo.dynamo_skips import skipped_frames
+from ..seams.runtime.kernel_profile import KERNEL_PROFILE_OPTION, call_event_name
 from .collect import run_profiled
 from .diagnose import diagnose
 from .join import eager_op_sources, join_compiled, join_eager, module_names, ops_outside_graphs, source_code
@@ -152,7 +152,7 @@ def _profile_package(exported: Any, args: tuple[Any, ...], kwargs: dict[str, Any
 
     from ..capture.aoti import aoti_compile_and_package
     from ..capture.registry import capture
-    from ..seams import aot_compile
+    from ..seams.runtime import aot_compile
 
     if settings.backward or not settings.no_grad or settings.calls_before:
         raise ValueError("ib.profile: an AOTInductor package runs inference only: profile an exported program "

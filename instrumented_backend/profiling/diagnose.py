@@ -14,7 +14,7 @@ import statistics
 from typing import TYPE_CHECKING, Callable
 
 from ..capture.skipped_frames import failed_frames_heading
-from ..seams.kernel_profile import CALL_EVENT
+from ..seams.runtime.kernel_profile import CALL_EVENT
 from .records import Finding, format_us
 
 if TYPE_CHECKING:

@@ -22,7 +22,7 @@ from typing import Any, Iterable, Optional, Sequence
 from ..graphs import GraphCapture
 from ..provenance.node_map import module_labels, node_module
 from ..records import KernelInfo
-from ..seams.kernel_profile import CALL_EVENT, cpp_event_name
+from ..seams.runtime.kernel_profile import CALL_EVENT, cpp_event_name
 from .collect import Event, ProfiledRun
 from .records import FUSED, GEMM, OTHER, KernelTiming, OpTiming
 from .sources import DEFINITION, MODULE, SOURCE_PREFIX, label_module, parse_source_label

@@ -25,7 +25,7 @@ import torch.fx
 import torch.fx.traceback as fx_traceback
 from torch.overrides import TorchFunctionMode
 
-from ..seams import graph_structure
+from ..seams.dynamo import graph_structure
 
 __all__ = ["SOURCE_PREFIX", "DEFINITION", "MODULE", "SourceTagging", "parse_source_label", "label_module",
            "interpreted_with_node_sources"]

@@ -7,7 +7,7 @@ from typing import Optional
 
 from ..recording.recorder import LineRecorder, Origin
 from ..records import WRAPPER, KernelInfo, KernelLine, NodeProvenance, SourceLocation
-from ..seams.line_tags import renamed_line_pattern
+from ..seams.codegen.line_tags import renamed_line_pattern
 from .kernels import call_body_ranges
 
 __all__ = ["attach_lines", "attach_wrapper_lines"]
@@ -121,7 +121,7 @@ def attach_wrapper_lines(output_code: str, kernels: list[KernelInfo], recorder: 
       computes first (see ``buffer_origins``), so the statement's source is that op's; a graph input
       (``assert_size_stride(arg0_1, ...)``) is attributed to its placeholder node.
 
-    Buffer origins are recorded by Inductor at lowering (``seams/wrapper_buffers.py``); the
+    Buffer origins are recorded by Inductor at lowering (``seams/codegen/wrapper_buffers.py``); the
     name matching only joins a statement to the buffer it names. A statement that names no buffer
     but declares or reads a helper takes the tags of the statement the helper serves (see
     ``_attribute_helpers``). Extern kernels get their call line, with the extern op as IR op, as

@@ -16,7 +16,7 @@ its first user (``attribution="data_flow"``). Graph inputs are listed with
 nodes, with ``"constant"``), no Dynamo node and no source; ``first_use`` names the line of their
 first user (the code Inductor writes for an input, e.g. a weight's layout copy, serves that line).
 A node a lowering pattern made (a oneDNN convolution with its ReLU, under freezing) is known by
-the nodes its match replaced (:func:`~..seams.lowering_patterns.matched_nodes`): all of their
+the nodes its match replaced (:func:`~..seams.lowering.lowering_patterns.matched_nodes`): all of their
 Dynamo nodes, and the computation's source line and module, not only the epilogue's whose
 metadata Inductor copied onto it.
 
@@ -42,8 +42,8 @@ from ..deferred import Deferred, resolve
 from ..recording.recorder import subgraph_paths
 from ..recording.rewrites import ReplacedNode, RewriteLog, chain_root_graphs, chain_roots
 from ..records import NodeProvenance, SourceLocation
-from ..seams.dynamo_sources import module_name
-from ..seams.lowering_patterns import matched_nodes
+from ..seams.dynamo.dynamo_sources import module_name
+from ..seams.lowering.lowering_patterns import matched_nodes
 
 __all__ = ["parse_stack_trace", "module_source", "module_label", "node_module", "module_labels", "build_node_map",
            "seq_nr_index"]
@@ -162,8 +162,8 @@ def module_source(node: torch.fx.Node) -> Optional[SourceLocation]:
 
 def _traced_source(node: torch.fx.Node) -> Optional[SourceLocation]:
     """The line inside torch's own modules that made a Dynamo node Dynamo kept no frame for
-    (:func:`~..seams.dynamo_frames.traced_frame`), or None."""
-    from ..seams.dynamo_frames import traced_frame
+    (:func:`~..seams.dynamo.dynamo_frames.traced_frame`), or None."""
+    from ..seams.dynamo.dynamo_frames import traced_frame
 
     frame = traced_frame(node)
     if frame is None:

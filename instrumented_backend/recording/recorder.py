@@ -16,8 +16,8 @@ Tagging happens at the point of emission, not by matching text afterwards:
    a buffer's text (``getvalue()``) spliced or written back as a string, and the kernel source
    handed to ``define_kernel``, where the tags of its lines are recorded under the kernel's name.
 
-The Inductor-facing hooks live in ``seams/ir_origins.py``, ``seams/loop_body_origins.py`` and
-``seams/line_tags.py``; this module holds the thread-local state they share and does nothing
+The Inductor-facing hooks live in ``seams/lowering/ir_origins.py``, ``seams/lowering/loop_body_origins.py`` and
+``seams/codegen/line_tags.py``; this module holds the thread-local state they share and does nothing
 unless an instrumented compile has activated a :class:`LineRecorder` on the current thread.
 """
 
@@ -99,7 +99,7 @@ class LineRecorder:
         self.buffer_nodes: dict[str, str] = {}  # buffer -> the FX node it is the value of
         self.graph_inputs: list[str] = []
         self.wrapper_code: str = ""  # the output code Inductor went on to load
-        # kernel name -> {"reads": [...], "writes": [...]} (seams.kernel_traffic)
+        # kernel name -> {"reads": [...], "writes": [...]} (seams.codegen.kernel_traffic)
         self.traffic: dict[str, dict[str, list[dict[str, Any]]]] = {}
 
     # -- tags of buffer entries -------------------------------------------------------------

@@ -4,7 +4,7 @@ Inductor's graph passes (pre-grad, joint-graph, post-grad pattern rewrites, deco
 create nodes that carry no stack trace and no ``from_node`` chain: a ``dynamic=True`` softmax
 comes out as ``amax_default``/``mul_tensor``/..., the nll_loss backward as
 ``select_scatter_default``. While a :class:`RewriteLog` is active on the thread, the hooks in
-``seams/rewrite_origins.py`` record, for each node a pass makes, a snapshot of the provenance of
+``seams/aot/rewrite_origins.py`` record, for each node a pass makes, a snapshot of the provenance of
 the node(s) it replaced, taken before the replaced node is erased. The node map reads the log
 (``attribution="rewrite"``). Node metadata is never written: Inductor sees the graph it made.
 """

@@ -1,6 +1,9 @@
 """Every touch of PyTorch's private compiler internals lives in this package.
 
-One small module per concern, each with a ``check()`` that raises :class:`SeamMoved` with a
+The modules are grouped by the compiler stage they touch (:data:`STAGES`): ``dynamo/`` (tracing
+the user's frames), ``aot/`` (AOTAutograd and the passes before lowering), ``lowering/`` (FX nodes
+into Inductor IR), ``codegen/`` (kernels and wrapper code) and ``runtime/`` (running what was
+compiled). One small module per concern, each with a ``check()`` that raises :class:`SeamMoved` with a
 precise message when the private API it relies on is no longer where it expects it. The test
 suite calls every ``check()`` so that a new torch release breaks loudly, in one place, instead
 of silently capturing nothing.
@@ -16,7 +19,7 @@ import threading
 from types import ModuleType
 from typing import Any, Callable, Iterator
 
-__all__ = ["SeamMoved", "SEAMS", "CAPTURE_SEAMS", "all_checks", "install_capture_seams", "install_once",
+__all__ = ["SeamMoved", "SEAMS", "STAGES", "CAPTURE_SEAMS", "all_checks", "install_capture_seams", "install_once",
            "seam_module", "ScopedPatches", "names_used"]
 
 
@@ -188,12 +191,27 @@ SEAMS: dict[str, bool] = {
 }
 CAPTURE_SEAMS = tuple(name for name, installed in SEAMS.items() if installed)
 
+# The compiler stage each seam touches, in the order a compile reaches them: its subpackage.
+STAGES: dict[str, tuple[str, ...]] = {
+    "dynamo": ("dynamo_frames", "dynamo_reasons", "dynamo_skips", "dynamo_sources", "compile_wrappers",
+            "lazy_graph", "graph_structure", "ddp_buckets"),
+    "aot": ("compile_entry", "decompositions", "rewrite_origins", "caches", "fake_mode", "fake_tensor_log",
+            "bisector", "inductor_options"),
+    "lowering": ("ir_origins", "ir_logging", "ir_format", "ir_text_buffer", "fx_block_code",
+            "sympy_linear_text", "lowering_node", "lowering_patterns", "loop_body_origins"),
+    "codegen": ("line_tags", "define_kernel", "cpp_overrides", "cpp_reduction_prefix", "cpp_line_rewrites",
+            "wrapper_buffers", "kernel_traffic", "output_code"),
+    "runtime": ("kernel_profile", "intermediate_hooks", "errors", "aot_compile"),
+}
+_STAGE_OF = {name: stage for stage, names in STAGES.items() for name in names}
+
+
 
 def seam_module(name: str) -> ModuleType:
     """The seam module called ``name``."""
     if name not in SEAMS:
         raise KeyError(f"no seam {name!r}; seams: {', '.join(SEAMS)}")
-    return importlib.import_module(f"{__name__}.{name}")
+    return importlib.import_module(f"{__name__}.{_STAGE_OF[name]}.{name}")
 
 
 def all_checks() -> dict[str, Callable[[], None]]:

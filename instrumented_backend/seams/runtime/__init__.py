@@ -1,0 +1,1 @@
+"""Running compiled code: profiler events, intermediate-value hooks, errors, AOTInductor packages."""
