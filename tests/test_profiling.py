@@ -1051,7 +1051,7 @@ def test_a_break_that_ends_the_only_graph_is_told_apart_from_a_split():
     profile's (its compile id and the break that ended it)."""
     from types import SimpleNamespace
 
-    from instrumented_backend.profiling.diagnose import RULES
+    from instrumented_backend.profiling.findings import RULES
 
     broken = SimpleNamespace(compile_id="0/0", graph_break_reason="Unsupported Tensor.backward() call (step.py:12)")
     backward = SimpleNamespace(compile_id="0/0", graph_break_reason="")
@@ -1070,7 +1070,7 @@ def test_the_scripts_recompiles_of_the_target_are_a_finding():
     from types import SimpleNamespace
 
     from instrumented_backend.capture.recompiles import FrameRecompiles
-    from instrumented_backend.profiling.diagnose import RULES
+    from instrumented_backend.profiling.findings import RULES
 
     frames = FrameRecompiles("forward (model.py:8)", 8, ["mode == 'a'", "mode == 'aa'"],
                              "Unsupported: Dynamo recompile limit exceeded")

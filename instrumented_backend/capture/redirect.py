@@ -286,13 +286,37 @@ def record_compiled_calls(calls: list[CompiledCall]) -> Callable[[], None]:
     """Redirect torch.compile to the instrumented backend and record first calls into ``calls``
     (and the first later call that raises, on its record), and each exported program an
     AOTInductor package is built from, with its example inputs; returns the undo."""
-    from ..fail_soft import warn_once
-    from ..seams.aot.inductor_options import plain_inductor_config
     from ..seams.runtime import aot_compile
-    from .hooks import diagnosis_hooks
-    from .registry import compiles_so_far
 
-    def recording(target: Any, compile_kwargs: dict[str, Any], call: Callable[..., Any]) -> Callable[..., Any]:
+    recorder = _CallRecorder(calls)
+    undo_compile = redirect_torch_compile(recorder.on_compiled)
+    undo_package = aot_compile.watch_compile_and_package(recorder.on_packaged, recorder.on_built)
+    undo_package_calls = aot_compile.watch_loaded_packages(recorder.on_package_call)
+
+    def undo() -> None:
+        undo_package_calls()
+        undo_package()
+        undo_compile()
+
+    return undo
+
+
+class _CallRecorder:
+    """What :func:`record_compiled_calls` hooks in: each compiled target's first call (and later
+    calls that raise or recompile), and each AOTInductor package built and called."""
+
+    def __init__(self, calls: list[CompiledCall]) -> None:
+        self.calls = calls
+        self.built: dict[str, CompiledCall] = {}  # a package's real path -> the record of its exported program
+
+    def on_compiled(self, target: Any, compiled: Any, compile_kwargs: dict[str, Any]) -> Any:
+        if isinstance(compiled, torch.nn.Module) and hasattr(compiled, "_orig_mod"):
+            compiled.forward = self.recording(compiled._orig_mod, compile_kwargs, compiled.forward)
+            return compiled
+        return self.recording(target, compile_kwargs, compiled)
+
+    def recording(self, target: Any, compile_kwargs: dict[str, Any], call: Callable[..., Any]) -> Callable[..., Any]:
+        """``call`` (the compiled ``target``), its first call recorded, and its later calls watched."""
         made: list[CompiledCall] = []  # the first call's record, once made
         settings = {k: compile_kwargs[k] for k in COMPILE_SETTINGS
                     if compile_kwargs.get(k) is not None and (k == "dynamic" or compile_kwargs[k])}
@@ -300,87 +324,63 @@ def record_compiled_calls(calls: list[CompiledCall]) -> Callable[[], None]:
         @functools.wraps(call)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             if made:
-                record = made[0]
-                record.calls += 1
-                # Until enough later calls have compiled a graph, each call's arguments are copied
-                # first: kept if it compiles one (a recompile: a new shape, another branch).
-                compiled_before = compiles_so_far()
-                copied = _copied_call(args, kwargs) if len(record.recompiles) < MAX_RECOMPILES_KEPT else None
-                grad_enabled = torch.is_grad_enabled()
-                try:
-                    result = call(*args, **kwargs)
-                except Exception:
-                    record.raised = True
-                    if not record.raising_call:
-                        _keep_raising_call(record, args, kwargs, copied)
-                    raise
-                if copied is not None and compiles_so_far() != compiled_before:
-                    record.recompiles.append(LaterCall(record.calls, *copied, grad_enabled=grad_enabled))
-                if not record.backward:  # a warm-up call first, the training loop after it
-                    _watch_backward(result, record)
-                return result
-            record = CompiledCall(target, tuple(_detached(a) for a in args),
-                                  {k: _detached(v) for k, v in kwargs.items()}, torch.is_grad_enabled(),
-                                  target_name(target), settings,
-                                  faults=diagnosis_hooks().active_faults(), inductor_config=plain_inductor_config(),
-                                  autocast=autocast_now(), call_state=CallState.now())
+                return _later_call(made[0], call, args, kwargs)
+            record = self._first_record(target, settings, args, kwargs)
             made.append(record)
-            calls.append(record)
-            state = _step_state(target, args)
-            marks = state.gradient_marks() if state is not None else []
-            if state is not None and state.optimizers and not isinstance(target, torch.nn.Module):
-                record.state = state.save()
-            with state.gradients_reached() if state is not None else contextlib.nullcontext([False]) as reached:
-                try:
-                    result = call(*args, **kwargs)
-                except Exception:
-                    record.raised = True
-                    raise
-            if state is not None and (reached[0] or state.backward_since(marks)):
-                record.backward = record.own_backward = True
-            _watch_backward(result, record)
-            return result
+            return _first_call(record, target, call, args, kwargs)
         return wrapper
 
-    def on_compiled(target: Any, compiled: Any, compile_kwargs: dict[str, Any]) -> Any:
-        if isinstance(compiled, torch.nn.Module) and hasattr(compiled, "_orig_mod"):
-            compiled.forward = recording(compiled._orig_mod, compile_kwargs, compiled.forward)
-            return compiled
-        return recording(target, compile_kwargs, compiled)
+    def _first_record(self, target: Any, settings: dict[str, Any], args: tuple[Any, ...],
+                      kwargs: dict[str, Any]) -> CompiledCall:
+        from ..seams.aot.inductor_options import plain_inductor_config
+        from .hooks import diagnosis_hooks
 
-    def on_packaged(exported: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        record = CompiledCall(target, tuple(_detached(a) for a in args),
+                              {k: _detached(v) for k, v in kwargs.items()}, torch.is_grad_enabled(),
+                              target_name(target), settings,
+                              faults=diagnosis_hooks().active_faults(), inductor_config=plain_inductor_config(),
+                              autocast=autocast_now(), call_state=CallState.now())
+        self.calls.append(record)
+        return record
+
+    def on_packaged(self, exported: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         """An AOTInductor package built from ``exported``: judged on the example inputs it was
-        exported with, until the script calls the package it loaded (:func:`on_package_call`)."""
+        exported with, until the script calls the package it loaded (:meth:`on_package_call`)."""
+        from ..fail_soft import warn_once
+        from ..seams.aot.inductor_options import plain_inductor_config
+        from .hooks import diagnosis_hooks
+
         try:
             example = getattr(exported, "example_inputs", None)
             configs = kwargs.get("inductor_configs")
-            if example is None or any(exported is call.target for call in calls):
+            if example is None or any(exported is call.target for call in self.calls):
                 return
-            calls.append(CompiledCall(exported, tuple(_detached(a) for a in example[0]),
-                                      {k: _detached(v) for k, v in example[1].items()}, False,
-                                      "exported program (AOTInductor package)",
-                                      {"options": dict(configs)} if configs else {},
-                                      faults=diagnosis_hooks().active_faults(),
-                                      inductor_config=plain_inductor_config(), autocast=autocast_now(),
-                                      calls=0, arguments_from="its example inputs"))
+            self.calls.append(CompiledCall(exported, tuple(_detached(a) for a in example[0]),
+                                           {k: _detached(v) for k, v in example[1].items()}, False,
+                                           "exported program (AOTInductor package)",
+                                           {"options": dict(configs)} if configs else {},
+                                           faults=diagnosis_hooks().active_faults(),
+                                           inductor_config=plain_inductor_config(), autocast=autocast_now(),
+                                           calls=0, arguments_from="its example inputs"))
         except Exception as exc:  # noqa: BLE001 - the script's own call goes on untouched
             warn_once("aoti_record", f"could not record the exported program an AOTInductor package is built "
                                      f"from: {exc!r}")
 
-    built: dict[str, CompiledCall] = {}  # a package's real path -> the record of its exported program
+    def on_built(self, exported: Any, path: Any) -> None:
+        from ..fail_soft import warn_once
 
-    def on_built(exported: Any, path: Any) -> None:
         try:
-            record = next((call for call in calls if call.target is exported), None)
+            record = next((call for call in self.calls if call.target is exported), None)
             if record is not None and isinstance(path, (str, os.PathLike)):
-                built[os.path.realpath(path)] = record
+                self.built[os.path.realpath(path)] = record
         except Exception as exc:  # noqa: BLE001
             warn_once("aoti_record", f"could not record where an AOTInductor package was written: {exc!r}")
 
-    def on_package_call(path: str, args: tuple[Any, ...], kwargs: dict[str, Any], run: Callable[[], Any]) -> Any:
+    def on_package_call(self, path: str, args: tuple[Any, ...], kwargs: dict[str, Any],
+                        run: Callable[[], Any]) -> Any:
         """A call of a loaded package the script built: its first call's arguments replace the
         example inputs, and the first call that raises is kept as a compiled target's is."""
-        record = built.get(path)
+        record = self.built.get(path)
         if record is None or record.raising_call:
             return run()
         record.calls += 1  # the script's calls of its loaded package
@@ -397,13 +397,46 @@ def record_compiled_calls(calls: list[CompiledCall]) -> Callable[[], None]:
             record.arguments_from = "its loaded package's first call"
         return result
 
-    undo_compile = redirect_torch_compile(on_compiled)
-    undo_package = aot_compile.watch_compile_and_package(on_packaged, on_built)
-    undo_package_calls = aot_compile.watch_loaded_packages(on_package_call)
 
-    def undo() -> None:
-        undo_package_calls()
-        undo_package()
-        undo_compile()
+def _first_call(record: CompiledCall, target: Any, call: Callable[..., Any], args: tuple[Any, ...],
+                kwargs: dict[str, Any]) -> Any:
+    """Run a compiled target's first call, noting whether it ran its own backward (a training step)."""
+    state = _step_state(target, args)
+    marks = state.gradient_marks() if state is not None else []
+    if state is not None and state.optimizers and not isinstance(target, torch.nn.Module):
+        record.state = state.save()
+    with state.gradients_reached() if state is not None else contextlib.nullcontext([False]) as reached:
+        try:
+            result = call(*args, **kwargs)
+        except Exception:
+            record.raised = True
+            raise
+    if state is not None and (reached[0] or state.backward_since(marks)):
+        record.backward = record.own_backward = True
+    _watch_backward(result, record)
+    return result
 
-    return undo
+
+def _later_call(record: CompiledCall, call: Callable[..., Any], args: tuple[Any, ...],
+                kwargs: dict[str, Any]) -> Any:
+    """Run a later call: kept when it raises first, or when it compiles a graph (a recompile)."""
+    from .registry import compiles_so_far
+
+    record.calls += 1
+    # Until enough later calls have compiled a graph, each call's arguments are copied first:
+    # kept if it compiles one (a recompile: a new shape, another branch).
+    compiled_before = compiles_so_far()
+    copied = _copied_call(args, kwargs) if len(record.recompiles) < MAX_RECOMPILES_KEPT else None
+    grad_enabled = torch.is_grad_enabled()
+    try:
+        result = call(*args, **kwargs)
+    except Exception:
+        record.raised = True
+        if not record.raising_call:
+            _keep_raising_call(record, args, kwargs, copied)
+        raise
+    if copied is not None and compiles_so_far() != compiled_before:
+        record.recompiles.append(LaterCall(record.calls, *copied, grad_enabled=grad_enabled))
+    if not record.backward:  # a warm-up call first, the training loop after it
+        _watch_backward(result, record)
+    return result

@@ -6,7 +6,7 @@
 from __future__ import annotations
 
 from .api import KERNEL_PROFILE_OPTION, profile
-from .diagnose import RULES, THRESHOLDS, diagnose, rule
+from .findings import RULES, THRESHOLDS, diagnose, rule
 from .records import (
                     CategoryComparison,
                     Comparison,

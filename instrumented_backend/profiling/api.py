@@ -18,7 +18,7 @@ from ..capture.skipped_frames import explain_nothing_compiled, failed_frames
 from ..seams.dynamo.dynamo_skips import skipped_frames
 from ..seams.runtime.kernel_profile import KERNEL_PROFILE_OPTION, call_event_name
 from .collect import run_profiled
-from .diagnose import diagnose
+from .findings import diagnose
 from .join import eager_op_sources, join_compiled, join_eager, module_names, ops_outside_graphs, source_code
 from .report import ProfileReport
 from .roofline import apply_roofline, measure_copy_bandwidth

@@ -32,7 +32,7 @@ from ..capture.redirect import (
     state_at_first_call,
 )
 from .api import profile
-from .diagnose import diagnose
+from .findings import diagnose
 from .report import ProfileReport
 
 __all__ = ["profile_script"]

@@ -1,4 +1,4 @@
-"""The diagnosis: the trace-reading cheatsheet of "Profiling in PyTorch" applied to the report.
+"""A profile's findings: the trace-reading cheatsheet of "Profiling in PyTorch" applied to the report.
 
 Each rule reads the joined tables and states one conclusion in plain words with its numbers:
 speed-up, overhead-bound vs compute-bound, the hotspot (with the FX nodes and source lines it
