@@ -203,8 +203,14 @@ class Diagnosis:
     def render(self, *, divergence: bool = True) -> str:
         """The diagnosis as text, in the order it was found (``divergence=False``: without the
         first diverging buffer's part, which the HTML report shows beside its kernel lines)."""
-        out = [f"diagnose {self.target}{' (training step)' if self.train else ''}: {self.headline}",
-               f"graphs checked: {', '.join(self.graphs) or 'none'}"]
+        out = [*self._what_was_judged(), *self._the_error(), *self._findings(divergence), *self._repro_and_reports()]
+        return "\n".join(line for line in out if line is not None)
+
+    def _what_was_judged(self) -> list[Optional[str]]:
+        """The verdict, the graphs checked, and how the call was replayed and judged."""
+        out: list[Optional[str]] = [
+            f"diagnose {self.target}{' (training step)' if self.train else ''}: {self.headline}",
+            f"graphs checked: {', '.join(self.graphs) or 'none'}"]
         if self.verdict == "passed" and not self.graphs:
             out.append("nothing was compiled: the call ran eagerly, so no compiled code was judged")
             out += self.nothing_compiled.lines() if self.nothing_compiled is not None else []
@@ -236,6 +242,11 @@ class Diagnosis:
             out.append(f"every step compiles as torch.compile(..., {settings}) did")
         if self.judged_in and any(label.endswith(" forward") for label in self.graphs):
             out.append(f"judged as the program called it: {self.judged_in}")
+        return out
+
+    def _the_error(self) -> list[str]:
+        """The error raised, where, and while tracing or lowering what."""
+        out = []
         if self.error:
             out.append(f"error: {self.error}")
         if self.eager_error_at:
@@ -246,6 +257,12 @@ class Diagnosis:
             out.append(f"  while tracing: {self.error_at}")
         if self.lowering_at:
             out.append(f"  while lowering: {self.lowering_at}")
+        return out
+
+    def _findings(self, divergence: bool) -> list[str]:
+        """Each section a step found: custom ops, what differs by design, the error explained, the
+        outputs and gradients that failed, the failing layer, the first divergence, the culprit's lines."""
+        out: list[str] = []
         if self.custom_ops:
             out += ["", "== custom ops it calls, checked with torch.library.opcheck ==",
                     render_custom_op_checks(self.custom_ops)]
@@ -267,6 +284,11 @@ class Diagnosis:
         sources = dict.fromkeys(f"{line.source}: {line.source.code}" for line in self.culprit_lines
                                 if line.source is not None)
         out.extend(f"  culprit source line: {source}" for source in list(sources)[:3])
+        return out
+
+    def _repro_and_reports(self) -> list[str]:
+        """The minimal repro, the reports written, and the time each step took."""
+        out: list[str] = []
         if self.repro_path or self.minifier:
             out += ["", "== 3. minimal repro ==", self.minifier]
             out += [f"  it holds: {op}" for op in self.repro_ops[:8]]
@@ -279,8 +301,7 @@ class Diagnosis:
         timing = ", ".join(f"{s.name} {s.seconds:.1f}s" for s in self.steps)
         compiled = f"one instrumented compile: {self.compile_seconds:.1f} s; " if self.compile_seconds else ""
         took = "time to root cause" if self.found else "time to a verdict"
-        out += ["", f"{took}: {self.seconds:.1f} s ({compiled}{timing})"]
-        return "\n".join(line for line in out if line is not None)
+        return out + ["", f"{took}: {self.seconds:.1f} s ({compiled}{timing})"]
 
     def __str__(self) -> str:
         return self.render()
