@@ -25,12 +25,17 @@ import instrumented_backend as ib
 HERE = Path(__file__).resolve().parent
 
 
-@pytest.fixture(scope="module")
-def triton_run(tmp_path_factory) -> dict[str, Any]:
+def _require_triton() -> None:
+    """Skip without the triton extra, or fail where CI requires it (``IB_REQUIRE_TRITON=1``)."""
     if not triton_available(run_kernels=True):
         if os.environ.get("IB_REQUIRE_TRITON") == "1":
             pytest.fail("IB_REQUIRE_TRITON=1 but triton (and numpy) are not installed: pip install -e '.[triton]'")
         pytest.skip("triton is not installed (the triton extra: pip install -e '.[triton]')")
+
+
+@pytest.fixture(scope="module")
+def triton_run(tmp_path_factory) -> dict[str, Any]:
+    _require_triton()
     folder = tmp_path_factory.mktemp("triton")
     env = {**os.environ, "TRITON_INTERPRET": "1", "TORCHINDUCTOR_CACHE_DIR": str(folder / "inductor_cache"),
            "TRITON_CACHE_DIR": str(folder / "triton_cache")}
@@ -48,10 +53,7 @@ CORPUS_CASES = ("gather_scatter", "int_bool", "dynamic_softmax", "graph_break", 
 
 @pytest.fixture(scope="module")
 def corpus_results(tmp_path_factory) -> dict[str, Any]:
-    if not triton_available(run_kernels=True):
-        if os.environ.get("IB_REQUIRE_TRITON") == "1":
-            pytest.fail("IB_REQUIRE_TRITON=1 but triton (and numpy) are not installed: pip install -e '.[triton]'")
-        pytest.skip("triton is not installed (the triton extra: pip install -e '.[triton]')")
+    _require_triton()
     sys.path.insert(0, str(HERE / "corpus"))
     from compare import run_and_compare
 

@@ -20,6 +20,7 @@ from typing import Any, Callable, Iterator, Optional, Sequence
 import torch
 
 from .call_state import INFERENCE, CallState
+from .registry import compiles_so_far
 
 __all__ = ["redirect_torch_compile", "run_as_main", "CompiledCall", "LaterCall", "record_compiled_calls",
            "state_at_first_call", "autocast_now", "autocast_at_first_call", "target_name", "COMPILE_SETTINGS",
@@ -420,8 +421,6 @@ def _first_call(record: CompiledCall, target: Any, call: Callable[..., Any], arg
 def _later_call(record: CompiledCall, call: Callable[..., Any], args: tuple[Any, ...],
                 kwargs: dict[str, Any]) -> Any:
     """Run a later call: kept when it raises first, or when it compiles a graph (a recompile)."""
-    from .registry import compiles_so_far
-
     record.calls += 1
     # Until enough later calls have compiled a graph, each call's arguments are copied first:
     # kept if it compiles one (a recompile: a new shape, another branch).

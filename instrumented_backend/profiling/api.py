@@ -208,19 +208,18 @@ class _Sides:
         self.eager_backward, self.compiled_backward = BackwardStep("eager"), BackwardStep("compiled")
 
     def eager(self) -> Any:
-        call_args, call_kwargs = self.arguments.take()
-        with self.grad():
-            out = self.model(*call_args, **call_kwargs)
-            if self.backward:
-                self.eager_backward(out)
-            return out
+        return self._step(self.model, self.eager_backward)
 
     def compiled_call(self) -> Any:
+        return self._step(self.compiled, self.compiled_backward)
+
+    def _step(self, fn: Callable[..., Any], backward: BackwardStep) -> Any:
+        """One call of ``fn`` on the next arguments, and its backward under ``backward=True``."""
         call_args, call_kwargs = self.arguments.take()
         with self.grad():
-            out = self.compiled(*call_args, **call_kwargs)
+            out = fn(*call_args, **call_kwargs)
             if self.backward:
-                self.compiled_backward(out)
+                backward(out)
             return out
 
     def tagged_call(self) -> Any:
