@@ -249,3 +249,23 @@ def test_lines_for_an_aten_op_finds_every_node_of_it():
         cap.lines_for(op="nope")
     with pytest.raises(ValueError, match="exactly one"):
         cap.lines_for("rsqrt", op="rsqrt")
+
+
+def test_a_torch_function_compiled_directly_is_sourced_to_the_line_that_calls_it():
+    """``torch.compile(torch.min)``: Dynamo traces ``torch.min`` inside a frame of its own
+    (``torch/_dynamo/external_utils.py``), no line of the program; every op of the graph is put on
+    the line that called the compiled function, and the report names it ``torch.min``."""
+    import torch._dynamo
+
+    from instrumented_backend.capture.redirect import target_name
+
+    torch._dynamo.reset()
+    x = torch.tensor([5, 1, 100, 3], dtype=torch.int8)
+    with ib.capture() as session:
+        here = inspect.currentframe().f_lineno + 1
+        torch.compile(torch.min, backend="instrumented")(x)
+    [graph] = session.graphs
+    sources = {str(line.source) for k in graph.kernels for line in k.lines if line.fx_nodes}
+    assert sources == {f"{__file__}:{here}"}, sources
+    assert "external_utils" not in graph.explain("min_1")
+    assert target_name(torch.min) == "torch.min"

@@ -35,6 +35,7 @@ from ..seams.dynamo.ddp_buckets import current_ddp_bucket
 from ..seams.dynamo.dynamo_reasons import take_graph_break_reason
 from ..seams.lowering import ir_logging, loop_body_origins
 from .builder import CaptureBuilder
+from .call_site import user_call_site
 from .distributed import RankInfo, current_rank
 from .graph_copy import GraphSnapshot, count_nodes, printed_later
 from .hooks import diagnosis_hooks
@@ -90,6 +91,10 @@ class CompileJob:
         except Exception:  # noqa: BLE001
             self.rank = RankInfo()
         self.ddp_bucket = current_ddp_bucket()  # the DDPOptimizer bucket this graph is, or None
+        try:
+            self.called_from = user_call_site()  # the user's line a graph of torch's own code is put on
+        except Exception:  # noqa: BLE001 - a line is worth no failure
+            self.called_from = None
         # compile_fx's pre-grad passes mutate gm itself: the copy is built, and printed, on first read.
         self.dynamo_graph_copy = GraphSnapshot(gm).deferred()
         self.dynamo_graph_code = printed_later(self.dynamo_graph_copy, "dynamo_graph")

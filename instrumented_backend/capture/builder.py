@@ -134,6 +134,7 @@ class CaptureBuilder:
             rewrites=(self.rewrites, self.job.rewrites),
             forward_by_seq_nr=self.job.forward_by_seq_nr if self.kind == "backward" else None,
             index_seq_nr=self.kind == "forward",
+            called_from=self.job.called_from,
         )
         if self.kind == "forward":  # the lazy backward's node map falls back on it
             self.job.forward_by_seq_nr = line_map.map(lambda m: m.seq_nr_index, fallback={})

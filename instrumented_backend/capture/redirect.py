@@ -19,6 +19,8 @@ from typing import Any, Callable, Iterator, Optional, Sequence
 
 import torch
 
+from ..records import SourceLocation
+from .call_site import user_call_site
 from .call_state import INFERENCE, CallState
 from .registry import compiles_so_far
 
@@ -157,6 +159,9 @@ class CompiledCall:
     # grad mode, inference mode and deterministic algorithms at the first call: what it is judged in
     call_state: CallState = INFERENCE
     raised: bool = False  # a call of it raised (the first or a later one)
+    # The script's line of its first call: the source of a graph with no line of the script's own
+    # (``torch.compile(torch.min)``), when a diagnosis compiles it again.
+    called_from: Optional[SourceLocation] = None
 
     @property
     def options(self) -> dict[str, Any]:
@@ -213,7 +218,10 @@ def target_name(target: Any) -> str:
     owner = getattr(target, "__self__", None)
     if isinstance(owner, torch.nn.Module) and getattr(target, "__func__", None) is torch.nn.Module._call_impl:
         return type(owner).__qualname__
-    return getattr(target, "__qualname__", type(target).__name__)
+    name = getattr(target, "__qualname__", type(target).__name__)
+    if name.startswith("_VariableFunctionsClass."):
+        return "torch." + name.rsplit(".", 1)[-1]  # a torch function compiled directly: as the script names it
+    return name
 
 
 def _detached(value: Any) -> Any:
@@ -340,7 +348,7 @@ class _CallRecorder:
                               {k: _detached(v) for k, v in kwargs.items()}, torch.is_grad_enabled(),
                               target_name(target), settings,
                               faults=diagnosis_hooks().active_faults(), inductor_config=plain_inductor_config(),
-                              autocast=autocast_now(), call_state=CallState.now())
+                              autocast=autocast_now(), call_state=CallState.now(), called_from=user_call_site())
         self.calls.append(record)
         return record
 

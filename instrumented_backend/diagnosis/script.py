@@ -13,6 +13,7 @@ from typing import Any, Callable, Iterator, Optional, Sequence
 import torch
 import torch.utils._pytree as pytree
 
+from ..capture.call_site import replaying_call_from
 from .accuracy import error_line as _error_text
 from .diagnose import diagnose
 from .error_origin import raising_line
@@ -107,7 +108,8 @@ def diagnose_script(script: "str | Path", argv: Sequence[str] = (), *, out_dir: 
             if target is not call.target:
                 say(f"instrumented_backend diagnose: [{index}] {call.name}: judged as {data_parallel_note(target)}")
             target_out = Path(out_dir) if len(calls) == 1 else Path(out_dir) / f"{index}_{call.name}"
-            with _as_at_first_call(call) as restored, state_at_first_call(call):
+            with _as_at_first_call(call) as restored, state_at_first_call(call), \
+                    replaying_call_from(call.called_from):
                 if restored:
                     say(f"instrumented_backend diagnose: [{index}] {call.name}: on at its first call, off when the "
                         f"script ended, on again for its diagnosis: {'; '.join(restored)}")
@@ -128,7 +130,8 @@ def diagnose_script(script: "str | Path", argv: Sequence[str] = (), *, out_dir: 
                 nth, after = which_recompile(which, [c.number for c in replayed])
                 say(f"instrumented_backend diagnose: [{index}] {call.name}, its call {later.number}: {nth} that "
                     f"compiled a new graph (a recompile), replayed after {after}")
-                with _as_at_first_call(call) as restored, state_at_first_call(call):
+                with _as_at_first_call(call) as restored, state_at_first_call(call), \
+                    replaying_call_from(call.called_from):
                     result = diagnose(target, *later.args, kwargs=later.kwargs, train=train, input_gradients=False,
                                       compile_kwargs=call.compile_kwargs, out_dir=target_out, minify=minify,
                                       progress=progress, name=call.name, tol=tol,

@@ -18,7 +18,7 @@ from ..deferred import Deferred, resolve
 from ..fail_soft import guarded, warn_capture_problem
 from ..recording.recorder import LineRecorder
 from ..recording.rewrites import RewriteLog
-from ..records import CaptureProblem, KernelInfo, KernelLine, MemoryTraffic, NodeProvenance
+from ..records import CaptureProblem, KernelInfo, KernelLine, MemoryTraffic, NodeProvenance, SourceLocation
 from .kernels import find_kernels
 from .line_map import attach_lines, attach_wrapper_lines
 from .node_map import build_node_map, seq_nr_index
@@ -55,11 +55,13 @@ def map_lines(
     rewrites: Sequence[RewriteLog] = (),
     forward_by_seq_nr: "Optional[dict[int, NodeProvenance] | Deferred[dict[int, NodeProvenance]]]" = None,
     index_seq_nr: bool = False,
+    called_from: Optional[SourceLocation] = None,
 ) -> LineMap:
     """Find the kernels in ``output_code``, map the post-grad nodes, attach every line's origins.
 
     ``post_grad`` is None when the compile failed before lowering (no node map then).
-    ``index_seq_nr`` also indexes the node map by autograd sequence number (forward graphs).
+    ``index_seq_nr`` also indexes the node map by autograd sequence number (forward graphs);
+    ``called_from`` is the line that called the compiled function (:func:`build_node_map`).
     Never raises: each failing step becomes a problem of the result.
     """
     result = LineMap()
@@ -77,7 +79,7 @@ def map_lines(
     guard("kernel_traffic", lambda: attach_traffic(result.kernels, recorder.traffic))
     if post_grad is not None:
         result.nodes = guard("node_map", lambda: build_node_map(
-            post_grad, post_grad_code, resolve(dynamo_graph), resolve(forward_by_seq_nr), rewrites)) or {}
+            post_grad, post_grad_code, resolve(dynamo_graph), resolve(forward_by_seq_nr), rewrites, called_from)) or {}
         if index_seq_nr:
             result.seq_nr_index = guard("node_map", lambda: seq_nr_index(post_grad, result.nodes)) or {}
     lost = guard("line_map", lambda: attach_lines(result.kernels, recorder, result.nodes))

@@ -54,6 +54,9 @@ _FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<functio
 _TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
 # This package's own frames (the diagnosis calls a target through a frame of its own) are never the user's line.
 _OWN_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+# Dynamo's own frames (``wrap_inline``, the frame it puts around a torch function compiled directly)
+# are no line of anyone's program.
+_DYNAMO_DIR = os.path.join(_TORCH_DIR, "_dynamo") + os.sep
 
 
 def parse_stack_trace(stack_trace: Optional[str]) -> Optional[SourceLocation]:
@@ -62,12 +65,13 @@ def parse_stack_trace(stack_trace: Optional[str]) -> Optional[SourceLocation]:
     Frames inside torch's own package (``torch/nn/modules/linear.py``, functional collectives)
     are the library the user called, not the user's line: the innermost frame outside torch is
     taken, and the innermost torch frame only when every frame is torch's. Frames of this
-    package (the diagnosis calling the target) are never the user's: a trace of only those is
-    no trace (the module's own line is found as for a module compiled directly).
+    package (the diagnosis calling the target) and of Dynamo itself are never the user's: a trace
+    of only those is no trace (the module's own line is found as for a module compiled directly).
     """
     if not stack_trace:
         return None
-    frames = [frame for frame in _FRAME.finditer(stack_trace) if not frame.group("file").startswith(_OWN_DIR)]
+    frames = [frame for frame in _FRAME.finditer(stack_trace)
+              if not frame.group("file").startswith((_OWN_DIR, _DYNAMO_DIR))]
     if not frames:
         return None
     outside = [frame for frame in frames if not frame.group("file").startswith(_TORCH_DIR)]
@@ -166,7 +170,7 @@ def _traced_source(node: torch.fx.Node) -> Optional[SourceLocation]:
     from ..seams.dynamo.dynamo_frames import traced_frame
 
     frame = traced_frame(node)
-    if frame is None:
+    if frame is None or frame[0].startswith(_DYNAMO_DIR):  # Dynamo's own frame is no line of the program
         return None
     file, line, function, code = frame
     return SourceLocation(file=file, line=line, code=code, function=function)
@@ -203,152 +207,209 @@ def _rewrite_sources(node: torch.fx.Node, rewrites: Sequence[RewriteLog]) -> lis
     return []
 
 
-def build_node_map(post_grad: Any, post_grad_code: "str | Deferred[str]", dynamo_graph: Any,
-                   forward_by_seq_nr: Optional[dict[int, NodeProvenance]] = None,
-                   rewrites: Sequence[RewriteLog] = ()) -> dict[str, NodeProvenance]:
-    """NodeProvenance for every call_function node and input of the post-grad graph.
+# (Dynamo node labels, source line, attribution) of one post-grad node, as it is being found
+_Found = tuple[list[str], Optional[SourceLocation], str]
 
-    ``forward_by_seq_nr`` (from :func:`seq_nr_index` on the forward graph) lets a backward
-    graph's nodes fall back to the forward op they differentiate; ``rewrites`` (what the graph
-    passes replaced, innermost first) lets the nodes a pass made take the provenance of the
-    node(s) they replaced.
-    """
-    if post_grad is None:
-        return {}
-    dynamo_nodes = {label: n for label, n, _ in _labelled_nodes(dynamo_graph)} if dynamo_graph is not None else {}
-    in_subgraphs: dict[str, list[str]] = {}  # a Dynamo subgraph node's name -> its labels
-    by_source: dict[tuple[str, int], list[str]] = {}
-    for label, dyn in dynamo_nodes.items():
-        if label != dyn.name:
-            in_subgraphs.setdefault(dyn.name, []).append(label)
-        if dyn.op not in ("call_function", "call_method", "call_module"):
-            continue
-        loc = parse_stack_trace(dyn.meta.get("stack_trace"))
-        if loc is not None:
-            by_source.setdefault((loc.file, loc.line), []).append(label)
 
-    def in_dynamo(names: Sequence[str]) -> list[str]:
+class _DynamoIndex:
+    """The Dynamo graph's nodes, looked up the ways a post-grad node is traced back to them: by
+    name (through what a pre-grad pass replaced), in a subgraph, and by source line."""
+
+    def __init__(self, dynamo_graph: Any, rewrites: Sequence[RewriteLog]) -> None:
+        self.nodes = {label: n for label, n, _ in _labelled_nodes(dynamo_graph)} if dynamo_graph is not None else {}
+        self.rewrites = rewrites
+        self.in_subgraphs: dict[str, list[str]] = {}  # a Dynamo subgraph node's name -> its labels
+        self.by_source: dict[tuple[str, int], list[str]] = {}
+        for label, dyn in self.nodes.items():
+            if label != dyn.name:
+                self.in_subgraphs.setdefault(dyn.name, []).append(label)
+            if dyn.op not in ("call_function", "call_method", "call_module"):
+                continue
+            loc = parse_stack_trace(dyn.meta.get("stack_trace"))
+            if loc is not None:
+                self.by_source.setdefault((loc.file, loc.line), []).append(label)
+        self.subgraph_by_id = ({graph_id: path for graph_id, (_, path) in subgraph_paths(dynamo_graph).items()}
+                               if dynamo_graph is not None else {})
+
+    def _known(self, name: str) -> bool:
+        return not self.nodes or name in self.nodes
+
+    def named(self, names: Sequence[str]) -> list[str]:
         """``names`` as Dynamo nodes; a name a pre-grad pass made stands for what it replaced."""
-        def known(candidate: str) -> bool:
-            return not dynamo_nodes or candidate in dynamo_nodes
-
         result: list[str] = []
         for name in names:
-            if known(name):
+            if self._known(name):
                 candidates = [name]
             else:  # only then look up what the pass replaced
-                replaced = [src for log in rewrites for src in log.sources(name)]
+                replaced = [src for log in self.rewrites for src in log.sources(name)]
                 candidates = [root for src in replaced for root in (src.roots or (src.name,))]
             for candidate in candidates:
-                if known(candidate) and candidate not in result:
+                if self._known(candidate) and candidate not in result:
                     result.append(candidate)
         return result
 
-    subgraph_by_id = ({graph_id: path for graph_id, (_, path) in subgraph_paths(dynamo_graph).items()}
-                      if dynamo_graph is not None else {})
-
-    def in_dynamo_subgraphs(node: torch.fx.Node, location: Optional[SourceLocation]) -> list[str]:
+    def in_subgraph(self, node: torch.fx.Node, location: Optional[SourceLocation]) -> list[str]:
         """``node``'s chain roots as Dynamo subgraph nodes: a cond branch's, or a body AOTAutograd
         traced into the root graph (an activation checkpoint's). Where a name is in several
         subgraphs (two checkpointed blocks), the subgraph the chain names, else the one whose node
         ran in the same module, else on the same source line."""
         result: list[str] = []
         for name, graph_id in chain_root_graphs(node):
-            candidates = in_subgraphs.get(name, [])
-            if len(candidates) > 1 and graph_id in subgraph_by_id:
-                candidates = [c for c in candidates if c == f"{subgraph_by_id[graph_id]}.{name}"] or candidates
+            candidates = self.in_subgraphs.get(name, [])
+            if len(candidates) > 1 and graph_id in self.subgraph_by_id:
+                candidates = [c for c in candidates if c == f"{self.subgraph_by_id[graph_id]}.{name}"] or candidates
             module = _module_path(node)
             if len(candidates) > 1 and module:
-                candidates = [c for c in candidates if _module_path(dynamo_nodes[c]) == module] or candidates
+                candidates = [c for c in candidates if _module_path(self.nodes[c]) == module] or candidates
             if len(candidates) > 1 and location is not None:
-                on_line = set(same_line(location))
+                on_line = set(self.on_line(location))
                 candidates = [c for c in candidates if c in on_line] or candidates
             result.extend(c for c in candidates if c not in result)
         return result
 
-    def same_line(location: Optional[SourceLocation]) -> list[str]:
-        return list(by_source.get((location.file, location.line), [])) if location is not None else []
+    def on_line(self, location: Optional[SourceLocation]) -> list[str]:
+        """The Dynamo nodes traced on ``location``'s line."""
+        return list(self.by_source.get((location.file, location.line), [])) if location is not None else []
 
-    # Each node's printed line is looked up on first read of its ``code`` (see ..deferred).
-    code_lines = {"": Deferred(lambda: _code_lines(resolve(post_grad_code)), fallback={})}
-    labelled = _labelled_nodes(post_grad)
-    label_of = {node: label for label, node, _ in labelled}
-    found: dict[str, tuple[list[str], Optional[SourceLocation], str]] = {}
-    computation: dict[str, torch.fx.Node] = {}  # a fusion's node: the matched node whose module it ran in
-    for label, node, subgraph in labelled:
-        if node.op != "call_function":
-            continue
+    def source_of(self, label: str) -> Optional[SourceLocation]:
+        """The user line of a Dynamo node, or None."""
+        node = self.nodes.get(label)
+        return parse_stack_trace(node.meta.get("stack_trace")) if node is not None else None
+
+
+class _NodeMapBuilder:
+    """:func:`build_node_map`'s steps over one post-grad graph, in the order they run."""
+
+    def __init__(self, post_grad: Any, dynamo: _DynamoIndex,
+                 forward_by_seq_nr: Optional[dict[int, NodeProvenance]], rewrites: Sequence[RewriteLog],
+                 called_from: Optional[SourceLocation]) -> None:
+        self.dynamo = dynamo
+        self.forward_by_seq_nr = forward_by_seq_nr or {}
+        self.rewrites = rewrites
+        self.called_from = called_from
+        self.labelled = _labelled_nodes(post_grad)
+        self.label_of = {node: label for label, node, _ in self.labelled}
+        self.found: dict[str, _Found] = {}
+        self.computation: dict[str, torch.fx.Node] = {}  # a fusion's node: the matched node whose module it ran in
+
+    def attribute(self) -> None:
+        """Each call_function node's Dynamo nodes, source and attribution, as far as its own
+        metadata and the rewrite log take it."""
+        for label, node, subgraph in self.labelled:
+            if node.op != "call_function":
+                continue
+            if subgraph:  # a cond branch, a loop body: its names are its own, never the root graph's
+                source = parse_stack_trace(node.meta.get("stack_trace"))
+                roots = self.dynamo.in_subgraph(node, source) or self.dynamo.on_line(source)
+                self.found[label] = (roots, source, "from_node" if roots else "none")
+            else:
+                self.found[label] = self._attribute_root_node(label, node)
+
+    def _attribute_root_node(self, label: str, node: torch.fx.Node) -> _Found:
         source = parse_stack_trace(node.meta.get("stack_trace"))
-        if subgraph:  # a cond branch, a loop body: its names are its own, never the root graph's
-            roots = in_dynamo_subgraphs(node, source) or same_line(source)
-            found[label] = (roots, source, "from_node" if roots else "none")
-            if subgraph not in code_lines:
-                code_lines[subgraph] = Deferred(partial(_graph_code_lines, node.graph), fallback={})
-            continue
         matched = matched_nodes(node)  # a oneDNN fusion freezing made: the convolution, then its ReLU
         if matched:
-            computation[label] = matched[0]
-            roots = list(dict.fromkeys(r for m in matched for r in in_dynamo(chain_roots(m))))
+            self.computation[label] = matched[0]
+            roots = list(dict.fromkeys(r for m in matched for r in self.dynamo.named(chain_roots(m))))
             source = parse_stack_trace(matched[0].meta.get("stack_trace"))
         else:
-            roots = in_dynamo(chain_roots(node)) or in_dynamo_subgraphs(node, source)
+            roots = self.dynamo.named(chain_roots(node)) or self.dynamo.in_subgraph(node, source)
         attribution = "from_node" if roots else "none"
         if not roots and source is not None:
-            roots = same_line(source)
+            roots = self.dynamo.on_line(source)
             attribution = "stack_trace" if roots else "none"
         seq_nrs = [node.meta.get("seq_nr")]
         if not roots:
-            for replaced in _rewrite_sources(node, rewrites):
+            for replaced in _rewrite_sources(node, self.rewrites):
                 location = parse_stack_trace(replaced.stack_trace)
-                roots.extend(r for r in in_dynamo(replaced.roots) or same_line(location) if r not in roots)
+                roots.extend(r for r in self.dynamo.named(replaced.roots) or self.dynamo.on_line(location)
+                             if r not in roots)
                 source = source or location
                 seq_nrs.append(replaced.seq_nr)
             attribution = "rewrite" if roots else "none"
-        forward = next((forward_by_seq_nr[n] for n in seq_nrs if isinstance(n, int) and n in (forward_by_seq_nr or {})),
-                       None)
+        forward = next((self.forward_by_seq_nr[n] for n in seq_nrs
+                        if isinstance(n, int) and n in self.forward_by_seq_nr), None)
         if not roots and forward is not None:
             roots, attribution = list(forward.dynamo_nodes), "seq_nr"
             source = source or forward.source
         elif attribution == "stack_trace" and len(roots) > 1 and forward is not None and forward.dynamo_nodes and \
                 set(forward.dynamo_nodes) <= set(roots):  # of the line's ops, the one this node differentiates
             roots, attribution = list(forward.dynamo_nodes), "seq_nr"
-        if source is None and roots and roots[0] in dynamo_nodes:
-            source = parse_stack_trace(dynamo_nodes[roots[0]].meta.get("stack_trace"))
-        found[label] = (roots, source, attribution)
-    _fill_from_data_flow(labelled, label_of, found)
-    for label, node, _ in labelled:
-        entry = found.get(label)
-        if entry is not None and entry[1] is None:  # no frame Dynamo kept: torch's own, else the module's forward
-            roots = entry[0]
-            root = dynamo_nodes.get(roots[0]) if roots else None
-            location = (_traced_source(root) or module_source(root)) if root is not None else None
-            found[label] = (roots, location or module_source(node), entry[2])
+        if source is None and roots:
+            source = self.dynamo.source_of(roots[0])
+        return roots, source, attribution
 
-    result: dict[str, NodeProvenance] = {}
-    for label, node, subgraph in labelled:
-        if node.op in ("placeholder", "get_attr") and not subgraph:  # first_use: the line that first uses it
-            users = [found[label_of[user]][1] for user in node.users
-                     if label_of.get(user) in found and found[label_of[user]][1]]
-            kind = "input" if node.op == "placeholder" else "constant"
-            result[label] = NodeProvenance(name=label, target=kind, code="", dynamo_nodes=[],
-                                           source=None, module="", attribution=kind,
-                                           first_use=users[0] if users else None)
-        elif label in found:
-            roots, source, attribution = found[label]
-            module, module_type = _module_path(computation.get(label, node))  # a fusion: its computation's
-            if not module and roots and roots[0] in dynamo_nodes:  # a backward node: its forward op's module
-                module, module_type = _module_path(dynamo_nodes[roots[0]])
-            result[label] = NodeProvenance(
-                name=label,
-                target=_target_name(node),
-                code=code_lines[subgraph].map(lambda lines, name=node.name: lines.get(name, ""), fallback=""),
-                dynamo_nodes=roots,
-                source=source,
-                module=module,
-                module_type=module_type,
-                attribution=attribution,
-            )
-    return result
+    def fill_from_data_flow(self) -> None:
+        _fill_from_data_flow(self.labelled, self.label_of, self.found)
+
+    def fill_sources(self) -> None:
+        """A node no frame was kept for: the line inside torch's own module that made it, else its
+        module's ``forward``; a graph of nothing the user wrote (``torch.compile(torch.min)``): the
+        line that called the compiled function."""
+        for label, node, _ in self.labelled:
+            entry = self.found.get(label)
+            if entry is None or entry[1] is not None:
+                continue
+            roots = entry[0]
+            root = self.dynamo.nodes.get(roots[0]) if roots else None
+            location = (_traced_source(root) or module_source(root)) if root is not None else None
+            self.found[label] = (roots, location or module_source(node) or self.called_from, entry[2])
+
+    def records(self, code_lines: dict[str, Any]) -> dict[str, NodeProvenance]:
+        """The node map: a record for every attributed node and every input."""
+        result: dict[str, NodeProvenance] = {}
+        for label, node, subgraph in self.labelled:
+            if node.op in ("placeholder", "get_attr") and not subgraph:
+                result[label] = self._input_record(label, node)
+            elif label in self.found:
+                roots, source, attribution = self.found[label]
+                module, module_type = _module_path(self.computation.get(label, node))  # a fusion: its computation's
+                if not module and roots and roots[0] in self.dynamo.nodes:  # a backward node: its forward op's module
+                    module, module_type = _module_path(self.dynamo.nodes[roots[0]])
+                if subgraph not in code_lines:
+                    code_lines[subgraph] = Deferred(partial(_graph_code_lines, node.graph), fallback={})
+                result[label] = NodeProvenance(
+                    name=label,
+                    target=_target_name(node),
+                    code=code_lines[subgraph].map(lambda lines, name=node.name: lines.get(name, ""), fallback=""),
+                    dynamo_nodes=roots,
+                    source=source,
+                    module=module,
+                    module_type=module_type,
+                    attribution=attribution,
+                )
+        return result
+
+    def _input_record(self, label: str, node: torch.fx.Node) -> NodeProvenance:
+        """A graph input or constant; ``first_use``: the line that first uses it."""
+        users = [self.found[self.label_of[user]][1] for user in node.users
+                 if self.label_of.get(user) in self.found and self.found[self.label_of[user]][1]]
+        kind = "input" if node.op == "placeholder" else "constant"
+        return NodeProvenance(name=label, target=kind, code="", dynamo_nodes=[], source=None, module="",
+                              attribution=kind, first_use=users[0] if users else None)
+
+
+def build_node_map(post_grad: Any, post_grad_code: "str | Deferred[str]", dynamo_graph: Any,
+                   forward_by_seq_nr: Optional[dict[int, NodeProvenance]] = None,
+                   rewrites: Sequence[RewriteLog] = (),
+                   called_from: Optional[SourceLocation] = None) -> dict[str, NodeProvenance]:
+    """NodeProvenance for every call_function node and input of the post-grad graph.
+
+    ``forward_by_seq_nr`` (from :func:`seq_nr_index` on the forward graph) lets a backward
+    graph's nodes fall back to the forward op they differentiate; ``rewrites`` (what the graph
+    passes replaced, innermost first) lets the nodes a pass made take the provenance of the
+    node(s) they replaced; ``called_from`` (the user's line that called the compiled function) is
+    the source of nodes with no other (a torch function compiled directly).
+    """
+    if post_grad is None:
+        return {}
+    builder = _NodeMapBuilder(post_grad, _DynamoIndex(dynamo_graph, rewrites), forward_by_seq_nr, rewrites,
+                              called_from)
+    builder.attribute()
+    builder.fill_from_data_flow()
+    builder.fill_sources()
+    # Each node's printed line is looked up on first read of its ``code`` (see ..deferred).
+    return builder.records({"": Deferred(lambda: _code_lines(resolve(post_grad_code)), fallback={})})
 
 
 def _labelled_nodes(root: Any) -> list[tuple[str, torch.fx.Node, str]]:
