@@ -25,6 +25,7 @@ from . import report  # noqa: E402
 from .capture.aoti import aoti_compile_and_package, capturing_aoti  # noqa: E402
 from .capture.backend import instrumented  # noqa: E402
 from .capture.dump import DumpError  # noqa: E402
+from .capture.left_out import LeftOut  # noqa: E402
 from .capture.load import load  # noqa: E402
 from .capture.recompiles import FrameRecompiles  # noqa: E402
 from .capture.registry import capture, captures, clear, last_capture, set_capture_limit  # noqa: E402
@@ -135,6 +136,7 @@ __all__ = [
     "OpTiming",
     "SourceLineTiming",
     "Finding",
+    "LeftOut",
     "NothingCompiled",
     "FrameRecompiles",
     "SkippedFrame",

@@ -1292,7 +1292,7 @@ def test_a_module_compile_that_compiles_nothing_names_the_frames_dynamo_skipped_
     assert "forward (torch/nn/modules/container.py:" in text and "skipfiles" in text, text
     assert "torch.compile(model) traces the Sequential instead" in text
     saved = json.loads((tmp_path / "skipped" / "diagnosis.json").read_text())
-    assert any("container.py" in frame["file"] for frame in saved["nothing_compiled"]["frames"])
+    assert any("container.py" in frame["file"] for frame in saved["left_out"]["nothing_compiled"]["frames"])
     assert traced.verdict == "inaccurate" and traced.graphs  # the advice: the same module, traced and judged
 
 
@@ -1315,7 +1315,7 @@ def test_a_frame_whose_compile_failed_is_named_with_its_error_and_dynamos_hint(t
     torch.compiler.reset()  # Dynamo notes a frame only the first time it skips it
     result = ib.diagnose(_Tagger(), torch.randn(2, 5, 8), out_dir=tmp_path, minify=False)
     assert result.verdict == "passed" and not result.graphs
-    first = result.nothing_compiled.frames[0]
+    first = result.left_out.nothing_compiled.frames[0]
     assert first.name == "forward" and first.file == __file__, result.render()
     assert first.reason.startswith("its compile failed: Unsupported: Attempted to wrap RNN, GRU, or LSTM"), first
     assert "allow_rnn=True" in first.reason and f"(at {__file__}:" in first.reason, first
@@ -1349,13 +1349,13 @@ def test_a_frame_whose_compile_failed_while_the_head_it_calls_compiled_is_named_
     torch.manual_seed(0)
     with ib.faults.doubling_neg():
         result = ib.diagnose(_TaggerWithAHead(), torch.randn(2, 5, 8), out_dir=tmp_path, minify=False)
-    assert result.verdict == "passed" and result.graphs and result.nothing_compiled is None, result.render()
-    [frame] = result.failed_frames
+    assert result.verdict == "passed" and result.graphs and result.left_out.nothing_compiled is None, result.render()
+    [frame] = result.left_out.failed_frames
     assert (frame.name, frame.file) == ("forward", __file__), frame
     assert frame.reason.startswith("its compile failed: Unsupported: Attempted to wrap RNN, GRU, or LSTM"), frame
     assert "Dynamo's compile of 1 frame(s) failed, and they ran eagerly, not judged" in result.render()
     saved = json.loads((tmp_path / "diagnosis.json").read_text())
-    assert saved["failed_frames"][0]["reason"] == frame.reason
+    assert saved["left_out"]["failed_frames"][0]["reason"] == frame.reason
 
 
 _RECOMPILING_SCRIPT = """\

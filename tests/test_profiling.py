@@ -443,8 +443,8 @@ def test_a_model_whose_compile_failed_before_the_profile_is_named_with_its_error
     model, x = Recurrent(), torch.randn(2, 5, 8)
     torch.compile(model)(x)  # the script's own call: the compile fails, it runs eagerly
     report = ib.profile(model, x, warmup=1, iters=3, active=2, bandwidth=False)
-    assert not report.graphs and report.nothing_compiled is not None
-    [frame] = report.nothing_compiled.frames
+    assert not report.graphs and report.left_out.nothing_compiled is not None
+    [frame] = report.left_out.nothing_compiled.frames
     assert frame.name == "forward" and frame.file == __file__, frame
     assert frame.reason.startswith("its compile failed: Unsupported: Attempted to wrap RNN, GRU, or LSTM"), frame
     message = report.findings[0].message
@@ -482,14 +482,14 @@ def test_a_frame_whose_compile_failed_while_the_frames_it_calls_compiled_is_name
         model = _Tagger()
         torch.compile(model)(x)
     report = ib.profile(model, x, warmup=1, iters=3, active=2, bandwidth=False)
-    assert report.graphs and report.nothing_compiled is None, report.graphs
-    [frame] = report.failed_frames
+    assert report.graphs and report.left_out.nothing_compiled is None, report.graphs
+    [frame] = report.left_out.failed_frames
     assert frame.name == "forward" and f"{frame.file}:{frame.line}" == _line_of(_Tagger.forward, "def forward")
     assert frame.reason.startswith("its compile failed: Unsupported: Attempted to wrap RNN, GRU, or LSTM"), frame
     kinds = {f.kind: f for f in report.findings}
     assert "allow_rnn=True" in kinds["failed-frames"].message, kinds["failed-frames"]
     assert kinds["failed-frames"].evidence["frames"] == [frame.render()]
-    assert json.loads(report.to_json())["failed_frames"][0]["reason"] == frame.reason
+    assert json.loads(report.to_json())["left_out"]["failed_frames"][0]["reason"] == frame.reason
 
 
 def test_a_model_profiled_again_in_one_process_is_compiled_and_joined_again():
@@ -507,7 +507,7 @@ def test_a_model_profiled_again_in_one_process_is_compiled_and_joined_again():
     with torch._dynamo.config.patch(recompile_limit=2):
         again = [ib.profile(model, x, warmup=1, iters=3, active=2, bandwidth=False) for _ in range(2)]
         for report in again:
-            assert len(report.graphs) == 1 and report.nothing_compiled is None, report.graphs
+            assert len(report.graphs) == 1 and report.left_out.nothing_compiled is None, report.graphs
             assert {k.kernel for k in report.kernels} == {k.kernel for k in again[0].kernels} != set()
             assert "nothing-compiled" not in [f.kind for f in report.findings]
         assert again[0].graphs != again[1].graphs  # its own capture each time, not the first one's
@@ -907,7 +907,7 @@ def test_a_step_that_runs_its_own_backward_is_profiled_as_it_is(tmp_path):
     # SGD's momentum buffers exist from the second step on: it compiled new graphs for the same
     # sizes, which the profile's own later steps compile and time too: not a second report
     assert "its call 2: compiled a new graph for arguments of the same sizes" in said[1], said
-    assert report.graphs and not report.nothing_compiled and not report.failed_frames, report.failed_frames
+    assert report.graphs and not report.left_out.nothing_compiled and not report.left_out.failed_frames, report.left_out.failed_frames
     assert any("backward" in k.kernel for k in report.kernels), [k.kernel for k in report.kernels]
     # its header said "forward per step", its backward graph listed beside it
     assert report.step == "forward and its own backward" and not report.backward
@@ -1069,17 +1069,18 @@ def test_the_scripts_recompiles_of_the_target_are_a_finding():
     eager) is said from the script's own run. Judged on the rule alone."""
     from types import SimpleNamespace
 
+    from instrumented_backend.capture.left_out import LeftOut
     from instrumented_backend.capture.recompiles import FrameRecompiles
     from instrumented_backend.profiling.findings import RULES
 
     frames = FrameRecompiles("forward (model.py:8)", 8, ["mode == 'a'", "mode == 'aa'"],
                              "Unsupported: Dynamo recompile limit exceeded")
-    [finding] = RULES["recompiles"](SimpleNamespace(recompiles=frames))
+    [finding] = RULES["recompiles"](SimpleNamespace(left_out=LeftOut(recompiles=[frames])))
     assert finding.message.startswith("Recompiles in the script: forward (model.py:8) was compiled 8 times, 7 of "
                                       "them recompiles"), finding.message
     assert finding.evidence == {"frame": "forward (model.py:8)", "compiles": 8, "guards": ["mode == 'a'",
                                 "mode == 'aa'"], "limit_hit": True}
-    assert RULES["recompiles"](SimpleNamespace(recompiles=None)) == []
+    assert RULES["recompiles"](SimpleNamespace(left_out=LeftOut())) == []
 
 
 def test_a_script_whose_target_hit_the_recompile_limit_is_told_so_in_its_profile(tmp_path):
@@ -1093,8 +1094,8 @@ def test_a_script_whose_target_hit_the_recompile_limit_is_told_so_in_its_profile
     with torch._dynamo.config.patch(recompile_limit=torch._dynamo.config.recompile_limit):  # the script lowers it
         reports = profile_script(script, warmup=1, iters=2, active=1, echo=lambda line: None)
     assert torch._dynamo.config.recompile_limit == 8
-    frames = reports[0].recompiles
-    assert frames is not None and frames.frame == f"scaled ({script}:4)" and frames.limit_hit, frames
+    [frames] = reports[0].left_out.recompiles
+    assert frames.frame == f"scaled ({script}:4)" and frames.limit_hit, frames
     assert frames.compiles == 2 and frames.guards[:2] == ["mode == 'a'", "mode == 'aa'"], frames
     assert any(f.kind == "recompiles" for f in reports[0].findings), reports[0].findings
-    assert reports[0].to_dict()["recompiles"]["compiles"] == 2
+    assert reports[0].to_dict()["left_out"]["recompiles"][0]["compiles"] == 2

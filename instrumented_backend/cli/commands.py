@@ -80,8 +80,9 @@ def _run(args: argparse.Namespace) -> int:
     if not script.is_file():
         print(f"instrumented_backend run: no such script: {script}", file=sys.stderr)
         return 2
+    from ..capture.left_out import LeftOut
     from ..capture.recompiles import recompiles_of
-    from ..capture.skipped_frames import explain_nothing_compiled, failed_frames, failed_frames_lines
+    from ..capture.skipped_frames import failed_frames_lines
     from ..seams.dynamo.dynamo_skips import skipped_frames
 
     compiled: dict[str, Any] = {}  # what the script handed torch.compile, by name (the first of each)
@@ -106,20 +107,19 @@ def _run(args: argparse.Namespace) -> int:
         print(f"instrumented_backend run: the script raised {type(raised).__name__} (above); what it compiled until "
               "then is reported and written as asked, the graph that failed included when Inductor had begun it "
               "(`diagnose` finds the failing layer and a minimal repro)", file=sys.stderr)
-    nothing = explain_nothing_compiled(next(iter(compiled.values())), skipped) if compiled and not len(session) \
-        else None
-    failed = failed_frames(skipped) if nothing is None else []  # graphs compiled, yet some frames ran eagerly
-    if nothing is not None:
-        print(f"instrumented_backend: the script compiled {', '.join(compiled)} with torch.compile, yet Dynamo handed "
-              "no graph to Inductor: never called, or it ran eagerly", file=sys.stderr)
-        for line in nothing.lines():
-            print(f"  {line}", file=sys.stderr)
-    elif failed:
-        heading, *frames = failed_frames_lines(failed, "they ran eagerly")
-        print(f"instrumented_backend: {heading}", *frames, sep="\n", file=sys.stderr)
     # a frame compiled again and again: seconds each, or eager past the limit
     recompiled = [found for name, target in compiled.items()
                   if (found := recompiles_of(target, name=name)) is not None]
+    left_out = LeftOut.of_run(next(iter(compiled.values()), None), skipped, compiled=bool(len(session)),
+                              recompiles=recompiled)
+    if left_out.nothing_compiled is not None:
+        print(f"instrumented_backend: the script compiled {', '.join(compiled)} with torch.compile, yet Dynamo handed "
+              "no graph to Inductor: never called, or it ran eagerly", file=sys.stderr)
+        for line in left_out.nothing_compiled.lines():
+            print(f"  {line}", file=sys.stderr)
+    elif left_out.failed_frames:  # graphs compiled, yet some frames ran eagerly
+        heading, *frames = failed_frames_lines(left_out.failed_frames, "they ran eagerly")
+        print(f"instrumented_backend: {heading}", *frames, sep="\n", file=sys.stderr)
     for found in recompiled:
         print(f"instrumented_backend: {found.summary()}", file=sys.stderr)
     if len(session):
@@ -130,8 +130,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.html:
         from ..capture.distributed import rank_file
 
-        path = ib.report.html(session, rank_file(args.html), failed_frames=failed,  # under torchrun, each rank its own
-                              nothing_compiled=nothing, recompiles=recompiled)
+        path = ib.report.html(session, rank_file(args.html), left_out=left_out)  # under torchrun, each rank its own
         print(f"instrumented_backend: wrote the HTML report {path}", file=sys.stderr)
     return exit_code
 

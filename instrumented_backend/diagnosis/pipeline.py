@@ -27,8 +27,8 @@ from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
 
 from ..capture.as_written import as_written
 from ..capture.call_state import INFERENCE, CallState, judged_state, judging_in
+from ..capture.left_out import LeftOut
 from ..capture.redirect import target_name
-from ..capture.skipped_frames import explain_nothing_compiled, failed_frames
 from ..seams.aot.fake_tensor_log import meta_failures_unlogged
 from .accuracy import eager_is_nondeterministic
 from .accuracy import error_line as _error_text
@@ -172,10 +172,8 @@ def judge_compiled(run: DiagnosisRun) -> bool:
         item.module = run.named(item.module)
     result.error_detail, result.error_at, result.lowering_at = judged.error_detail, judged.error_at, judged.lowering_at
     result.graphs = [g.label for g in graphs]
-    if not graphs and result.verdict == "passed":
-        result.nothing_compiled = explain_nothing_compiled(run.target, judged.skipped)
-    elif graphs:
-        result.failed_frames = failed_frames(judged.skipped, run.target)
+    if graphs or result.verdict == "passed":
+        result.left_out = LeftOut.of_run(run.target, judged.skipped, compiled=bool(graphs))
     result.compile_seconds = sum(g.compile_seconds for g in graphs)
     run.step("compile and judge", began, result.verdict)
     return False

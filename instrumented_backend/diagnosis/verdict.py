@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING, Any, Optional, Sequence
 
 from minifier.judge import RMSE_MULTIPLIER
 
-from ..capture.skipped_frames import NothingCompiled, SkippedFrame, failed_frames_lines
+from ..capture.left_out import LeftOut
+from ..capture.skipped_frames import failed_frames_lines
 from ..records import KernelLine, to_plain
 from .accuracy import AccuracyReport, OutputComparison
 from .aoti_package import PackageJudgement
@@ -103,10 +104,9 @@ class Diagnosis:
     # The custom ops the target calls, checked with torch.library.opcheck when a bug was found
     custom_ops: list[CustomOpCheck] = field(default_factory=list)
     effects: str = ""  # the tensors the call updates in place, judged with its outputs (an optimizer step's)
-    nothing_compiled: Optional[NothingCompiled] = None  # verdict passed, no graph: the frames Dynamo skipped
-    # Graphs compiled, yet these frames' compiles failed and they ran eagerly, unjudged (a module
-    # Dynamo does not trace): a bug in their code is not in compiled code
-    failed_frames: list[SkippedFrame] = field(default_factory=list)
+    # What the graphs judged leave out: no graph (verdict passed; the frames Dynamo skipped), or
+    # frames whose compile failed and ran eagerly, unjudged (a bug in their code is not in compiled code)
+    left_out: LeftOut = field(default_factory=LeftOut)
     # A value inside found wrong where every output passed judged blind: what was said of the outputs
     blind_outputs: str = ""
     # An exported program's AOTInductor package, judged first (the steps after it ran on its
@@ -213,9 +213,9 @@ class Diagnosis:
             f"graphs checked: {', '.join(self.graphs) or 'none'}"]
         if self.verdict == "passed" and not self.graphs:
             out.append("nothing was compiled: the call ran eagerly, so no compiled code was judged")
-            out += self.nothing_compiled.lines() if self.nothing_compiled is not None else []
-        if self.failed_frames:
-            out += failed_frames_lines(self.failed_frames,
+            out += self.left_out.nothing_compiled.lines() if self.left_out.nothing_compiled is not None else []
+        if self.left_out.failed_frames:
+            out += failed_frames_lines(self.left_out.failed_frames,
                                        "they ran eagerly, not judged (only the frames they call compiled)")
         if self.replayed_call and self.replayed_recompile:
             which, before = which_recompile(self.replayed_recompile, self.replayed_before)

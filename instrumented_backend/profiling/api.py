@@ -13,8 +13,8 @@ import torch.utils._pytree as pytree
 
 from ..capture.as_written import as_written, running_eagerly, settings_as_written
 from ..capture.backward import BackwardStep
+from ..capture.left_out import LeftOut
 from ..capture.object_arguments import copy_object_arguments, is_object_argument
-from ..capture.skipped_frames import explain_nothing_compiled, failed_frames
 from ..seams.dynamo.dynamo_skips import skipped_frames
 from ..seams.runtime.kernel_profile import KERNEL_PROFILE_OPTION, call_event_name
 from .collect import run_profiled
@@ -300,8 +300,7 @@ def _report(model: Callable[..., Any], runs: _Runs, graphs: list[Any], device: s
         copy_bandwidth_gbps=bandwidth_gbps, graphs=[g.label for g in graphs], unmatched_events=unmatched,
         source_code=source_code(sources, graphs), compiled_trace=runs.compiled.trace, eager_trace=runs.eager.trace,
         captures=graphs, backward=settings.backward,
-        nothing_compiled=None if graphs else explain_nothing_compiled(model, runs.skipped),
-        failed_frames=failed_frames(runs.skipped, model) if graphs else [],
+        left_out=LeftOut.of_run(model, runs.skipped, compiled=bool(graphs)),
         ops_outside_graphs=ops_outside_graphs(runs.compiled))
     for row in [*kernels, *report.ops_outside_graphs]:  # of one total: the two tables' shares add up
         row.share = row.busy_us / report.share_total_us if report.share_total_us else 0.0

@@ -59,18 +59,19 @@ def diagnose(report: "ProfileReport") -> list[Finding]:
 
 @rule("nothing-compiled")
 def _nothing_compiled(report: "ProfileReport") -> list[Finding]:
-    if report.nothing_compiled is None:  # set by ib.profile when no graph was compiled
+    nothing = report.left_out.nothing_compiled
+    if nothing is None:  # set by ib.profile when no graph was compiled
         return []
-    why = report.nothing_compiled.summary()
+    why = nothing.summary()
     return [Finding("nothing-compiled", (
         "Nothing was compiled: the compiled side ran eagerly, so these figures compare eager with itself "
         f"(plus torch.compile's frame check).{' ' + why if why else ''}"),
-        {"skipped_frames": [f.render() for f in report.nothing_compiled.frames]})]
+        {"skipped_frames": [f.render() for f in nothing.frames]})]
 
 
 @rule("failed-frames")
 def _failed_frames(report: "ProfileReport") -> list[Finding]:
-    frames = report.failed_frames
+    frames = report.left_out.failed_frames
     if not frames:
         return []
     shown = "; ".join(frame.render() for frame in frames[:3]) + (f"; and {len(frames) - 3} more" if len(frames) > 3
@@ -85,11 +86,9 @@ def _failed_frames(report: "ProfileReport") -> list[Finding]:
 @rule("recompiles")
 def _recompiles(report: "ProfileReport") -> list[Finding]:
     """The script's calls compiled the target's frame again and again (``profile script.py``)."""
-    frames = report.recompiles
-    if frames is None:
-        return []
     return [Finding("recompiles", f"Recompiles in the script: {frames.summary()}", {
-        "frame": frames.frame, "compiles": frames.compiles, "guards": frames.guards, "limit_hit": frames.limit_hit})]
+        "frame": frames.frame, "compiles": frames.compiles, "guards": frames.guards, "limit_hit": frames.limit_hit})
+        for frames in report.left_out.recompiles]
 
 
 @rule("eager-ran-compiled")
@@ -159,7 +158,7 @@ def _profiled_vs_timed(report: "ProfileReport") -> list[Finding]:
 
 @rule("bound")
 def _bound(report: "ProfileReport") -> list[Finding]:
-    if not report.compiled_step_us or report.nothing_compiled is not None:  # no kernel: not a measure of overhead
+    if not report.compiled_step_us or report.left_out.nothing_compiled is not None:  # no kernel: no overhead figure
         return []
     step = report.compiled_step_median_us
     work = report.kernel_us + report.outside_graphs_us  # an op run eagerly between graphs is work, not overhead
@@ -216,9 +215,9 @@ def _outside_graphs(report: "ProfileReport") -> list[Finding]:
         return []
     top = ", ".join(f"{op.name} {format_us(op.busy_us)}" for op in ops[:3])
     more = f" and {len(ops) - 3} more" if len(ops) > 3 else ""
-    if report.nothing_compiled is not None:
+    if report.left_out.nothing_compiled is not None:
         where = "nothing was compiled (above)"
-    elif report.failed_frames:
+    elif report.left_out.failed_frames:
         where = "a frame whose compile failed ran eagerly (above)"
     elif _graph_breaks(report):
         where = "the code between the graph breaks runs as eager code"

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
+from ..capture.left_out import LeftOut
 from ..records import to_plain
 from .compare import by_module, by_source_line, compare
 from .records import Comparison, Finding, KernelTiming, ModuleTiming, OpTiming, SourceLineTiming, TimingStats
@@ -20,8 +21,6 @@ from .render import render
 from .trace import annotated_trace
 
 if TYPE_CHECKING:
-    from ..capture.recompiles import FrameRecompiles
-    from ..capture.skipped_frames import NothingCompiled, SkippedFrame
     from ..graphs import GraphCapture
 
 __all__ = ["ProfileReport"]
@@ -44,12 +43,11 @@ class ProfileReport:
     unmatched_events: list[str] = field(default_factory=list)
     source_code: dict[str, str] = field(default_factory=dict)
     backward: bool = False  # each step ran the backward too (``ib.profile(..., backward=True)``)
-    nothing_compiled: Optional["NothingCompiled"] = None  # no graph compiled: the frames Dynamo skipped
-    # Graphs compiled, yet these frames' compiles failed and they ran eagerly (a module Dynamo does not trace).
-    failed_frames: list["SkippedFrame"] = field(default_factory=list)
-    # How often the script being profiled compiled the target's frame, when that was a cost of its
-    # own (recompiles, the recompile limit); the profile compiles afresh, in its own recompile region.
-    recompiles: Optional["FrameRecompiles"] = None
+    # What the compiled side's graphs leave out: nothing compiled (the frames Dynamo skipped), frames
+    # whose compile failed and ran eagerly (a module Dynamo does not trace), and how often the script
+    # being profiled compiled the target's frame, when that was a cost of its own (recompiles, the
+    # recompile limit; the profile compiles afresh, in its own recompile region).
+    left_out: LeftOut = field(default_factory=LeftOut)
     as_written: list[str] = field(default_factory=list)  # the torch.compile already on the target, taken off
     # The ops each compiled step ran eagerly, outside every compiled graph (between graph breaks,
     # in a frame Dynamo skipped, an optimizer step left uncompiled): time of the step no kernel has.

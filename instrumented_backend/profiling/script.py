@@ -110,7 +110,7 @@ def profile_script(script: "str | Path", argv: Sequence[str] = (), *, warmup: in
 def _with_recompiles(report: ProfileReport, recompiles: Optional[FrameRecompiles]) -> ProfileReport:
     """``report`` with the script's recompiles of its target, and its findings judged again."""
     if recompiles is not None:
-        report.recompiles = recompiles
+        report.left_out.recompiles.append(recompiles)
         report.findings = diagnose(report)
     return report
 

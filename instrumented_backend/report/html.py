@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterable, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Iterable, Optional, Union
 
 from .highlight import TOKEN_CSS, pygments_available
 from .page import PANES, graph_page
@@ -18,8 +18,7 @@ from .sections import kernel_shares, run_sections, source_shares
 if TYPE_CHECKING:
     from minifier import MinifyResult
 
-    from ..capture.recompiles import FrameRecompiles
-    from ..capture.skipped_frames import NothingCompiled, SkippedFrame
+    from ..capture.left_out import LeftOut
     from ..diagnosis.divergence import DivergenceReport
     from ..diagnosis.verdict import Diagnosis
     from ..graphs import CaptureSession, GraphCapture
@@ -54,8 +53,7 @@ def _graphs(source: Captures) -> list["GraphCapture"]:
 
 def render_html(source: Captures, *, profile: Optional["ProfileReport"] = None,
                 divergence: Optional["DivergenceReport"] = None, minified: Optional["MinifyResult"] = None,
-                diagnosis: Optional["Diagnosis"] = None, failed_frames: Sequence["SkippedFrame"] = (),
-                nothing_compiled: Optional["NothingCompiled"] = None, recompiles: Sequence["FrameRecompiles"] = (),
+                diagnosis: Optional["Diagnosis"] = None, left_out: Optional["LeftOut"] = None,
                 title: str = "instrumented-backend report") -> str:
     """The report page as a string (see :func:`html`)."""
     graphs = _graphs(source)
@@ -66,8 +64,7 @@ def render_html(source: Captures, *, profile: Optional["ProfileReport"] = None,
         "panes": PANES,
         "graphs": pages,
         "sections": run_sections(graphs, profile=profile, divergence=divergence, minified=minified,
-                                 diagnosis=diagnosis, failed_frames=failed_frames, nothing_compiled=nothing_compiled,
-                                 recompiles=recompiles),
+                                 diagnosis=diagnosis, left_out=left_out),
         "sourceShares": source_shares(profile),
         "highlighted": pygments_available(),
     }
@@ -83,26 +80,21 @@ def render_html(source: Captures, *, profile: Optional["ProfileReport"] = None,
 
 def html(source: Captures, path: "str | Path", profile: Optional["ProfileReport"] = None, *,
          divergence: Optional["DivergenceReport"] = None, minified: Optional["MinifyResult"] = None,
-         diagnosis: Optional["Diagnosis"] = None, failed_frames: Sequence["SkippedFrame"] = (),
-         nothing_compiled: Optional["NothingCompiled"] = None, recompiles: Sequence["FrameRecompiles"] = (),
+         diagnosis: Optional["Diagnosis"] = None, left_out: Optional["LeftOut"] = None,
          title: str = "instrumented-backend report") -> Path:
     """Write the report for ``source`` (a session, captures, one capture, or a dump folder) to
     ``path`` and return it. ``profile`` adds the timing overlay and the eager-vs-compiled
     comparison; ``divergence`` (from ``ib.find_first_divergence``), ``minified`` (a minifier
     result) and ``diagnosis`` (from ``ib.diagnose``: its verdict, the outputs and gradients
-    against eager, the failing layer, the repro) add their sections; ``failed_frames`` (from
-    :func:`~instrumented_backend.capture.skipped_frames.failed_frames`: frames that ran eagerly
-    because their compile failed) and ``nothing_compiled`` (from
-    :func:`~instrumented_backend.capture.skipped_frames.explain_nothing_compiled`) say what the
-    graphs shown leave out, and ``recompiles`` (from
-    :func:`~instrumented_backend.capture.recompiles.recompiles_of`) how often a frame compiled. Open
-    the file in a browser;
-    it needs no server or network.
+    against eager, the failing layer, the repro) add their sections; ``left_out``
+    (:class:`~instrumented_backend.capture.left_out.LeftOut`) says what the graphs shown leave out
+    of the program: nothing compiled and why, frames that ran eagerly because their compile
+    failed, frames compiled again and again. Open the file in a browser; it needs no server or
+    network.
     """
     target = Path(path)
     text = render_html(source, profile=profile, divergence=divergence, minified=minified, diagnosis=diagnosis,
-                       failed_frames=failed_frames, nothing_compiled=nothing_compiled, recompiles=recompiles,
-                       title=title)
+                       left_out=left_out, title=title)
     target.parent.mkdir(parents=True, exist_ok=True)
     partial = target.with_name(target.name + ".partial")
     partial.write_text(text, encoding="utf-8")

@@ -4,13 +4,12 @@ output-code lines it points at."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Optional
 
 if TYPE_CHECKING:
     from minifier import MinifyResult
 
-    from ..capture.recompiles import FrameRecompiles
-    from ..capture.skipped_frames import NothingCompiled, SkippedFrame
+    from ..capture.left_out import LeftOut
     from ..diagnosis.divergence import DivergenceReport
     from ..diagnosis.verdict import Diagnosis
     from ..graphs import GraphCapture
@@ -50,24 +49,10 @@ def graph_sections(graph: "GraphCapture") -> list[dict[str, Any]]:
 def run_sections(graphs: list["GraphCapture"], *, profile: Optional["ProfileReport"] = None,
                  divergence: Optional["DivergenceReport"] = None,
                  minified: Optional["MinifyResult"] = None,
-                 diagnosis: Optional["Diagnosis"] = None, failed_frames: Sequence["SkippedFrame"] = (),
-                 nothing_compiled: Optional["NothingCompiled"] = None,
-                 recompiles: Sequence["FrameRecompiles"] = ()) -> list[dict[str, Any]]:
+                 diagnosis: Optional["Diagnosis"] = None, left_out: Optional["LeftOut"] = None) -> list[dict[str, Any]]:
     """Sections about the run as a whole (shown above the graphs)."""
-    from ..capture.skipped_frames import failed_frames_lines
-
     by_label = {g.label: g.index for g in graphs}
-    sections = []
-    if nothing_compiled is not None:  # the figures and graphs below are then about nothing compiled
-        sections.append(_section("Nothing was compiled", "\n".join(
-            ["Dynamo handed no graph to Inductor: the compiled code was never called, or it ran eagerly.",
-             *nothing_compiled.lines()]), "error"))
-    if failed_frames:  # the graphs below are the frames these call, not these
-        sections.append(_section("Frames that ran eagerly", "\n".join(
-            failed_frames_lines(failed_frames, "they ran eagerly, so no graph below is theirs (only the frames "
-                                "they call compiled)")), "error"))
-    if recompiles:  # the graphs below include each recompile's
-        sections.append(_section("Recompiles", "\n".join(frame.summary() for frame in recompiles), "info"))
+    sections = _left_out_sections(left_out) if left_out else []
     if diagnosis is not None:  # first: the verdict, the tables against eager, the layer, the repro
         kind = "error" if diagnosis.found else "ok" if diagnosis.verdict == "passed" else "info"
         sections.append(_section(f"Diagnosis: {diagnosis.headline}", diagnosis.render(divergence=False), kind))
@@ -82,6 +67,24 @@ def run_sections(graphs: list["GraphCapture"], *, profile: Optional["ProfileRepo
         sections.append(_section("Minified repro", text, "info"))
     if profile is not None:
         sections.append(_section("Profile: eager vs compiled", profile.render(), "info"))
+    return sections
+
+
+def _left_out_sections(left_out: "LeftOut") -> list[dict[str, Any]]:
+    """What the graphs below leave out of the program, first."""
+    from ..capture.skipped_frames import failed_frames_lines
+
+    sections = []
+    if left_out.nothing_compiled is not None:  # the figures and graphs below are then about nothing compiled
+        sections.append(_section("Nothing was compiled", "\n".join(
+            ["Dynamo handed no graph to Inductor: the compiled code was never called, or it ran eagerly.",
+             *left_out.nothing_compiled.lines()]), "error"))
+    if left_out.failed_frames:  # the graphs below are the frames these call, not these
+        sections.append(_section("Frames that ran eagerly", "\n".join(
+            failed_frames_lines(left_out.failed_frames, "they ran eagerly, so no graph below is theirs (only the "
+                                "frames they call compiled)")), "error"))
+    if left_out.recompiles:  # the graphs below include each recompile's
+        sections.append(_section("Recompiles", "\n".join(frame.summary() for frame in left_out.recompiles), "info"))
     return sections
 
 
