@@ -159,6 +159,9 @@ def run_surviving_crashes(work: Callable[[], int], out_dir: "str | Path") -> tup
         except BaseException:  # noqa: BLE001 - reported as the in-process run would
             traceback.print_exc()
         finally:
+            # a second Ctrl-C (the parent passes one on when the first reached it alone) must not
+            # interrupt the way out with a traceback
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
             sys.stdout.flush()
             sys.stderr.flush()
             os._exit(code)
