@@ -25,6 +25,7 @@ from ._seams import (
 )
 from .checks import AccuracyFailure, Failure
 from .context import CarriedContext, current_context
+from .errors import MinifierError, NotFailingError, SubgraphCalls, UnbuildableGraph
 from .graph import (
     Candidate,
     GraphSlicer,
@@ -36,6 +37,7 @@ from .graph import (
 )
 from .judge import ACCURACY, CRASH, INVALID, NONDETERMINISTIC, PASS, TIMEOUT, UNLOADABLE, autocast_off, judge
 from .outcome import Outcome
+from .settings import MinifySettings
 from .speculation import SPECULATE_UP_TO, Pending, cancel, first_half_guesses, single_nodes, speculate
 from .strategies import CLOSING, FIRST_DIVERGENCE, OPENING, STRATEGIES, divergence_probe
 from .updates import attributes_as_inputs, expose_updates, updates_in_place
@@ -43,45 +45,6 @@ from .workers import WorkerSetup, pool
 
 __all__ = ["minify", "symbolic_inputs", "MinifyResult", "MinifyState", "MinifierError", "NotFailingError",
            "UnbuildableGraph", "detect_level", "default_workers"]
-
-
-class MinifierError(RuntimeError):
-    """The minification could not start (the graph, its inputs or the check are not usable)."""
-
-
-class NotFailingError(MinifierError):
-    """The original graph does not fail the way the check describes."""
-
-
-class UnbuildableGraph(MinifierError):
-    """A worker cannot load the graph: FX ships a GraphModule by re-tracing its code, which some
-    code refuses (a ``torch.func`` transform's batching calls; a ``torch.Size`` of symbolic sizes
-    becomes a tuple first, :func:`~minifier.graph.sizes_as_tuples`, unless a method of it is
-    called), or the graph holds a class a worker cannot import. The post-AOT ATen graph of the same
-    computation can be minified instead. ``reason``: the worker's error."""
-
-    def __init__(self, reason: str) -> None:
-        self.reason = reason
-        super().__init__(f"minify: a worker cannot load this graph ({reason}). A worker rebuilds a graph by "
-                         "re-tracing its code with FX: the code must not refuse proxies (a torch.func transform's "
-                         "batching calls, a torch.Size of symbolic sizes do) and its classes and ops must be "
-                         "importable. For a Dynamo graph, minify the post-AOT ATen graph of the same computation "
-                         "instead")
-
-
-class SubgraphCalls(UnbuildableGraph):
-    """The graph calls subgraphs through a higher-order op that does more than call them
-    (``torch.cond``, ``while_loop``, a map, a scan): a worker cannot rebuild it, nor can a repro."""
-
-    def __init__(self, subgraphs: Sequence[str], ops: Sequence[str]) -> None:
-        self.subgraphs, self.ops = list(subgraphs), list(ops)
-        self.reason = (f"it calls subgraphs {self.subgraphs} through {self.ops or ['a submodule']} (torch.cond, "
-                       "while_loop, map, scan)")
-        MinifierError.__init__(
-            self, f"minify: the graph calls subgraphs {self.subgraphs} (through {self.ops or 'a submodule'}: "
-            "torch.cond, while_loop, map, scan); a graph with subgraphs cannot be rebuilt in a worker or a repro "
-            "yet (activation checkpoints, wrap and nested compile regions are inlined; these ops are not). "
-            "Minify the subgraph's own ops: compile the branch's function alone and minify that graph")
 
 
 @dataclasses.dataclass
@@ -484,9 +447,9 @@ class _Run:
             stopped_early=state.stopped_early if state else "")
 
 
-def _validate(module: Any, inputs: Sequence[Any], check: Any, *, level: str, strategies: Optional[Sequence[str]],
-              isolate: bool) -> str:
+def _validate(module: Any, inputs: Sequence[Any], check: Any, settings: MinifySettings) -> str:
     """Phase 1: refuse what cannot be minified, with the reason; returns the graph's level."""
+    level, strategies, isolate = settings.level, settings.strategies, settings.isolate
     if not isinstance(module, torch.fx.GraphModule):
         raise MinifierError(f"minify: expected a torch.fx.GraphModule, got {type(module).__name__}")
     if not isinstance(check, Failure):
@@ -550,21 +513,21 @@ def _modules_defining_ops(module: torch.fx.GraphModule, isolate: bool) -> tuple[
     return tuple(name for name in modules if name != "__main__")
 
 
-def _open(module: torch.fx.GraphModule, inputs: Sequence[Any], *, check: Failure, level: str, isolate: bool,
-          timeout: Optional[float], config: Optional[dict[str, Any]], dynamic: Optional[dict[int, list[int]]],
-          dynamic_ints: Optional[Sequence[int]], requires_grad: Optional[Sequence[int]], seed: int,
-          progress: Optional[bool], echo: Optional[Callable[[str], None]], started: float, workers: int) -> _Run:
+def _open(module: torch.fx.GraphModule, inputs: Sequence[Any], check: Failure, level: str,
+          settings: MinifySettings, started: float) -> _Run:
     """Record the graph's values, slice it, and start a warm worker (while the values are recorded)."""
+    isolate, seed = settings.isolate, settings.seed
+    dynamic, dynamic_ints = settings.dynamic, settings.dynamic_ints
     log: list[str] = []
-    say = echo or (lambda line: print(line, file=sys.stderr))
-    live = _Progress(progress, started)
+    say = settings.echo or (lambda line: print(line, file=sys.stderr))
+    live = _Progress(settings.progress, started)
 
     def emit(line: str) -> None:
         log.append(line)
         live.close()  # end the live line before a log line
         say(line)
 
-    context = current_context(config).merged(CarriedContext(imports=_modules_defining_ops(module, isolate)))
+    context = current_context(settings.config).merged(CarriedContext(imports=_modules_defining_ops(module, isolate)))
     setup = WorkerSetup.for_context(context, warm=False)  # needed at once: no warm-up
     crashes_before = pool.crashes
     spawned_because = None
@@ -589,14 +552,15 @@ def _open(module: torch.fx.GraphModule, inputs: Sequence[Any], *, check: Failure
         symbolic.update({placeholders[int(i)].name: ([], True) for i in dynamic_ints})
     base_spec = {"level": level, "want": check.want, "seed": seed, "tol": getattr(check, "tol", None),
                  "config": {**dict(context.config), **({"fallback_random": True} if check.want == ACCURACY else {})}}
-    requiring_grad = _requiring_grad(module, requires_grad or ()) if level == "torch" else set()
+    requiring_grad = _requiring_grad(module, settings.requires_grad or ()) if level == "torch" else set()
     if requiring_grad:
         emit(f"Compiled as a training graph (its forward run): {len(requiring_grad)} values require grad")
     return _Run(module=module, inputs=list(inputs), check=check, level=level, isolate=isolate, slicer=slicer,
                 context=context, setup=setup, symbolic=symbolic, requiring_grad=requiring_grad,
                 base_spec=base_spec, emit=emit, live=live,
-                log=log, started=started, timeout=timeout, crashes_before=crashes_before,
-                workers=workers if isolate else 1, spawned_because=spawned_because)
+                log=log, started=started, timeout=settings.timeout, crashes_before=crashes_before,
+                workers=settings.workers if isolate else 1, spawned_because=spawned_because,
+                assume_failing=settings.assume_failing)
 
 
 def _single_nodes(slicer: GraphSlicer, full: Candidate) -> list[Candidate]:
@@ -763,20 +727,22 @@ def _confirm(run: _Run, chosen: Sequence[str],
     return full, original, known, pending
 
 
-def _search(run: _Run, full: Candidate, original: Outcome, known: dict[str, Outcome], pending: Pending, *,
-            chosen: Sequence[str], hint_nodes: tuple[str, ...], max_candidates: int,
-            max_seconds: Optional[float]) -> MinifyState:
+def _search(run: _Run, full: Candidate, original: Outcome, known: dict[str, Outcome], pending: Pending,
+            settings: MinifySettings) -> MinifyState:
     """Phase 3, from ``full`` (the whole graph, or the suspects that failed alone): the opening
     strategies once, the loop strategies until none helps, the closing ones once. Past
     ``max_seconds`` from the call (or ``max_candidates``) no candidate is judged: every strategy
     then ends at the smallest failing graph found so far."""
     slicer = run.slicer
+    chosen = list(settings.strategies) if settings.strategies is not None else list(STRATEGIES)
+    max_seconds = settings.max_seconds
     failing_names = {full.outputs[i] for i in original.failing if i < len(full.outputs)}
     related = slicer.ancestors(failing_names) if original.is_accuracy else set(slicer.order)
     state = MinifyState(slicer=slicer, check=run.check, original=original, current=full, current_outcome=original,
-                        related=related, hint_nodes=hint_nodes, run=run.judge, emit=run.emit, progress=run.live,
-                        max_candidates=max_candidates, parallel=run.workers, cancel=run.discard,
-                        deadline=None if max_seconds is None else run.started + max_seconds, max_seconds=max_seconds)
+                        related=related, hint_nodes=settings.hint_nodes, run=run.judge, emit=run.emit,
+                        progress=run.live, max_candidates=settings.max_candidates, parallel=run.workers,
+                        cancel=run.discard, max_seconds=max_seconds,
+                        deadline=None if max_seconds is None else run.started + max_seconds)
     state.cache.update(known)
     state.cache[slicer.key(full)] = original  # judged, or seen in the probe
     state.pending = pending
@@ -895,52 +861,44 @@ def minify(
     post-grad graph (``control_deps``), activation checkpoints and other higher-order ops that only
     call a subgraph are inlined first (:func:`~minifier.graph.inline_subgraph_calls`); a hint may name
     a node of such a subgraph as ``subgraph.node``."""
+    settings = MinifySettings(
+        level=level, config=config, dynamic=dynamic, dynamic_ints=dynamic_ints, requires_grad=requires_grad,
+        seed=seed, hint_nodes=tuple(hint_nodes), strategies=strategies, isolate=isolate, timeout=timeout,
+        workers=workers, max_candidates=max_candidates, max_seconds=max_seconds, assume_failing=assume_failing,
+        repro_dir=repro_dir, progress=progress, echo=echo)
+    return _minify(module, inputs, check, settings)
+
+
+def _minify(module: torch.fx.GraphModule, inputs: Sequence[Any], check: Failure,
+            settings: MinifySettings) -> MinifyResult:
+    """:func:`minify`'s four phases, over its settings."""
     started = time.perf_counter()
     inlined: dict[str, str] = {}
     if isinstance(module, torch.fx.GraphModule):
         module = sizes_as_tuples(inline_subgraph_calls(module, inlined))
-    level = _validate(module, inputs, check, level=level, strategies=strategies, isolate=isolate)
+    level = _validate(module, inputs, check, settings)
     inputs = _concrete_inputs(inputs)
-    if requires_grad is None:  # what torch.compile would compile from these inputs, here and now
-        requires_grad = [i for i, value in enumerate(inputs)
-                         if isinstance(value, torch.Tensor) and value.requires_grad and torch.is_grad_enabled()]
-    if any(not isinstance(i, int) or isinstance(i, bool) or not 0 <= i < len(inputs) for i in requires_grad):
-        raise MinifierError(f"minify: requires_grad must name inputs by index, 0 to {len(inputs) - 1}; "
-                            f"got {list(requires_grad)!r}")
-    if workers is None:
-        workers = default_workers()
-    if not isinstance(workers, int) or workers < 1:
-        raise MinifierError(f"minify: workers must be a positive int, got {workers!r}")
-    if max_seconds is not None and (isinstance(max_seconds, bool) or not isinstance(max_seconds, (int, float))
-                                    or not max_seconds > 0):
-        raise MinifierError(f"minify: max_seconds must be a positive number of seconds or None, got {max_seconds!r}")
-    if not isinstance(assume_failing, bool):
-        raise MinifierError(f"minify: assume_failing must be True or False, got {assume_failing!r}")
-    hint_nodes = tuple(inlined.get(name, name) for name in hint_nodes)
-    chosen = list(strategies) if strategies is not None else list(STRATEGIES)
+    settings = dataclasses.replace(settings.checked(inputs, default_workers),
+                                   hint_nodes=tuple(inlined.get(name, name) for name in settings.hint_nodes))
     with autocast_off():  # as in every worker: what this process records and judges, a worker computes
         exposed = None
         if isinstance(check, AccuracyFailure) and isinstance(module, torch.fx.GraphModule):
-            exposed = expose_updates(module, inputs, seed=seed)  # in-place updates of inputs become outputs
+            exposed = expose_updates(module, inputs, seed=settings.seed)  # in-place updates of inputs become outputs
             module, inputs = exposed.module, exposed.inputs
         elif isinstance(module, torch.fx.GraphModule) and updates_in_place(module):
             module, inputs = attributes_as_inputs(module, inputs)  # the eager runs here never change the caller's
-        run = _open(module, inputs, check=check, level=level, isolate=isolate, timeout=timeout, config=config,
-                    dynamic=dynamic, dynamic_ints=dynamic_ints, requires_grad=requires_grad, seed=seed,
-                    progress=progress, echo=echo, started=started,
-                    workers=workers)
-        run.assume_failing = assume_failing
+        run = _open(module, inputs, check, level, settings, started)
         if exposed is not None and exposed.updated:
             run.emit(f"Inputs updated in place, returned as outputs: {len(exposed.updated)} "
                      f"({', '.join(exposed.updated[:4])}{' ...' if len(exposed.updated) > 4 else ''})")
         elif exposed is not None and exposed.note:
             run.emit(f"Note: {exposed.note}")
         try:
-            start, original, known, pending = _confirm(run, chosen, hint_nodes)
+            chosen = list(settings.strategies) if settings.strategies is not None else list(STRATEGIES)
+            start, original, known, pending = _confirm(run, chosen, settings.hint_nodes)
             if original.kind == NONDETERMINISTIC:
                 return run.result("nondeterministic", run.slicer.full(), original, original)
-            state = _search(run, start, original, known, pending, chosen=chosen, hint_nodes=hint_nodes,
-                            max_candidates=max_candidates, max_seconds=max_seconds)
-            return _finish(run, state, repro_dir)
+            state = _search(run, start, original, known, pending, settings)
+            return _finish(run, state, settings.repro_dir)
         finally:
             run.live.close()
