@@ -161,6 +161,9 @@ def _diagnose(args: argparse.Namespace) -> int:
         print(crash.render())
         print(f"instrumented_backend diagnose: the fault traceback and the graphs compiled before the crash are in "
               f"{crash_folder(args.out)}")
+        crash.write(args.out)
+        if crash.eager_error:  # the program's error on these arguments, as verdict eager_error
+            return 0
     return code
 
 

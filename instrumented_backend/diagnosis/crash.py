@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Optional
 
 from ..capture.options import DUMP_DIR_ENV
+from ..records import to_plain
 from ..seams.lowering.lowering_patterns import lowered_only
 
 __all__ = ["CrashReport", "run_surviving_crashes", "explain_crash", "minify_crash", "crash_folder",
@@ -68,6 +69,21 @@ class CrashReport:
     culprit_sources: list[str] = field(default_factory=list)
     repro_path: str = ""
     eager_error: str = ""  # eager raises on the crashing call's arguments too, at culprit_nodes[0]
+
+    def write(self, out_dir: "str | Path") -> Path:
+        """Write the crash as the diagnosis of the run (``diagnosis.txt`` and ``diagnosis.json``, verdict
+        ``crashed``, under ``out_dir``), as a verdict is written: what reads a diagnosis finds it; returns
+        the JSON's path."""
+        out = Path(out_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        found = not self.eager_error  # eager raising on the same arguments: the program's error
+        data = {"verdict": "crashed" if found else "eager_error", "found": found, "culprit_nodes": self.culprit_nodes,
+                "culprit_sources": self.culprit_sources, "repro_path": self.repro_path, "crash": to_plain(self)}
+        for name, text in (("diagnosis.txt", self.render() + "\n"), ("diagnosis.json", json.dumps(data, indent=1))):
+            partial = out / (name + ".partial")
+            partial.write_text(text, encoding="utf-8")
+            partial.replace(out / name)
+        return out / "diagnosis.json"
 
     @property
     def located(self) -> bool:

@@ -159,57 +159,76 @@ def run_calls_before(compiled: Callable[..., Any], fn: Callable[..., Any], calls
             run_seeded(compiled, inputs, seed)
 
 
-def _judge(backend: str, fn: Callable[..., Any], inputs: tuple[Any, ...], eager: Any, fp64: Any,
-           tol: Optional[float], seed: int, options: Optional[dict[str, Any]], dynamic: Optional[bool],
-           fullgraph: bool = False, calls_before: Sequence[Sequence[Any]] = ()) -> LayerResult:
-    torch.compiler.reset()
-    started = time.perf_counter()
-    kwargs: dict[str, Any] = {}
-    if backend in ("inductor", "instrumented"):
-        kwargs["options"] = {"fallback_random": True, **(options or {})}
-    try:
-        with same_random_numbers():
-            compiled = torch.compile(fn, backend=backend, dynamic=dynamic, fullgraph=fullgraph, **kwargs)
-            run_calls_before(compiled, fn, calls_before, seed)
-            result = run_seeded(compiled, inputs, seed)
-    except Exception as exc:  # noqa: BLE001 - a failing layer is a finding, not a crash
-        return LayerResult(backend, "error", _error_summary(exc), time.perf_counter() - started)
-    report = judge_effect_updates(compare_outputs(result, eager, fp64, tol=tol, backend=backend), fn, result, eager,
-                                  fp64, tol)  # an optimizer step: its update at its own scale too
-    seconds = time.perf_counter() - started
-    if report.passed:
-        return LayerResult(backend, "ok", "matches eager", seconds, report)
-    worst = report.failing[0]
-    detail = (f"{worst.path}: max abs err {worst.max_abs_error:.3g}, {worst.mismatched} element(s) differ"
-              + (f", first at {worst.first_bad_index}" if worst.first_bad_index is not None else "")
-              + (f" ({worst.note})" if worst.note else ""))
-    return LayerResult(backend, "inaccurate", detail, seconds, report)
+@dataclass(frozen=True)
+class _LayerCall:
+    """The call :func:`find_failing_layer` judges under each layer: the function and its inputs,
+    what eager and the float64 reference give for them, how each layer compiles it, and the
+    calls made on it before the judged one."""
 
+    fn: Callable[..., Any]
+    inputs: tuple[Any, ...]
+    eager: Any
+    fp64: Any
+    tol: Optional[float]
+    seed: int
+    options: Optional[dict[str, Any]]
+    dynamic: Optional[bool]
+    fullgraph: bool
+    calls_before: Sequence[Sequence[Any]]
 
-def _bisect(fn: Callable[..., Any], inputs: tuple[Any, ...], eager: Any, fp64: Any, tol: Optional[float],
-            seed: int) -> Optional[dict[str, Any]]:
-    from ..seams.aot.bisector import bisect
+    def judged(self, result: Any, backend: Optional[str] = None) -> Any:
+        """``result`` against eager and float64 (an optimizer step: its update at its own scale too)."""
+        report = compare_outputs(result, self.eager, self.fp64, tol=self.tol, backend=backend)
+        return judge_effect_updates(report, self.fn, result, self.eager, self.fp64, self.tol)
 
-    def passes() -> bool:
+    def judge(self, backend: str) -> LayerResult:
+        """Compile the function with ``backend`` and judge its call."""
         torch.compiler.reset()
+        started = time.perf_counter()
+        kwargs: dict[str, Any] = {}
+        if backend in ("inductor", "instrumented"):
+            kwargs["options"] = {"fallback_random": True, **(self.options or {})}
         try:
-            # fallback_random as a config patch, not options=: the bisector swaps in the eager and
-            # aot_eager backends, which warn about (and ignore) options.
             with same_random_numbers():
-                result = run_seeded(torch.compile(fn, backend="inductor"), inputs, seed)
-        except Exception:  # noqa: BLE001
-            return False
-        return bool(judge_effect_updates(compare_outputs(result, eager, fp64, tol=tol), fn, result, eager, fp64,
-                                         tol).passed)
+                compiled = torch.compile(self.fn, backend=backend, dynamic=self.dynamic, fullgraph=self.fullgraph,
+                                         **kwargs)
+                run_calls_before(compiled, self.fn, self.calls_before, self.seed)
+                result = run_seeded(compiled, self.inputs, self.seed)
+        except Exception as exc:  # noqa: BLE001 - a failing layer is a finding, not a crash
+            return LayerResult(backend, "error", _error_summary(exc), time.perf_counter() - started)
+        report = self.judged(result, backend)
+        seconds = time.perf_counter() - started
+        if report.passed:
+            return LayerResult(backend, "ok", "matches eager", seconds, report)
+        worst = report.failing[0]
+        detail = (f"{worst.path}: max abs err {worst.max_abs_error:.3g}, {worst.mismatched} element(s) differ"
+                  + (f", first at {worst.first_bad_index}" if worst.first_bad_index is not None else "")
+                  + (f" ({worst.note})" if worst.note else ""))
+        return LayerResult(backend, "inaccurate", detail, seconds, report)
 
-    log = io.StringIO()
-    with contextlib.redirect_stdout(log):  # the bisector narrates on stdout; keep it in the report
-        found = bisect(passes)
-    torch.compiler.reset()
-    if found is None:
-        return None
-    return {"backend": found.backend, "subsystem": found.subsystem, "bisect_number": found.bisect_number,
-            "debug_info": found.debug_info, "log": log.getvalue()}
+    def bisect(self) -> Optional[dict[str, Any]]:
+        """Inductor's ``CompilerBisector`` on the call: the first subsystem whose change makes it fail."""
+        from ..seams.aot.bisector import bisect
+
+        def passes() -> bool:
+            torch.compiler.reset()
+            try:
+                # fallback_random as a config patch, not options=: the bisector swaps in the eager and
+                # aot_eager backends, which warn about (and ignore) options.
+                with same_random_numbers():
+                    result = run_seeded(torch.compile(self.fn, backend="inductor"), self.inputs, self.seed)
+            except Exception:  # noqa: BLE001
+                return False
+            return bool(self.judged(result).passed)
+
+        log = io.StringIO()
+        with contextlib.redirect_stdout(log):  # the bisector narrates on stdout; keep it in the report
+            found = bisect(passes)
+        torch.compiler.reset()
+        if found is None:
+            return None
+        return {"backend": found.backend, "subsystem": found.subsystem, "bisect_number": found.bisect_number,
+                "debug_info": found.debug_info, "log": log.getvalue()}
 
 
 @judged_as_written
@@ -233,10 +252,11 @@ def find_failing_layer(fn: Callable[..., Any], *inputs: Any, layers: tuple[str, 
         raise ValueError(f"unknown layer(s) {unknown}; layers are {list(LAYERS)}")
     eager, nondeterministic = eager_is_nondeterministic(fn, inputs, seed, tol)
     report = LayerReport(nondeterministic=nondeterministic)
-    fp64 = fp64_reference(fn, inputs, seed)
+    call = _LayerCall(fn, inputs, eager, fp64_reference(fn, inputs, seed), tol, seed, options, dynamic, fullgraph,
+                      calls_before)
 
     def judge(backend: str) -> LayerResult:
-        result = _judge(backend, fn, inputs, eager, fp64, tol, seed, options, dynamic, fullgraph, calls_before)
+        result = call.judge(backend)
         if nondeterministic and result.status == "inaccurate":
             result.status, result.detail = "ok", "not judged: eager is nondeterministic"
         return result
@@ -244,5 +264,5 @@ def find_failing_layer(fn: Callable[..., Any], *inputs: Any, layers: tuple[str, 
     report.layers = judge_layers(layers, judge, top_down=top_down, stop_at_first=stop_at_first)
     torch.compiler.reset()
     if bisect and report.first_failing is not None and not nondeterministic:
-        report.bisection = _bisect(fn, inputs, eager, fp64, tol, seed)
+        report.bisection = call.bisect()
     return report

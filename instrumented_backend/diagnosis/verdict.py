@@ -30,7 +30,7 @@ __all__ = ["Diagnosis", "DiagnosisStep", "VERDICTS", "NOT_FOUND", "which_recompi
 _ORDINALS = {2: "second", 3: "third", 4: "fourth", 5: "fifth"}
 
 VERDICTS = ("passed", "nondeterministic", "compile_error", "runtime_error", "inaccurate", "wrong_gradient",
-            "eager_error", "skipped_error", "precision_casts", "random_draws")
+            "eager_error", "skipped_error", "precision_casts", "random_draws", "crashed")
 # Verdicts that are no compiler bug: nothing to minify, exit 0
 NOT_FOUND = ("passed", "nondeterministic", "eager_error", "precision_casts", "random_draws")
 

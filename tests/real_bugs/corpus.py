@@ -133,6 +133,10 @@ def _culprit(diagnosis: dict[str, Any]) -> tuple[str, str]:
     eager_line = diagnosis.get("eager_error_at", "")
     if eager_line and not line:
         line = f"{Path(eager_line.split(':')[0]).name}:{eager_line.split(':')[1]}"
+    if diagnosis.get("verdict") == "crashed":  # the smallest graph that still crashes
+        sources = diagnosis.get("culprit_sources") or []
+        line = line or (Path(sources[0].split(":")[0]).name + ":" + sources[0].split(":")[1] if sources else "")
+        return ", ".join(diagnosis.get("culprit_nodes") or []), line
     repro_ops = diagnosis.get("repro_ops") or []
     if not culprit and repro_ops:  # a graph wrong before code generation: the ops the minimal repro holds
         culprit = " + ".join(op.split(" at ")[0] for op in repro_ops[:4])
