@@ -316,6 +316,18 @@ def test_a_command_line_mistake_is_named_with_what_comes_close_and_leaves_nothin
     assert not (tmp_path / "out").exists()
 
 
+def test_help_answers_without_importing_torch(tmp_path):
+    """Every command's ``--help``, and a command line refused, answer before torch is imported
+    (seconds on a cold machine); the package's names are imported on first use."""
+    for argv in (["--help"], ["diagnose", "--help"], ["profile", "--help"], ["run", "--help"], ["diagnose"]):
+        proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "instrumented_backend", *argv], cwd=tmp_path,
+                              capture_output=True, text=True, timeout=120)
+        imported = {line.rsplit("|", 1)[-1].strip() for line in proc.stderr.splitlines()
+                    if line.startswith("import time")}
+        assert proc.returncode in (0, 2) and "usage:" in proc.stdout + proc.stderr, (argv, proc.stderr[-2000:])
+        assert "torch" not in imported and "instrumented_backend.capture" not in imported, (argv, sorted(imported))
+
+
 def test_ctrl_c_stops_diagnose_in_one_line_and_leaves_nothing_half_written(tmp_path):
     """Ctrl-C (SIGINT to the process group, as a terminal sends it) while the script runs: exit 130,
     one line, no traceback, and the --out folder it was making is gone."""

@@ -453,3 +453,37 @@ def test_kineto_is_quieted_only_while_profiling_and_a_users_level_is_kept(monkey
     with collect._kineto_quiet():
         seen.append(os.environ[collect.KINETO_LOG_LEVEL])
     assert seen[-1] == "1" and os.environ[collect.KINETO_LOG_LEVEL] == "1"
+
+
+_LAZY_PACKAGE = """
+import sys
+import instrumented_backend as ib
+assert "torch" not in sys.modules, "import instrumented_backend imported torch"
+import instrumented_backend.capture.backend  # binds the subpackage 'capture' on the package, before any name is read
+import torch
+assert callable(ib.capture) and ib.report.__name__ == "instrumented_backend.report", (ib.capture, ib.report)
+assert "capture" in dir(ib) and set(ib.__all__) <= set(dir(ib))
+print("ok")
+"""
+
+_ENTRY_POINT_ONLY = """
+import torch
+compiled = torch.compile(lambda x: torch.neg(x).relu(), backend="instrumented", options={"check_accuracy": True})
+compiled(torch.randn(8))  # the check asks the diagnosis through capture's hooks: registered on the way in
+import instrumented_backend as ib
+assert ib.last_capture() is not None and ib.last_capture().accuracy.passed
+print("ok")
+"""
+
+
+@pytest.mark.parametrize("script", [_LAZY_PACKAGE, _ENTRY_POINT_ONLY], ids=["lazy_names", "entry_point_only"])
+def test_the_package_imports_torch_on_first_use_and_the_backend_works_from_its_entry_point(script, tmp_path):
+    """``import instrumented_backend`` imports nothing heavy; the first public name read imports
+    them all, and ``ib.capture`` is the function even when the subpackage of that name was imported
+    first. ``backend="instrumented"`` found through the entry point, with nothing imported before,
+    loads the package, so capture finds the diagnosis it asks (an accuracy check)."""
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0 and proc.stdout.strip().endswith("ok"), proc.stdout + proc.stderr[-3000:]

@@ -4,9 +4,10 @@ The backend explains a failed kernel compile through the line map, checks a comp
 accuracy and minifies a failure (its ``check_accuracy`` and ``minify`` options); the script
 redirect records, at a compiled target's first call, the faults in effect and the trainable state
 the target names. Those are the diagnosis's jobs: :mod:`instrumented_backend.diagnosis` registers
-them here (:func:`register_diagnosis_hooks`) when it is imported, and the package's ``__init__``
-imports it, so that capture never imports a layer above its own (as the minifier's
-``register_context_provider`` lets this package register what the minifier calls).
+them here (:func:`register_diagnosis_hooks`) when it is imported, and the package imports it on
+first use (a public name read, or the backend looked up through its entry point), so that capture
+never imports a layer above its own (as the minifier's ``register_context_provider`` lets this
+package register what the minifier calls).
 """
 
 from __future__ import annotations

@@ -6,6 +6,6 @@ The top layer of the package: it reads the command line and calls the library's 
 
 from __future__ import annotations
 
-from .commands import main, parse_command_line, redirect_torch_compile
+from .commands import main, parse_command_line
 
-__all__ = ["main", "parse_command_line", "redirect_torch_compile"]
+__all__ = ["main", "parse_command_line"]

@@ -31,9 +31,7 @@ import traceback
 from pathlib import Path
 from typing import Any, Callable, NoReturn, Optional, Sequence
 
-from ..capture.redirect import redirect_torch_compile, run_as_main, target_name
-
-__all__ = ["main", "redirect_torch_compile"]
+__all__ = ["main", "parse_command_line"]
 
 
 def _take_own_options(args: argparse.Namespace, options: argparse.ArgumentParser,
@@ -74,6 +72,8 @@ def parse_command_line(argv: Sequence[str]) -> argparse.Namespace:
 
 def _run(args: argparse.Namespace) -> int:
     import instrumented_backend as ib
+
+    from ..capture.redirect import redirect_torch_compile, run_as_main, target_name
 
     script_args, dump_dir = list(args.script_args), args.dump
     script = Path(args.script)

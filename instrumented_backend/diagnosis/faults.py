@@ -394,7 +394,8 @@ def install_from_environment() -> list[Fault]:
 
 def carried_context() -> Any:
     """For the minifier: the faults in effect, as modules to import and variables to set in its
-    workers and repro scripts (None when no fault is active). Registered at import."""
+    workers and repro scripts (None when no fault is active). Registered with the minifier when this
+    module is imported."""
     faults = active_faults()
     if not faults:
         return None
@@ -402,3 +403,12 @@ def carried_context() -> Any:
 
     return CarriedContext(imports=("instrumented_backend",), env=((ENV_VAR, _environment_value(faults)),),
                           description="injected fault: " + ", ".join(f.label for f in faults))
+
+
+def _register_with_the_minifier() -> None:
+    import minifier
+
+    minifier.register_context_provider(carried_context)
+
+
+_register_with_the_minifier()  # the faults in effect reach the minifier's workers and repros
