@@ -59,6 +59,29 @@ def _trains(call: Any, script_finished: bool = False) -> bool:
     return any(isinstance(a, torch.Tensor) and a.requires_grad for a in leaves)
 
 
+@dataclasses.dataclass(frozen=True)
+class _ScriptDiagnosis:
+    """How each target a script compiled is diagnosed: where its reports go, and the choices the
+    caller made for every one of them."""
+
+    out_dir: Path
+    single: bool  # the script compiled one target: its reports go in out_dir itself
+    minify: "bool | float"
+    progress: Optional[bool]
+    tol: Optional[float]
+    say: Callable[[str], None]
+
+    def folder(self, index: int, call: Any) -> Path:
+        return self.out_dir if self.single else self.out_dir / f"{index}_{call.name}"
+
+    def diagnose(self, target: Any, call: Any, index: int, args: Sequence[Any], kwargs: dict[str, Any], *,
+                 train: bool, call_state: Any, calls_before: Sequence[tuple[Any, Any]] = ()) -> Diagnosis:
+        return diagnose(target, *args, kwargs=kwargs, train=train, input_gradients=False,
+                        compile_kwargs=call.compile_kwargs, out_dir=self.folder(index, call), minify=self.minify,
+                        progress=self.progress, name=call.name, tol=self.tol, call_state=call_state,
+                        calls_before=calls_before)
+
+
 def diagnose_script(script: "str | Path", argv: Sequence[str] = (), *, out_dir: "str | Path" = "diagnosis",
                     minify: "bool | float" = True, progress: Optional[bool] = None,
                     echo: Optional[Callable[[str], None]] = None, tol: Optional[float] = None) -> list[Diagnosis]:
@@ -68,8 +91,8 @@ def diagnose_script(script: "str | Path", argv: Sequence[str] = (), *, out_dir: 
     ``tol`` (see :func:`diagnose`). Returns the diagnoses made, the failing one last. An exception
     the compile raised inside the script is not re-raised: it is what the diagnosis explains.
     Under ``torchrun`` each rank writes under ``out_dir/rank_<r>``."""
-    from ..capture.distributed import data_parallel_module, data_parallel_note, rank_out_dir
-    from ..capture.redirect import CompiledCall, LaterCall, record_compiled_calls, run_as_main, state_at_first_call
+    from ..capture.distributed import rank_out_dir
+    from ..capture.redirect import CompiledCall, record_compiled_calls, run_as_main
 
     say = echo or (lambda line: print(line, file=sys.stderr))
     script = Path(script)
@@ -94,60 +117,63 @@ def diagnose_script(script: "str | Path", argv: Sequence[str] = (), *, out_dir: 
                                      "nothing compiled, so nothing to diagnose")
         if raised:
             say(f"instrumented_backend diagnose: {raised}; diagnosing what it compiled")
+        how = _ScriptDiagnosis(out_dir, len(calls) == 1, minify, progress, tol, say)
         for index, call in enumerate(calls):
-            train = _trains(call, script_finished=not raised)
-            args, kwargs = (call.raising_args, call.raising_kwargs) if call.raising_call else (call.args, call.kwargs)
-            keywords = f", keyword arguments {', '.join(kwargs)}" if kwargs else ""
-            which = (f", its call {call.raising_call}: the first that raised" if call.raising_call
-                     else f", on {call.arguments_from}" if call.arguments_from else "")
-            if not train and _trains(call):  # only because the script ended without a backward through it
-                which += ": grad was on, but no backward reached its outputs"
-            say(f"instrumented_backend diagnose: [{index}] {call.name} ({len(args)} args{keywords}, "
-                f"{'training step' if train else 'inference'}{which})")
-            target = data_parallel_module(call.target) or call.target
-            if target is not call.target:
-                say(f"instrumented_backend diagnose: [{index}] {call.name}: judged as {data_parallel_note(target)}")
-            target_out = Path(out_dir) if len(calls) == 1 else Path(out_dir) / f"{index}_{call.name}"
-            with _as_at_first_call(call) as restored, state_at_first_call(call), \
-                    replaying_call_from(call.called_from):
-                if restored:
-                    say(f"instrumented_backend diagnose: [{index}] {call.name}: on at its first call, off when the "
-                        f"script ended, on again for its diagnosis: {'; '.join(restored)}")
-                result = diagnose(target, *args, kwargs=kwargs, train=train, input_gradients=False,
-                                  compile_kwargs=call.compile_kwargs, out_dir=target_out, minify=minify,
-                                  progress=progress, name=call.name, tol=tol, call_state=call.call_state)
-            if restored or call.raising_call:
-                result.reapplied, result.replayed_call = restored, call.raising_call
-                write_reports(result, target_out)
-            results.append(result)
-            if result.found:
-                break
-            # each later call that compiled a graph (a recompile), after the calls that compiled before it
-            replayed: list[LaterCall] = [LaterCall(1, call.args, call.kwargs)]
-            for which, later in enumerate(call.recompiles if not call.raising_call else [], 1):
-                if result.found or result.verdict != "passed":
-                    break
-                nth, after = which_recompile(which, [c.number for c in replayed])
-                say(f"instrumented_backend diagnose: [{index}] {call.name}, its call {later.number}: {nth} that "
-                    f"compiled a new graph (a recompile), replayed after {after}")
-                with _as_at_first_call(call) as restored, state_at_first_call(call), \
-                    replaying_call_from(call.called_from):
-                    result = diagnose(target, *later.args, kwargs=later.kwargs, train=train, input_gradients=False,
-                                      compile_kwargs=call.compile_kwargs, out_dir=target_out, minify=minify,
-                                      progress=progress, name=call.name, tol=tol,
-                                      call_state=dataclasses.replace(call.call_state, grad_enabled=later.grad_enabled),
-                                      calls_before=[(c.args, c.kwargs) for c in replayed])
-                result.reapplied, result.replayed_call, result.replayed_recompile = restored, later.number, which
-                result.replayed_before = [c.number for c in replayed]
-                write_reports(result, target_out)
-                results.append(result)
-                replayed.append(later)
-            if result.found:
+            results += _diagnose_target(how, index, call, train=_trains(call, script_finished=not raised))
+            if results[-1].found:
                 break
     if not calls:
         say(f"instrumented_backend diagnose: {script} compiled nothing with torch.compile; nothing to diagnose")
     elif raised and not any(result.found or result.verdict == "eager_error" for result in results):
         say(f"instrumented_backend diagnose: {_unexplained_error(raised, raised_at, calls)}")
+    return results
+
+
+def _diagnose_target(how: _ScriptDiagnosis, index: int, call: Any, *, train: bool) -> list[Diagnosis]:
+    """The diagnoses of one compiled target: on its first call (or the first that raised), then,
+    while it passes, on each later call that recompiled, after the calls before it."""
+    from ..capture.distributed import data_parallel_module, data_parallel_note
+    from ..capture.redirect import LaterCall, state_at_first_call
+
+    say = how.say
+    args, kwargs = (call.raising_args, call.raising_kwargs) if call.raising_call else (call.args, call.kwargs)
+    keywords = f", keyword arguments {', '.join(kwargs)}" if kwargs else ""
+    which = (f", its call {call.raising_call}: the first that raised" if call.raising_call
+             else f", on {call.arguments_from}" if call.arguments_from else "")
+    if not train and _trains(call):  # only because the script ended without a backward through it
+        which += ": grad was on, but no backward reached its outputs"
+    say(f"instrumented_backend diagnose: [{index}] {call.name} ({len(args)} args{keywords}, "
+        f"{'training step' if train else 'inference'}{which})")
+    target = data_parallel_module(call.target) or call.target
+    if target is not call.target:
+        say(f"instrumented_backend diagnose: [{index}] {call.name}: judged as {data_parallel_note(target)}")
+    with _as_at_first_call(call) as restored, state_at_first_call(call), replaying_call_from(call.called_from):
+        if restored:
+            say(f"instrumented_backend diagnose: [{index}] {call.name}: on at its first call, off when the "
+                f"script ended, on again for its diagnosis: {'; '.join(restored)}")
+        result = how.diagnose(target, call, index, args, kwargs, train=train, call_state=call.call_state)
+    if restored or call.raising_call:
+        result.reapplied, result.replayed_call = restored, call.raising_call
+        write_reports(result, how.folder(index, call))
+    results = [result]
+    # each later call that compiled a graph (a recompile), after the calls that compiled before it
+    replayed: list[LaterCall] = [LaterCall(1, call.args, call.kwargs)]
+    for nth_recompile, later in enumerate(call.recompiles if not call.raising_call else [], 1):
+        if result.found or result.verdict != "passed":
+            break
+        nth, after = which_recompile(nth_recompile, [c.number for c in replayed])
+        say(f"instrumented_backend diagnose: [{index}] {call.name}, its call {later.number}: {nth} that "
+            f"compiled a new graph (a recompile), replayed after {after}")
+        with _as_at_first_call(call) as restored, state_at_first_call(call), \
+                replaying_call_from(call.called_from):
+            result = how.diagnose(target, call, index, later.args, later.kwargs, train=train,
+                                  call_state=dataclasses.replace(call.call_state, grad_enabled=later.grad_enabled),
+                                  calls_before=[(c.args, c.kwargs) for c in replayed])
+        result.reapplied, result.replayed_call, result.replayed_recompile = restored, later.number, nth_recompile
+        result.replayed_before = [c.number for c in replayed]
+        write_reports(result, how.folder(index, call))
+        results.append(result)
+        replayed.append(later)
     return results
 
 
