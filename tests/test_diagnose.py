@@ -371,7 +371,7 @@ def test_a_compiled_optimizer_steps_update_is_judged_at_its_own_scale(tmp_path):
 
 
 def test_an_update_is_wrong_past_its_scale_and_its_weights_rounding_only():
-    from instrumented_backend.diagnosis.updates import update_is_wrong
+    from instrumented_backend.diagnosis.optimizer_updates import update_is_wrong
 
     torch.manual_seed(0)
     before = torch.rand(256) * 4 - 2  # weights up to 2 in size

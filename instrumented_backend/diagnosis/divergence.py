@@ -58,8 +58,8 @@ from .accuracy import (
     run_seeded,
     wrong_at_its_own_scale,
 )
+from .optimizer_updates import update_is_wrong
 from .undefined import is_empty_op, run_twice, undefined_names
-from .updates import update_is_wrong
 
 __all__ = ["BufferCheck", "DivergenceReport", "find_first_divergence", "divergence_in_graph", "less_accurate_op",
            "hooked_output_code",

@@ -15,9 +15,9 @@ from .accuracy import error_line as _error_text
 from .compile_error import CompileErrorReport, explain_kernel_error
 from .error_origin import compile_error_report, lowering_at, traced_error
 from .layers import run_calls_before
+from .optimizer_updates import judge_effect_updates
 from .settings import DiagnoseSettings
 from .training import judge_training
-from .updates import judge_effect_updates
 
 if TYPE_CHECKING:
     from ..graphs import GraphCapture

@@ -26,7 +26,7 @@ from .accuracy import (
     run_seeded,
 )
 from .compile_error import find_cpp_compile_error, parse_compiler_output
-from .updates import judge_effect_updates
+from .optimizer_updates import judge_effect_updates
 
 __all__ = ["LAYERS", "SKIPPED", "LayerResult", "LayerReport", "find_failing_layer", "judge_layers",
            "run_calls_before", "same_random_numbers"]

@@ -20,9 +20,9 @@ from ..capture.as_written import running_eagerly
 from .accuracy import AccuracyReport, clone_inputs, compare_outputs, to_fp64
 from .accuracy import error_line as _error_text
 from .layers import LayerReport, LayerResult, judge_layers, same_random_numbers
+from .optimizer_updates import judge_updates
 from .settings import DiagnoseSettings
 from .step_state import StepState
-from .updates import judge_updates
 from .widened_casts import WidenedCasts
 
 __all__ = ["TRAINING_LAYERS", "training_step", "requiring_grad", "training_is_nondeterministic", "judge_training",
