@@ -40,7 +40,8 @@ INLINE_COMMANDS = [span for span in re.findall(r"`((?:\.venv/bin/)?python [^`]+)
 BENCHMARKS_RUN_BY_HAND = ("benchmarks/provenance_coverage.py", "benchmarks/overhead.py",
                           "benchmarks/minifier_vs_pytorch.py", "benchmarks/html_report.py",
                           "benchmarks/time_to_root_cause.py", "benchmarks/minify_option.py",
-                          "benchmarks/real_bugs.py")
+                          "benchmarks/real_bugs.py", "benchmarks/profile_overhead.py", "benchmarks/memory.py",
+                          "benchmarks/gpu_check.py")
 
 
 def _namespace() -> dict:
