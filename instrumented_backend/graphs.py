@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Iterator, Optional
+from typing import TYPE_CHECKING, Any, Iterator, Optional, Protocol, Sequence
 
 from .capture.dump import PathLike, dump_session
 from .deferred import DeferredField, stored
@@ -30,10 +30,28 @@ from .records import (
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from .diagnosis.accuracy import AccuracyReport
-    from .diagnosis.compile_error import CompileErrorReport
 
 __all__ = ["GraphCapture", "CaptureSession"]
+
+
+class CheckedAccuracy(Protocol):
+    """What a capture holds of its graph's accuracy check (``options={"check_accuracy": ...}``): the
+    diagnosis's :class:`~instrumented_backend.diagnosis.accuracy.AccuracyReport`, one layer above."""
+
+    @property
+    def passed(self) -> bool: ...
+
+    def render(self) -> str: ...
+
+
+class ExplainedCompileError(Protocol):
+    """What a capture holds of a kernel compile that failed, explained line by line: the
+    diagnosis's :class:`~instrumented_backend.diagnosis.compile_error.CompileErrorReport`."""
+
+    @property
+    def lines(self) -> Sequence[Any]: ...  # each with its role ("error", ...) and its kernel line
+
+    def render(self) -> str: ...
 
 
 @dataclass
@@ -81,9 +99,9 @@ class GraphCapture:
     thread_name: str = ""
     torch_version: str = ""
     # Set when a kernel failed to compile (diagnosis.compile_error.CompileErrorReport); in-process.
-    compile_error_report: Optional["CompileErrorReport"] = field(default=None, repr=False, compare=False)
+    compile_error_report: Optional["ExplainedCompileError"] = field(default=None, repr=False, compare=False)
     # Set by options={"check_accuracy": ...} on the first call (diagnosis.accuracy.AccuracyReport).
-    accuracy: Optional["AccuracyReport"] = field(default=None, repr=False, compare=False)
+    accuracy: Optional["CheckedAccuracy"] = field(default=None, repr=False, compare=False)
     # Live objects, in-process only: never serialized, None after load().
     dynamo_graph: Any = field(default=DeferredField(None), repr=False, compare=False)  # a copy, built on first read
     post_grad_graph: Any = field(default=None, repr=False, compare=False)

@@ -10,12 +10,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Iterable
+from typing import Iterable
 
 from ..records import KernelLine
-
-if TYPE_CHECKING:
-    from ..graphs import GraphCapture
+from .queries import MappedGraph
 
 __all__ = ["LineCoverage", "line_coverage", "statement_lines"]
 
@@ -95,7 +93,7 @@ class LineCoverage:
         }
 
 
-def line_coverage(graphs: Iterable[GraphCapture], *, examples: int = 5) -> LineCoverage:
+def line_coverage(graphs: Iterable[MappedGraph], *, examples: int = 5) -> LineCoverage:
     """Count what the line maps of ``graphs`` attribute."""
     result = LineCoverage()
     unsourced: list[str] = []

@@ -2,18 +2,34 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Optional
+from typing import Optional, Protocol
 
-from ..records import WRAPPER
+from ..records import WRAPPER, KernelInfo, KernelLine, NodeProvenance
 
-if TYPE_CHECKING:
-    from ..graphs import GraphCapture
-    from ..records import KernelLine
-
-__all__ = ["lines_for", "explain", "annotate_output_code"]
+__all__ = ["MappedGraph", "lines_for", "explain", "annotate_output_code"]
 
 
-def _all_lines(graph: "GraphCapture") -> list["KernelLine"]:
+class MappedGraph(Protocol):
+    """What the queries read of a captured graph (a :class:`~instrumented_backend.graphs.GraphCapture`,
+    one layer above): its kernels and wrapper lines, its node map and its output code."""
+
+    @property
+    def label(self) -> str: ...
+
+    @property
+    def kernels(self) -> list[KernelInfo]: ...
+
+    @property
+    def wrapper_lines(self) -> list[KernelLine]: ...
+
+    @property
+    def nodes(self) -> dict[str, NodeProvenance]: ...
+
+    @property
+    def output_code(self) -> str: ...
+
+
+def _all_lines(graph: "MappedGraph") -> list["KernelLine"]:
     """Kernel lines, then the wrapper lines that are not an extern kernel's line already."""
     lines = [line for kernel in graph.kernels for line in kernel.lines]
     taken = {line.number for line in lines}
@@ -28,7 +44,7 @@ def _op_matches(target: str, op: str) -> bool:
     return op in (target, name, f"{namespace}.{name}")
 
 
-def lines_for(graph: "GraphCapture", node: Optional[str] = None, *, source: Optional[str] = None,
+def lines_for(graph: "MappedGraph", node: Optional[str] = None, *, source: Optional[str] = None,
               op: Optional[str] = None) -> list["KernelLine"]:
     """Kernel lines produced by ``node`` (post-grad or Dynamo node name), by ``source``, or by every
     node of the ATen ``op``."""
@@ -58,7 +74,7 @@ def lines_for(graph: "GraphCapture", node: Optional[str] = None, *, source: Opti
     return [line for line in _all_lines(graph) if from_source(line)]
 
 
-def explain(graph: "GraphCapture", node: str) -> str:
+def explain(graph: "MappedGraph", node: str) -> str:
     """The tutorial's chain, for every post-grad node that is (or came from) ``node``.
 
     ``torch.neg(x1)`` (source) -> ``aten.neg.default`` (FX node) -> ``ops.neg`` (IR) -> the C++ lines.
@@ -88,7 +104,7 @@ def explain(graph: "GraphCapture", node: str) -> str:
     return "\n".join(out)
 
 
-def annotate_output_code(graph: "GraphCapture") -> str:
+def annotate_output_code(graph: "MappedGraph") -> str:
     """output_code with ``// Corresponding FX code line: ...`` above each tagged kernel line.
 
     Comments only: the generated code itself is unchanged (``#`` comments for Triton kernels
