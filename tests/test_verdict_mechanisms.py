@@ -267,3 +267,29 @@ def test_an_op_less_accurate_than_eagers_is_found_where_an_ill_conditioned_outpu
                             minify=False)
     assert exact.verdict == "passed", exact.render()
     assert "passed because its error against the fp64 reference" in exact.render()
+
+
+def test_a_float64_replay_that_loses_an_exact_tie_is_no_referee_for_what_follows(tmp_path):
+    """pytorch#186799: the compiled backward of ``atan2(x, y).amin(-1)`` drops the gradient at the
+    minimum. The backward compares ``atan2`` recomputed with the saved minimum, equal in eager by
+    construction; replayed in float64 from the saved float32 minimum the tie is lost, the replay
+    drops the gradient too and sided with compiled code: "no diverging buffer". The buffers after a
+    lost tie are judged against eager: the wrong gradient's buffer is found, on the user's line."""
+    from instrumented_backend.diagnosis.divergence import _ties_lost
+
+    def f(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        return torch.atan2(x, y).amin(dim=-1)
+
+    torch.manual_seed(0)
+    x, y = torch.randn(2, 3).requires_grad_(), torch.randn(2, 3)
+    result = ib.diagnose(f, x, y, train=True, out_dir=tmp_path, progress=False, minify=False)
+    divergence = result.divergence
+    assert result.verdict == "wrong_gradient" and divergence.found, result.render()
+    assert "backward" in divergence.graph and divergence.culprit, divergence.render()
+    assert "return torch.atan2(x, y).amin(dim=-1)" in result.render()
+    # the rule alone: a tie eager holds and the replay loses marks that node and all it reaches
+    graph = torch.fx.symbolic_trace(lambda a, b: (torch.ops.aten.eq.Tensor(a, b) * 2.0).sum())
+    eq, mul, total = [n for n in graph.graph.nodes if n.op in ("call_function", "call_method")]
+    tie, lost = torch.tensor([True, False]), torch.tensor([False, False])
+    assert _ties_lost(graph, {eq.name: tie}, {eq.name: lost}) == {eq.name, mul.name, total.name, "output"}
+    assert _ties_lost(graph, {eq.name: tie}, {eq.name: tie}) == set()

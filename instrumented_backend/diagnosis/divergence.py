@@ -320,6 +320,35 @@ def _fp64_run(graph: torch.fx.GraphModule, args: list[Any], seed: int,
     return {**values, **finals}
 
 
+_EQUALITY = {"eq": True, "ne": False}  # an exact tie reads True under eq, False under ne
+
+
+def _ties_lost(graph: torch.fx.GraphModule, eager: dict[str, Any], fp64: dict[str, Any]) -> set[str]:
+    """The nodes a float64 replay reaches through an exact float tie it lost: an ``eq`` (``ne``)
+    true (false) in eager's run and not in the replay's. The replay widens the graph's inputs and
+    recomputes the rest, so a value recomputed in float64 no longer equals the float32 one it was
+    saved as (an ``amin``'s backward compares its input with the saved minimum, which is one of its
+    elements by construction): from there the replay answers another question than eager's run and
+    is no referee."""
+    lost: list[torch.fx.Node] = []
+    for node in graph.graph.nodes:
+        packet = getattr(node.target, "overloadpacket", None)
+        tie = _EQUALITY.get(getattr(packet, "__name__", ""))
+        before, after = eager.get(node.name), fp64.get(node.name)
+        if tie is None or not isinstance(before, torch.Tensor) or not isinstance(after, torch.Tensor) \
+                or before.dtype != torch.bool or after.shape != before.shape:
+            continue
+        if bool(((before == tie) & (after != tie)).any()):
+            lost.append(node)
+    reached: set[str] = set()
+    while lost:
+        node = lost.pop()
+        if node.name not in reached:
+            reached.add(node.name)
+            lost.extend(node.users)
+    return reached
+
+
 def _differs(compiled: Any, eager: Any, fp64: Any, tol: Optional[float]) -> bool:
     """``compiled`` differs from ``eager``: by the accuracy rule, or, a tensor the rule passes only
     because its values are small, at their own scale (:func:`~.accuracy.wrong_at_its_own_scale`)."""
@@ -990,6 +1019,7 @@ def divergence_in_graph(graph: GraphCapture, args: list[Any], report: Divergence
                        f"({type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''})")
         return False
     fp64: list[Optional[dict[str, Any]]] = []  # computed once a buffer needs it
+    no_referee: set[str] = set()  # reached through a tie the float64 replay lost
     # an input updated in place, under its last writer's name: its value before the call
     writers = _input_writers(graph.post_grad_graph)
     starts = {writers[node.name]: value for node, value in zip(placeholders, args)
@@ -999,7 +1029,8 @@ def divergence_in_graph(graph: GraphCapture, args: list[Any], report: Divergence
         """The float64 run's value of ``node_name`` (the run made on first need), or None."""
         if not fp64:
             fp64.append(_fp64_run(graph.post_grad_graph, args, seed, given=buffers))
-        return (fp64[0] or {}).get(node_name)
+            no_referee.update(_ties_lost(graph.post_grad_graph, eager, fp64[0] or {}))
+        return None if node_name in no_referee else (fp64[0] or {}).get(node_name)
 
     for name, value in buffers.items():
         if name in lowered:  # its eager value is this buffer: nothing to compare
