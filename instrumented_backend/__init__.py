@@ -57,7 +57,15 @@ def _start() -> None:
     global _started
     if _started:
         return
-    _started = True
+    _started = True  # set first: a module imported below may read a public name
+    try:
+        _import_public_names()
+    except BaseException:
+        _started = False  # the next read raises the same error, not a missing name
+        raise
+
+
+def _import_public_names() -> None:
     import importlib
 
     import torch

@@ -37,6 +37,8 @@ import string
 import threading
 from typing import Any, Iterator, Optional, Sequence
 
+import minifier
+
 from ..seams.aot import decompositions
 from ..seams.aot.caches import compile_caches_disabled
 from ..seams.aot.inductor_options import inductor_config_patch
@@ -405,10 +407,4 @@ def carried_context() -> Any:
                           description="injected fault: " + ", ".join(f.label for f in faults))
 
 
-def _register_with_the_minifier() -> None:
-    import minifier
-
-    minifier.register_context_provider(carried_context)
-
-
-_register_with_the_minifier()  # the faults in effect reach the minifier's workers and repros
+minifier.register_context_provider(carried_context)  # the faults in effect reach the minifier's workers and repros
