@@ -463,6 +463,22 @@ import instrumented_backend.capture.backend  # binds the subpackage 'capture' on
 import torch
 assert callable(ib.capture) and ib.report.__name__ == "instrumented_backend.report", (ib.capture, ib.report)
 assert "capture" in dir(ib) and set(ib.__all__) <= set(dir(ib))
+from instrumented_backend.diagnosis import faults
+assert ib._FAULTS_ENV == faults.ENV_VAR  # what a child reads before importing the faults module
+print("ok")
+"""
+
+_UNSUPPORTED_TORCH = """
+import torch
+torch.__version__ = "2.99.0"
+import instrumented_backend as ib
+for attempt in range(2):  # the same error each time a name is read, never a missing attribute
+    try:
+        ib.capture
+    except ib.UnsupportedTorchError as error:
+        assert "2.99.0" in str(error)
+    else:
+        raise AssertionError("no error for an unsupported torch")
 print("ok")
 """
 
@@ -476,7 +492,8 @@ print("ok")
 """
 
 
-@pytest.mark.parametrize("script", [_LAZY_PACKAGE, _ENTRY_POINT_ONLY], ids=["lazy_names", "entry_point_only"])
+@pytest.mark.parametrize("script", [_LAZY_PACKAGE, _ENTRY_POINT_ONLY, _UNSUPPORTED_TORCH],
+                         ids=["lazy_names", "entry_point_only", "unsupported_torch"])
 def test_the_package_imports_torch_on_first_use_and_the_backend_works_from_its_entry_point(script, tmp_path):
     """``import instrumented_backend`` imports nothing heavy; the first public name read imports
     them all, and ``ib.capture`` is the function even when the subpackage of that name was imported
