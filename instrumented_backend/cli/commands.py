@@ -162,7 +162,7 @@ def _diagnose(args: argparse.Namespace) -> int:
         print(f"instrumented_backend diagnose: the fault traceback and the graphs compiled before the crash are in "
               f"{crash_folder(args.out)}")
         crash.write(args.out)
-        if crash.eager_error:  # the program's error on these arguments, as verdict eager_error
+        if not crash.found:  # the program's error on these arguments: verdict eager_error, as in-process
             return 0
     return code
 

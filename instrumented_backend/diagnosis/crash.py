@@ -76,14 +76,23 @@ class CrashReport:
         the JSON's path."""
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
-        found = not self.eager_error  # eager raising on the same arguments: the program's error
-        data = {"verdict": "crashed" if found else "eager_error", "found": found, "culprit_nodes": self.culprit_nodes,
+        data = {"verdict": self.verdict, "found": self.found, "culprit_nodes": self.culprit_nodes,
                 "culprit_sources": self.culprit_sources, "repro_path": self.repro_path, "crash": to_plain(self)}
         for name, text in (("diagnosis.txt", self.render() + "\n"), ("diagnosis.json", json.dumps(data, indent=1))):
             partial = out / (name + ".partial")
             partial.write_text(text, encoding="utf-8")
             partial.replace(out / name)
         return out / "diagnosis.json"
+
+    @property
+    def found(self) -> bool:
+        """A bug of the compiler: not when eager raises on the same arguments (the program's error)."""
+        return not self.eager_error
+
+    @property
+    def verdict(self) -> str:
+        """``crashed``, or ``eager_error`` when eager raises on the same arguments."""
+        return "crashed" if self.found else "eager_error"
 
     @property
     def located(self) -> bool:
