@@ -734,7 +734,7 @@ def _search(run: _Run, full: Candidate, original: Outcome, known: dict[str, Outc
     ``max_seconds`` from the call (or ``max_candidates``) no candidate is judged: every strategy
     then ends at the smallest failing graph found so far."""
     slicer = run.slicer
-    chosen = list(settings.strategies) if settings.strategies is not None else list(STRATEGIES)
+    chosen = settings.strategies  # every strategy when the caller named none (_minify)
     max_seconds = settings.max_seconds
     failing_names = {full.outputs[i] for i in original.failing if i < len(full.outputs)}
     related = slicer.ancestors(failing_names) if original.is_accuracy else set(slicer.order)
@@ -879,7 +879,8 @@ def _minify(module: torch.fx.GraphModule, inputs: Sequence[Any], check: Failure,
     level = _validate(module, inputs, check, settings)
     inputs = _concrete_inputs(inputs)
     settings = dataclasses.replace(settings.checked(inputs, default_workers),
-                                   hint_nodes=tuple(inlined.get(name, name) for name in settings.hint_nodes))
+                                   hint_nodes=tuple(inlined.get(name, name) for name in settings.hint_nodes),
+                                   strategies=tuple(STRATEGIES if settings.strategies is None else settings.strategies))
     with autocast_off():  # as in every worker: what this process records and judges, a worker computes
         exposed = None
         if isinstance(check, AccuracyFailure) and isinstance(module, torch.fx.GraphModule):
@@ -894,8 +895,7 @@ def _minify(module: torch.fx.GraphModule, inputs: Sequence[Any], check: Failure,
         elif exposed is not None and exposed.note:
             run.emit(f"Note: {exposed.note}")
         try:
-            chosen = list(settings.strategies) if settings.strategies is not None else list(STRATEGIES)
-            start, original, known, pending = _confirm(run, chosen, settings.hint_nodes)
+            start, original, known, pending = _confirm(run, settings.strategies, settings.hint_nodes)
             if original.kind == NONDETERMINISTIC:
                 return run.result("nondeterministic", run.slicer.full(), original, original)
             state = _search(run, start, original, known, pending, settings)
