@@ -139,6 +139,30 @@ def test_a_difference_only_from_fused_casts_is_named_with_its_casts_and_the_opti
     assert "emulate_precision_casts=True" in result.render()
 
 
+def test_a_python_float_eager_rounds_and_compiled_code_keeps_is_a_bug_named_with_its_op_and_line(tmp_path):
+    """pytorch#183083's mechanism: eager rounds ``3.14`` to float16 (3.140625) before ``remainder``,
+    compiled code computes with 3.14 in float32: 1 ulp off eager, within tolerance, and 6.2e-4 where
+    eager gives 0. Compiled with the float rounded, it matches eager; the verdict is a bug, the op,
+    both values and the line named. ``mul`` by a float, which eager does not round, is no such bug."""
+    def rem(x: torch.Tensor) -> torch.Tensor:
+        return torch.remainder(x, 3.14)
+
+    def scaled(x: torch.Tensor) -> torch.Tensor:
+        return x * 0.1
+
+    x = torch.tensor([-4.0, -1.5, 0.1, 1.0, 3.140625, 8.0], dtype=torch.float16)
+    result = ib.diagnose(rem, x, out_dir=tmp_path / "rem", progress=False, minify=False)
+    assert result.verdict == "inaccurate" and result.found, result.render()
+    found = result.unrounded_scalars
+    assert [(op.op, op.written, op.rounded, op.dtype) for op in found.ops] == [
+        ("remainder.Scalar", 3.14, 3.140625, "float16")]
+    assert found.ops[0].source.code == "return torch.remainder(x, 3.14)"
+    assert found.unequal > 0 and found.rounded_unequal == 0
+    assert "3.140625 in float16 as eager rounds it" in result.render()
+    other = ib.diagnose(scaled, x, out_dir=tmp_path / "mul", progress=False, minify=False)
+    assert other.unrounded_scalars is None and not other.found, other.render()
+
+
 def test_a_difference_only_in_random_numbers_is_named_with_its_ops_and_the_option(tmp_path):
     def noisy(x: torch.Tensor) -> torch.Tensor:
         return x + torch.rand(x.shape)

@@ -34,6 +34,7 @@ from .accuracy import eager_is_nondeterministic
 from .accuracy import error_line as _error_text
 from .auto_minify import prewarm_worker, release_worker
 from .by_design import designed_difference
+from .unrounded_scalars import unrounded_scalars
 from .culprit import (
     SearchScope,
     culprit_inside,
@@ -196,6 +197,22 @@ def differs_by_design(run: DiagnosisRun) -> bool:
     return True
 
 
+def keeps_scalars_unrounded(run: DiagnosisRun) -> bool:
+    """Python floats that eager rounds to float16 or bfloat16 and compiled code computes with as
+    written: a compile with them rounded must match eager (:mod:`.unrounded_scalars`)."""
+    result, settings = run.result, run.settings
+    if not run.graphs or settings.train or result.verdict not in ("passed", "inaccurate"):
+        return False
+    began = time.perf_counter()
+    found = unrounded_scalars(run.fn, run.inputs, settings.seed, run.graphs, result.outputs,
+                              lambda: run.judge_with().outputs, run.say)
+    if found is None:
+        return False
+    run.step("scalars", began, ", ".join(op.node for op in found.ops))
+    result.verdict, result.unrounded_scalars = "inaccurate", found
+    return True
+
+
 def hidden_by_conditioning(run: DiagnosisRun) -> bool:
     """A passing output past allclose that passed only against fp64 (ill-conditioned there): each op
     alone, judged in relative terms, may still be less accurate than eager's."""
@@ -329,7 +346,7 @@ def _minify(run: DiagnosisRun, target: MinifyTarget) -> None:
 
 
 STAGES: tuple[Callable[[DiagnosisRun], bool], ...] = (
-    judge_eager, judge_compiled, differs_by_design, hidden_by_conditioning, judged_blind, no_bug_found,
+    judge_eager, judge_compiled, differs_by_design, keeps_scalars_unrounded, hidden_by_conditioning, judged_blind, no_bug_found,
     judge_custom_ops, find_layer, find_culprit, minify_from_culprit)
 
 

@@ -21,6 +21,7 @@ from .compile_error import CompileErrorReport
 from .custom_ops import CustomOpCheck, render_custom_op_checks
 from .divergence import DivergenceReport
 from .layers import LayerReport
+from .unrounded_scalars import UnroundedScalars
 
 if TYPE_CHECKING:
     from ..graphs import GraphCapture
@@ -87,6 +88,8 @@ class Diagnosis:
     # inaccurate: an op alone is less accurate than eager's, which the outputs, ill-conditioned there, hide
     hidden_by_conditioning: bool = False
     by_design: Optional[DesignedDifference] = None  # verdicts precision_casts, random_draws: the ops and figures
+    # inaccurate: Python floats eager rounds to float16 or bfloat16 and compiled code keeps as written
+    unrounded_scalars: Optional[UnroundedScalars] = None
     # in effect at the target's first call, off when the script ended, and on again for this diagnosis
     reapplied: list[str] = field(default_factory=list)
     replayed_call: int = 0  # the script's call replayed when not its first: the first later call that raised
@@ -146,7 +149,9 @@ class Diagnosis:
                 "random_draws": ("compiled differs from eager only in its random numbers, which Inductor draws from "
                                  "its own generator by design: no compiler bug"),
                 "compile_error": "the compile fails", "runtime_error": "the compiled code raises",
-                "inaccurate": ("a value inside the compiled code is wrong, which the outputs are too small to show"
+                "inaccurate": ("the compiled code computes with Python floats as written, where eager rounds them "
+                               "to the tensors' dtype first" if self.unrounded_scalars is not None else
+                               "a value inside the compiled code is wrong, which the outputs are too small to show"
                                if self.blind_outputs else
                                "an op of the compiled code is less accurate than eager's, which the outputs, as far "
                                "off fp64 in eager where they differ, do not show" if self.hidden_by_conditioning
@@ -269,6 +274,8 @@ class Diagnosis:
         if self.by_design is not None:
             out += ["", f"== what differs by design, and the option that undoes it ({self.by_design.option}) ==",
                     self.by_design.render()]
+        if self.unrounded_scalars is not None:
+            out += ["", "== Python floats eager rounds and compiled code does not ==", self.unrounded_scalars.render()]
         if self.compile_error is not None:
             out += ["", f"== the {self.compile_error.stage} error, explained ==", self.compile_error.render()]
         for title, report in (("outputs", self.outputs), ("gradients", self.gradients)):

@@ -187,6 +187,7 @@ SEAMS: dict[str, bool] = {
     "lazy_graph": False,
     "lowering_node": False,  # used by diagnose
     "lowering_patterns": False,  # used by diagnose
+    "scalar_constants": False,  # used by diagnose
     "output_code": False,
 }
 CAPTURE_SEAMS = tuple(name for name, installed in SEAMS.items() if installed)
@@ -198,7 +199,7 @@ STAGES: dict[str, tuple[str, ...]] = {
     "aot": ("compile_entry", "decompositions", "rewrite_origins", "caches", "fake_mode", "fake_tensor_log",
             "bisector", "inductor_options"),
     "lowering": ("ir_origins", "ir_logging", "ir_format", "ir_text_buffer", "fx_block_code",
-            "sympy_linear_text", "lowering_node", "lowering_patterns", "loop_body_origins"),
+            "sympy_linear_text", "lowering_node", "lowering_patterns", "scalar_constants", "loop_body_origins"),
     "codegen": ("line_tags", "define_kernel", "cpp_overrides", "cpp_reduction_prefix", "cpp_line_rewrites",
             "wrapper_buffers", "kernel_traffic", "output_code"),
     "runtime": ("kernel_profile", "intermediate_hooks", "errors", "aot_compile"),

@@ -119,9 +119,9 @@ def _where(source: Optional[dict[str, Any]]) -> str:
 
 def _culprit(diagnosis: dict[str, Any]) -> tuple[str, str]:
     """(the culprit, its source line) as a diagnosis names them: the first divergence's culprit,
-    the ops of a difference by design, or the line where eager raises."""
+    the ops of a difference by design or of the scalars eager rounds, or the line where eager raises."""
     divergence = diagnosis.get("divergence") or {}
-    designed = diagnosis.get("by_design") or {}
+    designed = diagnosis.get("by_design") or diagnosis.get("unrounded_scalars") or {}
     if designed.get("ops"):
         first = designed["ops"][0]
         return f"{first['node']} ({first['op']})", _where(first.get("source"))
