@@ -814,6 +814,34 @@ def test_lowering_replacements_no_longer_marked_are_reported(monkeypatch):
         lowering_patterns.check()
 
 
+def test_scalar_constants_moved_is_reported_and_the_counterfactual_rounds_only_the_ops_named(monkeypatch):
+    """The seam's compile rounds a float16 op's Python float as eager does, for the ops it is
+    given only; a ``promote_constants`` that takes other parameters fails its check."""
+    from torch._inductor import lowering
+
+    from instrumented_backend.seams.aot.caches import compile_caches_disabled
+    from instrumented_backend.seams.lowering import scalar_constants
+
+    def rem(x: torch.Tensor) -> torch.Tensor:
+        return torch.remainder(x, 3.14)
+
+    x = torch.tensor([3.140625, -4.0], dtype=torch.float16)
+    with compile_caches_disabled():
+        torch._dynamo.reset()
+        with scalar_constants.scalars_rounded(frozenset({"aten::remainder.Scalar"})):
+            rounded = torch.compile(rem)(x)
+        torch._dynamo.reset()
+        with scalar_constants.scalars_rounded(frozenset({"aten::add.Tensor"})):
+            as_written = torch.compile(rem)(x)
+        torch._dynamo.reset()
+    assert torch.equal(rounded, rem(x)) and not torch.equal(as_written, rem(x))
+    assert lowering.promote_constants.__name__ == "promote_constants"  # put back
+
+    monkeypatch.setattr(lowering, "promote_constants", lambda inputs, dtype=None: inputs)
+    with pytest.raises(SeamMoved, match="promote_constants is gone or no longer takes"):
+        scalar_constants.check()
+
+
 def test_the_constants_inductor_sets_on_a_loaded_module_are_read_from_it():
     """Frozen parameters are ``name = None`` in the output code until Inductor sets them on the
     module it loaded: the search's copy of the code reads them there."""

@@ -285,12 +285,23 @@ def test_an_op_less_accurate_than_eagers_is_found_where_an_ill_conditioned_outpu
     divergence = result.divergence
     assert divergence.culprit == "expm1" and divergence.relative_errors[0] > 1e3 * divergence.relative_errors[1]
     assert any("exp()" in line.text and "ops.expm1" in line.ir_ops for line in divergence.key_lines)
-    # an ill-conditioned output where compiled code is the accurate one stays a pass
+
+
+def test_rounding_an_ill_conditioned_program_amplifies_is_its_own_verdict_and_no_bug(tmp_path):
+    """Where compiled code is the accurate one and the program amplifies eager's rounding past the
+    tolerance (pytorch#181696), the verdict says so, exits as no bug, and says where they part: here
+    before code generation, as the decomposed group norm is exact on constant values."""
     with torch.no_grad():
         exact = ib.diagnose(_ConstantGroupNorm(), torch.ones(6, 10, 12), out_dir=tmp_path / "gn", progress=False,
                             minify=False)
-    assert exact.verdict == "passed", exact.render()
-    assert "passed because its error against the fp64 reference" in exact.render()
+    assert exact.verdict == "amplified_rounding" and not exact.found, exact.render()
+    amplified = exact.amplified
+    assert amplified.max_abs_error > 1.0 and amplified.rmse_compiled < 1e-3 < amplified.rmse_eager
+    assert amplified.amplifier is None  # no compiled node differs past its tolerance from its graph run eagerly
+    text = exact.render()
+    assert "passed because its error against the fp64 reference" in text
+    assert "compiled and eager part before code generation" in text
+    assert exact.to_dict()["amplified"]["output"] == "the output"
 
 
 def test_a_float64_replay_that_loses_an_exact_tie_is_no_referee_for_what_follows(tmp_path):

@@ -62,6 +62,7 @@ from .optimizer_updates import update_is_wrong
 from .undefined import is_empty_op, run_twice, undefined_names
 
 __all__ = ["BufferCheck", "DivergenceReport", "find_first_divergence", "divergence_in_graph", "less_accurate_op",
+           "rounding_chain",
            "hooked_output_code",
            "collect_buffers", "has_cpp_wrapper", "python_wrapper_note"]
 
@@ -984,6 +985,28 @@ def less_accurate_op(graph: GraphCapture, args: list[Any], report: DivergenceRep
         _name_culprit(report, graph, node.name)
         return True
     return False
+
+
+def rounding_chain(graph: GraphCapture, args: list[Any], *, seed: int = 0, tol: Optional[float] = None,
+                   options: Optional[dict[str, Any]] = None) -> list[tuple[str, float]]:
+    """Where compiled and eager part in ``graph`` and how the difference grows: its post-grad
+    graph's floating nodes compiled together on the eager values of its inputs (``args``), and
+    each node that differs from eager there, in graph order, with its difference in units of its
+    tolerance. Values two eager replays disagree on are left out; [] when the graph cannot be
+    replayed, or nothing differs."""
+    post_grad = graph.post_grad_graph
+    if post_grad is None or has_cpp_wrapper(graph) or options is None:
+        return []
+    nodes = [n for n in post_grad.graph.nodes if n.op == "call_function" and n.target is not operator.getitem
+             and isinstance(n.meta.get("val"), torch.Tensor) and n.meta["val"].is_floating_point()]
+    if not nodes or len(nodes) > LESS_ACCURATE_NODES:
+        return []
+    try:
+        values, _, undefined = _eager_run_defined(post_grad, args, seed)
+    except Exception:  # noqa: BLE001 - the verdict stands without the chain
+        return []
+    errors = _chain_errors(nodes, values, seed, tol, options) or []
+    return [(name, used) for name, used, differs in errors if differs and name not in undefined]
 
 
 @autocast_off()  # a post-grad graph holds autocast's casts: compiled, replayed and narrowed without it again

@@ -6,14 +6,16 @@ diagnosis (returns True: the verdict is known and nothing after it applies) or p
 1. :func:`judge_eager` - eager twice with one seed: nondeterministic, or eager's own error;
 2. :func:`judge_compiled` - compile with the instrumented backend, run, judge against eager (fp64 referee);
 3. :func:`differs_by_design` - a difference Inductor makes by design (precision casts, random draws);
-4. :func:`hidden_by_conditioning` - passed only against fp64: each op alone, in relative terms;
-5. :func:`judged_blind` - passed with outputs under their tolerance: the buffers inside;
-6. :func:`no_bug_found` - nothing found: why an injected fault made none;
-7. :func:`judge_custom_ops` - a custom op's schema or fake implementation;
-8. :func:`find_layer` - the failing layer (eager / aot_eager / decomp / inductor);
-9. :func:`find_culprit` - the first diverging buffer and its culprit, one function per verdict
-   (:mod:`.culprit`), and the graph to minify from it;
-10. :func:`minify_from_culprit` - the minimal repro.
+4. :func:`keeps_scalars_unrounded` - Python floats eager rounds to float16 or bfloat16, compiled code not;
+5. :func:`hidden_by_conditioning` - passed only against fp64: each op alone, in relative terms;
+6. :func:`judged_blind` - passed with outputs under their tolerance: the buffers inside;
+7. :func:`amplified_by_the_program` - passed only against fp64, no op alone worse: rounding amplified;
+8. :func:`no_bug_found` - nothing found: why an injected fault made none;
+9. :func:`judge_custom_ops` - a custom op's schema or fake implementation;
+10. :func:`find_layer` - the failing layer (eager / aot_eager / decomp / inductor);
+11. :func:`find_culprit` - the first diverging buffer and its culprit, one function per verdict
+    (:mod:`.culprit`), and the graph to minify from it;
+12. :func:`minify_from_culprit` - the minimal repro.
 
 A new step is a function of the run that goes into :data:`STAGES` where it belongs.
 """
@@ -32,9 +34,9 @@ from ..capture.redirect import target_name
 from ..seams.aot.fake_tensor_log import meta_failures_unlogged
 from .accuracy import eager_is_nondeterministic
 from .accuracy import error_line as _error_text
+from .amplified import amplified_rounding
 from .auto_minify import prewarm_worker, release_worker
 from .by_design import designed_difference
-from .unrounded_scalars import unrounded_scalars
 from .culprit import (
     SearchScope,
     culprit_inside,
@@ -56,6 +58,7 @@ from .layers import find_failing_layer
 from .minimal_repro import MinifyTarget, minimal_repro
 from .settings import DiagnoseSettings
 from .training import TRAINING_LAYERS, requiring_grad, training_is_nondeterministic, training_layers
+from .unrounded_scalars import unrounded_scalars
 from .verdict import Diagnosis, DiagnosisStep
 from .written import finish
 
@@ -252,6 +255,23 @@ def judged_blind(run: DiagnosisRun) -> bool:
     return True
 
 
+def amplified_by_the_program(run: DiagnosisRun) -> bool:
+    """Passed past allclose only against fp64, with no op alone less accurate than eager's:
+    rounding the program amplifies (:mod:`.amplified`), with where compiled and eager part."""
+    result, settings = run.result, run.settings
+    past = result.past_allclose() if result.verdict == "passed" and run.graphs else None
+    if past is None:
+        return False
+    began = time.perf_counter()
+    run.say("past allclose, passed against fp64: where compiled and eager part, and what amplifies it")
+    result.amplified = amplified_rounding(past, run.graphs, seed=settings.seed, tol=settings.tol,
+                                          options=settings.compile.inductor_options)
+    result.verdict = "amplified_rounding"
+    amplifier = result.amplified.amplifier
+    run.step("amplified", began, amplifier.node if amplifier is not None else "")
+    return False
+
+
 def no_bug_found(run: DiagnosisRun) -> bool:
     """No bug: the diagnosis ends; an injected fault in effect says why it made none."""
     if run.result.found:
@@ -346,7 +366,8 @@ def _minify(run: DiagnosisRun, target: MinifyTarget) -> None:
 
 
 STAGES: tuple[Callable[[DiagnosisRun], bool], ...] = (
-    judge_eager, judge_compiled, differs_by_design, keeps_scalars_unrounded, hidden_by_conditioning, judged_blind, no_bug_found,
+    judge_eager, judge_compiled, differs_by_design, keeps_scalars_unrounded, hidden_by_conditioning, judged_blind,
+    amplified_by_the_program, no_bug_found,
     judge_custom_ops, find_layer, find_culprit, minify_from_culprit)
 
 

@@ -15,6 +15,7 @@ from ..capture.left_out import LeftOut
 from ..capture.skipped_frames import failed_frames_lines
 from ..records import KernelLine, to_plain
 from .accuracy import AccuracyReport, OutputComparison
+from .amplified import AmplifiedRounding
 from .aoti_package import PackageJudgement
 from .by_design import DesignedDifference
 from .compile_error import CompileErrorReport
@@ -31,9 +32,9 @@ __all__ = ["Diagnosis", "DiagnosisStep", "VERDICTS", "NOT_FOUND", "which_recompi
 _ORDINALS = {2: "second", 3: "third", 4: "fourth", 5: "fifth"}
 
 VERDICTS = ("passed", "nondeterministic", "compile_error", "runtime_error", "inaccurate", "wrong_gradient",
-            "eager_error", "skipped_error", "precision_casts", "random_draws", "crashed")
+            "eager_error", "skipped_error", "precision_casts", "random_draws", "amplified_rounding", "crashed")
 # Verdicts that are no compiler bug: nothing to minify, exit 0
-NOT_FOUND = ("passed", "nondeterministic", "eager_error", "precision_casts", "random_draws")
+NOT_FOUND = ("passed", "nondeterministic", "eager_error", "precision_casts", "random_draws", "amplified_rounding")
 
 
 def which_recompile(which: int, before: Sequence[int]) -> tuple[str, str]:
@@ -90,6 +91,8 @@ class Diagnosis:
     by_design: Optional[DesignedDifference] = None  # verdicts precision_casts, random_draws: the ops and figures
     # inaccurate: Python floats eager rounds to float16 or bfloat16 and compiled code keeps as written
     unrounded_scalars: Optional[UnroundedScalars] = None
+    # amplified_rounding: the output past allclose, its figures, where compiled and eager part
+    amplified: Optional[AmplifiedRounding] = None
     # in effect at the target's first call, off when the script ended, and on again for this diagnosis
     reapplied: list[str] = field(default_factory=list)
     replayed_call: int = 0  # the script's call replayed when not its first: the first later call that raised
@@ -148,6 +151,8 @@ class Diagnosis:
                                     "eager rounds at each cast or op, as Inductor does by design: no compiler bug"),
                 "random_draws": ("compiled differs from eager only in its random numbers, which Inductor draws from "
                                  "its own generator by design: no compiler bug"),
+                "amplified_rounding": ("compiled differs from eager past the tolerance only by rounding the program "
+                                       "amplifies: float64 finds it no further off than eager, no compiler bug"),
                 "compile_error": "the compile fails", "runtime_error": "the compiled code raises",
                 "inaccurate": ("the compiled code computes with Python floats as written, where eager rounds them "
                                "to the tensors' dtype first" if self.unrounded_scalars is not None else
@@ -160,7 +165,7 @@ class Diagnosis:
 
     def _judged_passing(self) -> list[tuple[str, OutputComparison]]:
         """(``outputs`` or ``gradients``, a floating comparison) of every report of a passed call."""
-        if self.verdict != "passed":
+        if self.verdict not in ("passed", "amplified_rounding"):
             return []
         return [(title, output) for title, report in (("outputs", self.outputs), ("gradients", self.gradients))
                 if report is not None and report.passed for output in report.outputs if output.tolerance is not None]
@@ -204,6 +209,15 @@ class Diagnosis:
         error against fp64 is within eager's own (an ill-conditioned output, or compiled more accurate)."""
         return any(output.tolerance is not None and output.tolerance_used > 1.0
                    for _, output in self._judged_passing())
+
+    def past_allclose(self) -> Optional[tuple[str, OutputComparison]]:
+        """For a passing call: the output or gradient (named in words) furthest past allclose that
+        passed against the fp64 reference; None when every one is within allclose."""
+        judged = [(title, output) for title, output in self._judged_passing() if output.tolerance_used > 1.0]
+        if not judged:
+            return None
+        title, output = max(judged, key=lambda item: item[1].tolerance_used)
+        return _output_name(title, output.path), output
 
     def render(self, *, divergence: bool = True) -> str:
         """The diagnosis as text, in the order it was found (``divergence=False``: without the
@@ -274,6 +288,8 @@ class Diagnosis:
         if self.by_design is not None:
             out += ["", f"== what differs by design, and the option that undoes it ({self.by_design.option}) ==",
                     self.by_design.render()]
+        if self.amplified is not None:
+            out += ["", "== rounding the program amplifies ==", self.amplified.render()]
         if self.unrounded_scalars is not None:
             out += ["", "== Python floats eager rounds and compiled code does not ==", self.unrounded_scalars.render()]
         if self.compile_error is not None:
