@@ -32,22 +32,7 @@ def test_the_corpus_holds_30_bugs_and_10_reports_that_are_none_each_citing_its_i
 
 
 # Reports where diagnose's verdict and the thread's disagree, and why: kept as expected failures.
-DISAGREES = {
-    "gh181696_eval_batchnorm_groupnorm": (
-        "the thread (bot triage, 'high priority') calls it a group_norm decomposition bug; fp64 shows compiled code "
-        "exact (the group norm of constant values is 0, fp64's 2e-14) and eager's float32 group norm 3.6e-6 off, "
-        "which log(clamp(t, 1e-6)) amplifies to 1.29: diagnose judges compiled code the accurate one"),
-    "gh183120_bn_elu_groupnorm_log": (
-        "the same computation as pytorch#181696: compiled code is exact against fp64, eager's rounding is amplified"),
-    "gh183083_remainder_fp16_scalar": (
-        "compiled code divides by 3.14 where eager rounds it to float16 (3.140625); the difference, 0.002 on "
-        "float16 values, is within float16's tolerance (1e-2), and emulate_precision_casts does not remove it: "
-        "diagnose says passed, at 6% of the tolerance"),
-    "gh143182_layernorm_large_cpu": (
-        "the thread is about the first call (a large LayerNorm), which diagnose passes at 0.19% of the tolerance; "
-        "the script's second call, c_model(x.double()), feeds float64 to a float32 LayerNorm: eager raises "
-        "'mixed dtype (CPU)', the compiled code returns a value, and diagnose reports that as skipped_error"),
-}
+DISAGREES: dict[str, str] = {}
 
 
 def _check(name: str) -> None:

@@ -1,7 +1,14 @@
 # issue: https://github.com/pytorch/pytorch/issues/143182
 # title: [Inductor] [CPU] `nn.LayerNorm` outputs numerical error compared with eager
-# expected: not_a_bug
-# verdict: passed
+# expected: bug
+# verdict: eager_error_compiled_returns
+# verdict note: decided as passed when collected, from the thread's subject (the first call, which diagnose passes at
+#   0.19% of the tolerance). The script's second call, c_model(x.double()), gives float64 input to a float32 LayerNorm:
+#   eager raises 'mixed dtype (CPU)', the compiled code returns a value. That is a check the compiled program skips,
+#   the same class as #185885/#195675/#198071 in this corpus; the thread never discusses that call. Maintainers treat
+#   this exact check as one to keep: #151478 (layer_norm with mismatched dtypes runs decomposed, raises in eager: "ideally
+#   we want the same behavior across eager and compile"), #150993 (bdhirsh: "If eager is raising an error, we should
+#   probably make sure that compile raises that same error"; fixed by 2.12).
 # culprit: LayerNorm over 10M elements: reduction order differs between Inductor's decomposed layer_norm and the ATen CPU kernel
 # grad: no
 # discussion: closed; labels module: correctness (silent), oncall: cpu inductor, triaged; IvanKobzarev noted it passes at the 1e-3 tolerances Inductor tests use (not high-pri), and eellison asked for an fp64 comparison, showing compiled is as close or closer to fp64 than eager, i.e. float reduction-order noise, not a miscompile.
