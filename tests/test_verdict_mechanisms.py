@@ -289,18 +289,22 @@ def test_an_op_less_accurate_than_eagers_is_found_where_an_ill_conditioned_outpu
 
 def test_rounding_an_ill_conditioned_program_amplifies_is_its_own_verdict_and_no_bug(tmp_path):
     """Where compiled code is the accurate one and the program amplifies eager's rounding past the
-    tolerance (pytorch#181696), the verdict says so, exits as no bug, and says where they part: here
-    before code generation, as the decomposed group norm is exact on constant values."""
+    tolerance (pytorch#181696), the verdict says so, exits as no bug, and says where they part (the
+    decomposed group norm, exact on constant values, against eager's kernel) and what amplifies."""
     with torch.no_grad():
         exact = ib.diagnose(_ConstantGroupNorm(), torch.ones(6, 10, 12), out_dir=tmp_path / "gn", progress=False,
                             minify=False)
     assert exact.verdict == "amplified_rounding" and not exact.found, exact.render()
     amplified = exact.amplified
     assert amplified.max_abs_error > 1.0 and amplified.rmse_compiled < 1e-3 < amplified.rmse_eager
-    assert amplified.amplifier is None  # no compiled node differs past its tolerance from its graph run eagerly
+    # the user's ops: the decomposed group norm parts from eager's kernel, log amplifies it
+    assert amplified.before_codegen and [step.op for step in amplified.chain] == ["group_norm", "clamp", "log"]
+    assert amplified.start.op == "group_norm" and amplified.amplifier.op == "log"
+    assert amplified.start.used < 1.0 < amplified.amplifier.used
+    assert amplified.amplifier.source.code == "return torch.log(torch.clamp(self.gn(F.elu(self.bn(x))), min=1e-6))"
     text = exact.render()
     assert "passed because its error against the fp64 reference" in text
-    assert "compiled and eager part before code generation" in text
+    assert "the difference starts at" in text and "amplifies it past" in text
     assert exact.to_dict()["amplified"]["output"] == "the output"
 
 
@@ -328,3 +332,48 @@ def test_a_float64_replay_that_loses_an_exact_tie_is_no_referee_for_what_follows
     tie, lost = torch.tensor([True, False]), torch.tensor([False, False])
     assert _ties_lost(graph, {eq.name: tie}, {eq.name: lost}) == {eq.name, mul.name, total.name, "output"}
     assert _ties_lost(graph, {eq.name: tie}, {eq.name: tie}) == set()
+
+
+_SIZES_LOOP = """
+import torch
+
+def double(x):
+    return x * 2
+
+for n in (3, 5):
+    torch.compile(double)(torch.ones(n))
+"""
+
+
+def test_a_function_compiled_anew_for_each_size_is_judged_as_the_script_compiled_it(tmp_path):
+    """pytorch#184893's script compiles one function anew for each size: Dynamo keys its cache on
+    the code, so from the second size on the script ran a graph with the size dynamic. The second
+    target is judged after the first's call, so the graph judged is that recompile (frame 0/1)."""
+    script = tmp_path / "sizes.py"
+    script.write_text(_SIZES_LOOP)
+    said: list[str] = []
+    results = diagnose_script(script, out_dir=tmp_path / "out", progress=False, echo=said.append, minify=False)
+    assert [r.verdict for r in results] == ["passed", "passed"], said
+    assert any("[1] double: judged after the first call of [0], the same code on other shapes" in line
+               for line in said), said
+    assert not any("0/1" in label for label in results[0].graphs)
+    assert any("0/1" in label for label in results[1].graphs), results[1].graphs
+
+
+def test_a_buffer_a_later_in_place_op_writes_is_no_evidence_and_the_users_op_the_graph_gets_wrong_is_named(tmp_path):
+    """pytorch#183986 (torch 2.13.0): Inductor's reinplacing turns ``zeros(1, 8).expand(4, -1).index_add(...)``
+    into an ``index_put_`` through the stride-0 view, fused into the kernel that writes the zeros. The
+    zeros' buffer holds the index_put's rows by the time it is read: never blamed. Every buffer left
+    matches the post-grad graph run eagerly, so that graph is wrong, and the first of the user's ops it
+    computes otherwise than eager is named: ``index_add``, with its line."""
+    def add_rows(src: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
+        x = torch.zeros(1, 8).expand(4, -1)
+        return x.index_add(0, idx, src)
+
+    result = ib.diagnose(add_rows, torch.ones(3, 8), torch.tensor([0, 1, 0]), out_dir=tmp_path, progress=False,
+                         minify=False)
+    assert result.verdict == "inaccurate", result.render()
+    divergence = result.divergence
+    assert not divergence.found and "full" not in [check.node for check in divergence.checked]
+    assert (divergence.given_wrong_op, divergence.given_wrong_held_by) == ("index_add", "index_put")
+    assert divergence.given_wrong_source.code == "return x.index_add(0, idx, src)"

@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Optional, Sequence
 
 from ..records import SourceLocation
-from .divergence import rounding_chain
+from .divergence import dynamo_target_name, rounding_chain, user_op_chain
+from .judged_compile import GraphCall, first_call
 
 if TYPE_CHECKING:
     from ..graphs import GraphCapture
@@ -53,6 +54,9 @@ class AmplifiedRounding:
     rmse_eager: Optional[float]
     graph: str = ""
     chain: list[ChainStep] = field(default_factory=list)
+    # the chain is of the user's ops: where the graph Inductor compiles (decompositions applied)
+    # parts from eager's kernels, before code generation; else of the compiled code's nodes
+    before_codegen: bool = False
 
     @property
     def start(self) -> Optional[ChainStep]:
@@ -69,23 +73,22 @@ class AmplifiedRounding:
                f"against float64, compiled is off by RMSE {_figure(self.rmse_compiled)} and eager by "
                f"{_figure(self.rmse_eager)}: no op of the compiled code is less accurate than eager's"]
         start, amplifier = self.start, self.amplifier
-        if amplifier is None:
-            out.append("no node of the compiled code differs from its graph run eagerly past its tolerance"
-                       + (f" (graph {self.graph})" if self.graph else "") + ": compiled and eager part before "
-                       "code generation, where the graph Inductor compiles (decompositions applied) computes "
-                       "otherwise than eager's kernels, within rounding, and the program amplifies that")
         if start is None:
             return "\n".join(out)
-        out.append(f"the nodes of graph {self.graph} that differ from it run eagerly (compiled together on "
-                   "eager's inputs):")
+        if self.before_codegen:
+            out.append(f"the user's ops of graph {self.graph} whose value differs between the graph Inductor "
+                       "compiles (decompositions applied, run eagerly) and eager's kernels, in units of its tolerance:")
+        else:
+            out.append(f"the nodes of graph {self.graph} whose value differs from it run eagerly (compiled together "
+                       "on eager's inputs), in units of its tolerance:")
         shown = self.chain if len(self.chain) <= 8 else [*self.chain[:4], *self.chain[-4:]]
         out += [f"  {step.render()}" for step in shown]
         if len(shown) < len(self.chain):
             out.insert(-4, f"  ... {len(self.chain) - 8} more")
         if amplifier is not None and amplifier is not start:
-            out.append(f"the difference starts at {start.node} within its tolerance, and {amplifier.node} amplifies "
-                       "it past: rounding either program may make, which an op this sensitive to its input "
-                       "turns into a large difference")
+            out.append(f"the difference starts at {start.node}, within its tolerance, and {amplifier.node} amplifies "
+                       "it past: rounding either program may make, which an op this sensitive to its input turns "
+                       "into a large difference")
         return "\n".join(out)
 
 
@@ -93,26 +96,39 @@ def _figure(value: Optional[float]) -> str:
     return "-" if value is None else f"{value:.2g}"
 
 
-def amplified_rounding(output: tuple[str, "OutputComparison"], graphs: Sequence["GraphCapture"], *, seed: int,
-                       tol: Optional[float], options: Optional[dict[str, Any]]) -> AmplifiedRounding:
+def amplified_rounding(output: tuple[str, "OutputComparison"], graphs: Sequence["GraphCapture"],
+                       calls: Sequence["GraphCall"], *, seed: int, tol: Optional[float],
+                       options: Optional[dict[str, Any]]) -> AmplifiedRounding:
     """The record for ``output`` (its name in words, its comparison), with the chain of the first
-    of ``graphs`` (inference or forward, called) where compiled and eager part."""
+    of ``graphs`` (inference or forward, called; its Dynamo graph's arguments among ``calls``)
+    where compiled and eager part: by the user's ops, where the graph Inductor compiles
+    (decompositions applied) parts from eager's kernels (:func:`~.divergence.user_op_chain`);
+    else by the compiled code's nodes (:func:`~.divergence.rounding_chain`)."""
     name, comparison = output
     found = AmplifiedRounding(name, comparison.max_abs_error, comparison.rmse_compiled, comparison.rmse_eager)
     for graph in graphs:
         if graph.kind not in ("inference", "forward") or graph.call_args is None:
             continue
-        chain = rounding_chain(graph, graph.call_args, seed=seed, tol=tol, options=options)
-        if chain:
+        by_ops = user_op_chain(graph, first_call(graph, calls), seed=seed, tol=tol)
+        if by_ops:
+            found.graph, found.before_codegen = graph.label, True
+            found.chain = [_step(graph, held, used, shown=(node, dynamo_target_name(graph, node)))
+                           for node, held, used in by_ops]
+            break
+        by_nodes = rounding_chain(graph, graph.call_args, seed=seed, tol=tol, options=options)
+        if by_nodes:
             found.graph = graph.label
-            found.chain = [_step(graph, node, used) for node, used in chain]
+            found.chain = [_step(graph, node, used) for node, used in by_nodes]
             break
     return found
 
 
-def _step(graph: "GraphCapture", node: str, used: float) -> ChainStep:
+def _step(graph: "GraphCapture", node: str, used: float, shown: Optional[tuple[str, str]] = None) -> ChainStep:
+    """A chain step for post-grad ``node`` (its source line), shown as ``shown`` (a Dynamo node and
+    its target) when given."""
     provenance = graph.nodes.get(node)
-    post_grad = graph.post_grad_graph
-    target = next((n.target for n in post_grad.graph.nodes if n.name == node), None) if post_grad is not None else None
-    return ChainStep(node, str(target).removeprefix("aten.") if target is not None else "", used,
-                     getattr(provenance, "source", None))
+    if shown is None:
+        post_grad = graph.post_grad_graph
+        target = next((n.target for n in post_grad.graph.nodes if n.name == node), None) if post_grad else None
+        shown = node, str(target).removeprefix("aten.") if target is not None else ""
+    return ChainStep(shown[0], shown[1], used, getattr(provenance, "source", None))

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
 from ..capture.redirect import autocast_now
 from .accuracy import error_line as _error_text
 from .aoti_package import outcome
-from .divergence import DivergenceReport, divergence_in_graph, python_wrapper_note
+from .divergence import DivergenceReport, divergence_in_graph, dynamo_target_name, python_wrapper_note, user_op_chain
 from .error_origin import dynamo_nodes_of_line
 from .judged_compile import GraphCall, JudgedCompile, first_call, inputs_like_placeholders
 from .minimal_repro import MinifyTarget
@@ -88,7 +88,7 @@ def culprit_of_inaccurate(result: Diagnosis, scope: SearchScope, *, seed: int, t
             target = _from_forward_culprit(result.divergence, graph, first_call(graph, scope.calls))
             break
     else:  # every buffer matches its graph run eagerly: the graph Inductor was given is wrong
-        target = _graph_given_wrong(result.divergence, replayable, scope.calls)
+        target = _graph_given_wrong(result.divergence, replayable, scope.calls, seed, tol)
     if not replayable:  # no graph's own arguments were kept: compile again, keeping the Dynamo call's
         try:
             result.divergence = recompiled()
@@ -116,16 +116,27 @@ def _from_forward_culprit(report: DivergenceReport, graph: "GraphCapture", args:
 
 
 def _graph_given_wrong(report: DivergenceReport, replayable: Sequence["GraphCapture"],
-                       calls: Sequence[GraphCall]) -> Optional[MinifyTarget]:
+                       calls: Sequence[GraphCall], seed: int, tol: Optional[float]) -> Optional[MinifyTarget]:
     """For outputs that differ while every buffer the compiled code writes matches its post-grad
     graph run eagerly: say that the bug is in that graph (a decomposition, or a graph pass before
-    code generation; the failing layer says which), and return the Dynamo graph to minify with the
+    code generation; the failing layer says which) and name the first of the user's ops it gets
+    wrong (:func:`~.divergence.user_op_chain`), and return the Dynamo graph to minify with the
     arguments of its first call (None when none was kept)."""
     if report.checked:
         report.note = "; ".join(filter(None, [report.note, (
             "the compiled code computes the post-grad graph it was given, yet the outputs differ: the bug is in "
             "that graph, made by a decomposition or a graph pass before code generation (the failing layer says "
             "which); the minimal repro holds the ops")]))
+    for graph in replayable:
+        wrong = next((step for step in user_op_chain(graph, first_call(graph, calls), seed=seed, tol=tol)
+                      if step[2] > 1.0), None)
+        if wrong is not None:
+            node, held, _ = wrong
+            report.graph, report.given_wrong, report.given_wrong_held_by = graph.label, node, held
+            report.given_wrong_op = dynamo_target_name(graph, node)
+            provenance = graph.nodes.get(held)
+            report.given_wrong_source = provenance.source if provenance is not None else None
+            break
     for graph in replayable:
         args = first_call(graph, calls)
         if args and not autocast_now() and graph.dynamo_graph is not None:

@@ -264,7 +264,7 @@ def amplified_by_the_program(run: DiagnosisRun) -> bool:
         return False
     began = time.perf_counter()
     run.say("past allclose, passed against fp64: where compiled and eager part, and what amplifies it")
-    result.amplified = amplified_rounding(past, run.graphs, seed=settings.seed, tol=settings.tol,
+    result.amplified = amplified_rounding(past, run.graphs, run.judged.calls, seed=settings.seed, tol=settings.tol,
                                           options=settings.compile.inductor_options)
     result.verdict = "amplified_rounding"
     amplifier = result.amplified.amplifier

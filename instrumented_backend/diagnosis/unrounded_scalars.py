@@ -103,8 +103,8 @@ def _float_nodes(graphs: Sequence["GraphCapture"]) -> list[tuple["GraphCapture",
         post_grad = graph.post_grad_graph
         for node in post_grad.graph.nodes if post_grad is not None else ():
             value = node.meta.get("val")
-            if not isinstance(node.target, torch._ops.OpOverload) or not isinstance(value, torch.Tensor) or (
-                    value.dtype not in LOW_PRECISION):
+            named = callable(getattr(node.target, "name", None)) and hasattr(node.target, "_schema")  # an OpOverload
+            if not named or not isinstance(value, torch.Tensor) or value.dtype not in LOW_PRECISION:
                 continue
             floats = [arg for arg in [*node.args, *node.kwargs.values()] if type(arg) is float]
             if floats:

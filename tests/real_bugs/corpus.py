@@ -119,12 +119,20 @@ def _where(source: Optional[dict[str, Any]]) -> str:
 
 def _culprit(diagnosis: dict[str, Any]) -> tuple[str, str]:
     """(the culprit, its source line) as a diagnosis names them: the first divergence's culprit,
-    the ops of a difference by design or of the scalars eager rounds, or the line where eager raises."""
+    the ops of a difference by design or of the scalars eager rounds, the ops where rounding the
+    program amplifies starts and grows past the tolerance, or the line where eager raises."""
     divergence = diagnosis.get("divergence") or {}
     designed = diagnosis.get("by_design") or diagnosis.get("unrounded_scalars") or {}
     if designed.get("ops"):
         first = designed["ops"][0]
         return f"{first['node']} ({first['op']})", _where(first.get("source"))
+    chain = (diagnosis.get("amplified") or {}).get("chain") or []
+    if chain:  # rounding the program amplifies: where compiled and eager part, and what amplifies it
+        last = next((step for step in chain if step["used"] > 1.0), chain[-1])
+        return f"{chain[0]['op']} -> {last['op']}", _where(last.get("source"))
+    if divergence.get("given_wrong") and not divergence.get("culprit"):  # the graph Inductor was given is wrong
+        return (f"{divergence['given_wrong']} ({divergence.get('given_wrong_op', '')})",
+                _where(divergence.get("given_wrong_source")))
     culprit = divergence.get("culprit") or ""
     if divergence.get("culprit_target"):
         culprit = f"{culprit} ({divergence['culprit_target']})"
