@@ -119,7 +119,8 @@ def diagnose_script(script: "str | Path", argv: Sequence[str] = (), *, out_dir: 
             say(f"instrumented_backend diagnose: {raised}; diagnosing what it compiled")
         how = _ScriptDiagnosis(out_dir, len(calls) == 1, minify, progress, tol, say)
         for index, call in enumerate(calls):
-            results += _diagnose_target(how, index, call, train=_trains(call, script_finished=not raised))
+            results += _diagnose_target(how, index, call, train=_trains(call, script_finished=not raised),
+                                        before=_compiled_before(calls[:index], call))
             if results[-1].found:
                 break
     if not calls:
@@ -129,9 +130,40 @@ def diagnose_script(script: "str | Path", argv: Sequence[str] = (), *, out_dir: 
     return results
 
 
-def _diagnose_target(how: _ScriptDiagnosis, index: int, call: Any, *, train: bool) -> list[Diagnosis]:
-    """The diagnoses of one compiled target: on its first call (or the first that raised), then,
-    while it passes, on each later call that recompiled, after the calls before it."""
+def _code_of(target: Any) -> Any:
+    """The code object Dynamo keys its cache on for ``target``: a function's, a bound method's, a
+    module's ``forward``."""
+    if isinstance(target, torch.nn.Module):
+        return getattr(type(target).forward, "__code__", None)
+    return getattr(getattr(target, "__func__", target), "__code__", None)
+
+
+def _shapes(args: Sequence[Any]) -> list[tuple[int, ...]]:
+    return [tuple(value.shape) for value in args if isinstance(value, torch.Tensor)]
+
+
+def _compiled_before(earlier: Sequence[Any], call: Any) -> Optional[tuple[int, Any]]:
+    """(its index, the earlier target) of the last target compiled before ``call``'s from the same
+    code, first called with tensors of other shapes. Dynamo keeps one cache, and one record of the
+    shapes it saw, per code object: a function compiled anew in a loop over sizes was compiled with
+    the changed dims dynamic (automatic dynamic shapes) from its second size on. Replaying that
+    earlier call first, the diagnosis compiles the graph the script ran. None when there is none."""
+    code = _code_of(call.target)
+    if code is None:
+        return None
+    for index in range(len(earlier) - 1, -1, -1):
+        other = earlier[index]
+        if _code_of(other.target) is code and not other.raising_call and (
+                len(_shapes(other.args)) == len(_shapes(call.args)) and _shapes(other.args) != _shapes(call.args)):
+            return index, other
+    return None
+
+
+def _diagnose_target(how: _ScriptDiagnosis, index: int, call: Any, *, train: bool,
+                     before: Optional[tuple[int, Any]] = None) -> list[Diagnosis]:
+    """The diagnoses of one compiled target: on its first call (or the first that raised), after
+    the first call of ``before`` (an earlier target compiled from the same code, other shapes) when
+    given; then, while it passes, on each later call that recompiled, after the calls before it."""
     from ..capture.distributed import data_parallel_module, data_parallel_note
     from ..capture.redirect import LaterCall, state_at_first_call
 
@@ -151,7 +183,13 @@ def _diagnose_target(how: _ScriptDiagnosis, index: int, call: Any, *, train: boo
         if restored:
             say(f"instrumented_backend diagnose: [{index}] {call.name}: on at its first call, off when the "
                 f"script ended, on again for its diagnosis: {'; '.join(restored)}")
-        result = how.diagnose(target, call, index, args, kwargs, train=train, call_state=call.call_state)
+        if before is not None:
+            say(f"instrumented_backend diagnose: [{index}] {call.name}: judged after the first call of "
+                f"[{before[0]}], the same code on other shapes, as the script compiled it (Dynamo's automatic "
+                "dynamic shapes)")
+        first_calls = [(before[1].args, before[1].kwargs)] if before is not None else []
+        result = how.diagnose(target, call, index, args, kwargs, train=train, call_state=call.call_state,
+                              calls_before=first_calls)
     if restored or call.raising_call:
         result.reapplied, result.replayed_call = restored, call.raising_call
         write_reports(result, how.folder(index, call))
