@@ -29,10 +29,10 @@ if TYPE_CHECKING:
     from .accuracy import AccuracyReport
 
 __all__ = ["DesignedOp", "DesignedDifference", "rounding_casts", "random_ops", "explained_by", "designed_difference",
-           "OPTIONS", "EXPLAINED_FACTOR"]
+           "undoes", "elements_unequal", "largest_difference", "OPTIONS", "EXPLAINED_FACTOR"]
 
-# With the option on, the largest difference from eager must be at least this many times smaller
-# for the option to explain it.
+# With the option on (or the one thing changed, :func:`undoes`), the largest difference from eager
+# must be at least this many times smaller for it to explain the difference.
 EXPLAINED_FACTOR = 10.0
 # The option that undoes each verdict's difference
 OPTIONS = {"precision_casts": "emulate_precision_casts", "random_draws": "fallback_random"}
@@ -54,7 +54,7 @@ class DesignedOp:
     source: Optional[SourceLocation] = None
 
     def render(self) -> str:
-        where = f" at {self.source}: {self.source.code}" if self.source is not None else ""
+        where = f" at {self.source.cited()}" if self.source is not None else ""
         return f"{self.node} ({self.op}) in graph {self.graph}{where}"
 
 
@@ -136,7 +136,8 @@ def random_ops(graphs: Sequence["GraphCapture"]) -> list[DesignedOp]:
     return _ops(graphs, _random_draw)
 
 
-def _unequal(report: "AccuracyReport") -> int:
+def elements_unequal(report: "AccuracyReport") -> int:
+    """How many elements of the outputs judged in ``report`` are not exactly eager's."""
     return sum(output.unequal for output in report.outputs)
 
 
@@ -144,30 +145,39 @@ def _used(report: "AccuracyReport") -> float:
     return max((output.tolerance_used for output in report.outputs), default=0.0)
 
 
-def _largest(report: "AccuracyReport") -> float:
+def largest_difference(report: "AccuracyReport") -> float:
+    """The largest |compiled - eager| over the outputs judged in ``report``."""
     return max((output.max_abs_error for output in report.outputs), default=0.0)
+
+
+def undoes(default: Optional["AccuracyReport"], changed: Optional["AccuracyReport"], *,
+           any_difference: bool = False) -> bool:
+    """Whether a compile with one thing changed (an option on, floats rounded as eager rounds
+    them), judged ``changed``, explains the outputs judged ``default``: it passes where ``default``
+    failed, or, ``default`` passing but unequal to eager, it makes the largest difference (in units
+    of its tolerance) :data:`EXPLAINED_FACTOR` times smaller. With ``any_difference``, passing
+    explains any ``default`` judged (random draws)."""
+    if default is None or changed is None or changed.passed is not True or changed.error:
+        return False
+    if default.error or default.passed is None:
+        return False
+    return any_difference or default.passed is False or (
+        elements_unequal(default) > 0 and _used(changed) * EXPLAINED_FACTOR <= _used(default))
 
 
 def explained_by(verdict: str, ops: list[DesignedOp], default: Optional["AccuracyReport"],
                  with_option: Optional["AccuracyReport"]) -> Optional[DesignedDifference]:
     """The difference ``verdict`` when it explains the outputs judged ``default`` (compiled without
-    the option) given ``with_option`` (with it): a failing result the option makes pass, or a
-    passing one, unequal to eager, whose largest difference (in units of its tolerance) the option
-    makes :data:`EXPLAINED_FACTOR` times smaller; None otherwise. What the option leaves is
-    summation order (a mean after the casts); an RMSNorm whose largest difference stays the same
-    with its casts emulated differs by more than its casts. Random draws explain any difference of a call whose
-    judgement with eager's draws passed: Inductor's differ from eager's by design, whether or
-    not this call's outputs happen to show it (a dropout that drops the same few elements)."""
-    if default is None or with_option is None or with_option.passed is not True or with_option.error:
+    the option) given ``with_option`` (with it), by :func:`undoes`; None otherwise. What the option
+    leaves is summation order (a mean after the casts); an RMSNorm whose largest difference stays
+    the same with its casts emulated differs by more than its casts. Random draws explain any
+    difference of a call whose judgement with eager's draws passed: Inductor's differ from eager's
+    by design, whether or not this call's outputs happen to show it (a dropout that drops the same
+    few elements)."""
+    if not undoes(default, with_option, any_difference=verdict == "random_draws"):
         return None
-    if default.error or default.passed is None:
-        return None
-    explains = verdict == "random_draws" or default.passed is False or (
-        _unequal(default) > 0 and _used(with_option) * EXPLAINED_FACTOR <= _used(default))
-    if not explains:
-        return None
-    return DesignedDifference(verdict, ops, _largest(default), _unequal(default), _largest(with_option),
-                              _unequal(with_option))
+    return DesignedDifference(verdict, ops, largest_difference(default), elements_unequal(default),
+                              largest_difference(with_option), elements_unequal(with_option))
 
 
 def designed_difference(graphs: Sequence["GraphCapture"], verdict: str, outputs: Optional["AccuracyReport"],

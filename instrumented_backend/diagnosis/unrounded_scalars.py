@@ -28,16 +28,13 @@ from ..records import SourceLocation
 from ..seams.aot.caches import compile_caches_disabled
 from ..seams.lowering.scalar_constants import scalars_rounded
 from .accuracy import run_seeded
+from .by_design import elements_unequal, largest_difference, undoes
 
 if TYPE_CHECKING:
     from ..graphs import GraphCapture
     from .accuracy import AccuracyReport
 
 __all__ = ["UnroundedScalar", "UnroundedScalars", "rounded_by_eager", "unrounded_scalars"]
-
-# With the scalars rounded, the largest difference from eager (in units of its tolerance) must be
-# at least this many times smaller for them to explain it.
-EXPLAINED_FACTOR = 10.0
 
 
 @dataclass
@@ -53,7 +50,7 @@ class UnroundedScalar:
     source: Optional[SourceLocation] = None
 
     def render(self) -> str:
-        where = f" at {self.source}: {self.source.code}" if self.source is not None else ""
+        where = f" at {self.source.cited()}" if self.source is not None else ""
         return (f"{self.node} ({self.op}) in graph {self.graph}: {self.written!r} as written, "
                 f"{self.rounded!r} in {self.dtype} as eager rounds it{where}")
 
@@ -129,25 +126,16 @@ def _ops(candidates: list[tuple["GraphCapture", torch.fx.Node, list[float]]],
     return found
 
 
-def _figures(report: "AccuracyReport") -> tuple[float, int, float]:
-    """(largest |compiled - eager|, elements unequal, largest share of the tolerance used)."""
-    outputs = report.outputs
-    return (max((o.max_abs_error for o in outputs), default=0.0), sum(o.unequal for o in outputs),
-            max((o.tolerance_used for o in outputs), default=0.0))
-
-
 def unrounded_scalars(fn: Callable[..., Any], inputs: Sequence[Any], seed: int, graphs: Sequence["GraphCapture"],
                       outputs: Optional["AccuracyReport"], judge: Callable[[], Optional["AccuracyReport"]],
                       say: Callable[[str], None]) -> Optional[UnroundedScalars]:
     """The scalars that explain ``outputs`` (a call's, compiled as the program compiled it): ops of
-    ``graphs`` given a Python float eager rounds, which, rounded in a compile (``judge()``, run
-    with them rounded), leave the outputs passing and their largest difference from eager
-    :data:`EXPLAINED_FACTOR` times smaller. None when no such op, or when rounding them explains
-    nothing."""
+    ``graphs`` given a Python float eager rounds, whose compile with them rounded (``judge()``, run
+    with them rounded) explains the difference (:func:`~.by_design.undoes`). None when no such op,
+    or when rounding them explains nothing."""
     if outputs is None or outputs.error or outputs.passed is None:
         return None
-    error, unequal, used = _figures(outputs)
-    candidates = _float_nodes(graphs) if unequal else []
+    candidates = _float_nodes(graphs) if elements_unequal(outputs) else []
     rounded = rounded_by_eager(fn, inputs, seed) if candidates else {}
     ops = _ops(candidates, rounded) if rounded else []
     if not ops:
@@ -155,9 +143,7 @@ def unrounded_scalars(fn: Callable[..., Any], inputs: Sequence[Any], seed: int, 
     say("it computes with Python floats eager rounds to lower precision: judging a compile that rounds them")
     with compile_caches_disabled(), scalars_rounded(frozenset(rounded)):
         again = judge()
-    if again is None or again.error or again.passed is not True:
+    if not undoes(outputs, again):
         return None
-    rounded_error, rounded_unequal, rounded_used = _figures(again)
-    if outputs.passed and rounded_used * EXPLAINED_FACTOR > used:
-        return None
-    return UnroundedScalars(ops, error, unequal, rounded_error, rounded_unequal)
+    return UnroundedScalars(ops, largest_difference(outputs), elements_unequal(outputs), largest_difference(again),
+                            elements_unequal(again))
