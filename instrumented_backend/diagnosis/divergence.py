@@ -145,7 +145,7 @@ class DivergenceReport:
     def _given_wrong_line(self) -> list[str]:
         if not self.given_wrong:
             return []
-        where = f" at {self.given_wrong_source}: {self.given_wrong_source.code}" if self.given_wrong_source else ""
+        where = f" at {self.given_wrong_source.cited()}" if self.given_wrong_source else ""
         return [f"the first of the user's ops that graph computes otherwise than eager, past its tolerance: "
                 f"{self.given_wrong} ({self.given_wrong_op}){where}; its value is post-grad node "
                 f"{self.given_wrong_held_by}'s"]
@@ -252,15 +252,24 @@ class _EagerReplay(torch.fx.Interpreter):
         return value
 
 
-def _viewed_input(node: Any, placeholders: set[torch.fx.Node]) -> Optional[torch.fx.Node]:
-    """The graph input ``node`` is, or is a view of (``slice``, ``select``, ``view`` of it ...), or None."""
-    while isinstance(node, torch.fx.Node) and node not in placeholders:
+def _views_down(node: Any) -> list[torch.fx.Node]:
+    """``node`` and each node it is a view of (``slice``, ``select``, ``view`` of it ...), in turn,
+    down to the first that is no view (a graph input, or the op that made the storage)."""
+    chain: list[torch.fx.Node] = []
+    while isinstance(node, torch.fx.Node):
+        chain.append(node)
         schema = getattr(node.target, "_schema", None) if node.op == "call_function" else None
         alias = schema.returns[0].alias_info if schema is not None and schema.returns else None
         if alias is None or alias.is_write or not node.args:
-            return None
+            break
         node = node.args[0]
-    return node if isinstance(node, torch.fx.Node) else None
+    return chain
+
+
+def _viewed_input(node: Any, placeholders: set[torch.fx.Node]) -> Optional[torch.fx.Node]:
+    """The graph input ``node`` is, or is a view of (``slice``, ``select``, ``view`` of it ...), or None."""
+    chain = _views_down(node)
+    return chain[-1] if chain and chain[-1] in placeholders else None
 
 
 def _input_writers(graph: torch.fx.GraphModule) -> dict[str, str]:
@@ -291,17 +300,10 @@ def _written_later(graph: torch.fx.GraphModule) -> set[str]:
     through a view (``index_put_`` into ``zeros(...).expand(...)``, reinplaced): Inductor may fuse
     the write into the kernel that computes them, so their buffer holds the writer's value by the
     time it is read, never evidence against them. The writer's own value is compared."""
-    placeholders = {n for n in graph.graph.nodes if n.op == "placeholder"}
     written: set[str] = set()
     for node in graph.graph.nodes:
-        first = node.args[0] if updates_first_argument(node) and node.args else None
-        while isinstance(first, torch.fx.Node) and first not in placeholders:
-            written.add(first.name)
-            schema = getattr(first.target, "_schema", None) if first.op == "call_function" else None
-            alias = schema.returns[0].alias_info if schema is not None and schema.returns else None
-            if alias is None or alias.is_write or not first.args:
-                break
-            first = first.args[0]  # a view: its base is written too
+        if updates_first_argument(node) and node.args:
+            written.update(n.name for n in _views_down(node.args[0]) if n.op != "placeholder")
     return written
 
 
