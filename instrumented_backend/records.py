@@ -68,6 +68,10 @@ class SourceLocation:
     def __str__(self) -> str:
         return f"{self.file}:{self.line}"
 
+    def cited(self) -> str:
+        """The line as reports quote it: ``model.py:12: y = torch.neg(x)``."""
+        return f"{self}: {self.code}"
+
     def matches(self, spec: str) -> bool:
         """True for ``"model.py:12"``, ``"/abs/path/model.py:12"`` or ``"12"`` naming this line."""
         file_part, _, line_part = spec.rpartition(":")

@@ -40,7 +40,7 @@ class ChainStep:
     source: Optional[SourceLocation] = None
 
     def render(self) -> str:
-        where = f" at {self.source}: {self.source.code}" if self.source is not None else ""
+        where = f" at {self.source.cited()}" if self.source is not None else ""
         return f"{self.node} ({self.op}): {self.used:.2g}x its tolerance{where}"
 
 

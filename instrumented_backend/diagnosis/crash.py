@@ -492,7 +492,7 @@ def _dumped_graphs(dumps: Path) -> list[Any]:
 def _sources(graph: Any, fx_nodes: list[str]) -> list[str]:
     """``file:line: code`` of each node's source line, in order, once each."""
     sources = [graph.nodes[n].source for n in fx_nodes if n in graph.nodes and graph.nodes[n].source]
-    return list(dict.fromkeys(f"{s}: {s.code}".rstrip(": ") for s in sources))
+    return list(dict.fromkeys(s.cited().rstrip(": ") for s in sources))
 
 
 def explain_crash(signal_number: int, fault_log: "str | Path", dumps: "str | Path") -> CrashReport:

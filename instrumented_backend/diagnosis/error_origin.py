@@ -47,7 +47,7 @@ def lowering_at(exc: BaseException) -> tuple[str, Optional[tuple[str, int]]]:
     if node is None:
         return "", None
     source = parse_stack_trace(node.meta.get("stack_trace"))
-    where = f", from {source}: {source.code}" if source is not None else ""
+    where = f", from {source.cited()}" if source is not None else ""
     return f"post-grad node {node.name} ({node.target}){where}", (source.file, source.line) if source else None
 
 

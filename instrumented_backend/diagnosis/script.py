@@ -148,13 +148,14 @@ def _compiled_before(earlier: Sequence[Any], call: Any) -> Optional[tuple[int, A
     shapes it saw, per code object: a function compiled anew in a loop over sizes was compiled with
     the changed dims dynamic (automatic dynamic shapes) from its second size on. Replaying that
     earlier call first, the diagnosis compiles the graph the script ran. None when there is none."""
-    code = _code_of(call.target)
+    code, shapes = _code_of(call.target), _shapes(call.args)
     if code is None:
         return None
     for index in range(len(earlier) - 1, -1, -1):
         other = earlier[index]
+        other_shapes = _shapes(other.args)
         if _code_of(other.target) is code and not other.raising_call and (
-                len(_shapes(other.args)) == len(_shapes(call.args)) and _shapes(other.args) != _shapes(call.args)):
+                len(other_shapes) == len(shapes) and other_shapes != shapes):
             return index, other
     return None
 

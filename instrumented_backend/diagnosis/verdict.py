@@ -207,8 +207,7 @@ class Diagnosis:
     def passed_by_the_referee(self) -> bool:
         """Whether a passing call has a floating output past allclose that passed only because its
         error against fp64 is within eager's own (an ill-conditioned output, or compiled more accurate)."""
-        return any(output.tolerance is not None and output.tolerance_used > 1.0
-                   for _, output in self._judged_passing())
+        return self.past_allclose() is not None
 
     def past_allclose(self) -> Optional[tuple[str, OutputComparison]]:
         """For a passing call: the output or gradient (named in words) furthest past allclose that
@@ -304,7 +303,7 @@ class Diagnosis:
                     self.divergence.render()]
         elif self.divergence is not None:
             out += ["", "== 2. the first diverging buffer: in its own section, beside its kernel lines =="]
-        sources = dict.fromkeys(f"{line.source}: {line.source.code}" for line in self.culprit_lines
+        sources = dict.fromkeys(line.source.cited() for line in self.culprit_lines
                                 if line.source is not None)
         out.extend(f"  culprit source line: {source}" for source in list(sources)[:3])
         return out
